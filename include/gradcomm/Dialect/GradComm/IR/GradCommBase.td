@@ -1,0 +1,110 @@
+//===- GradCommBase.td - GradComm dialect, enums, resources -*- tablegen -*-===//
+//
+// Part of the GradComm project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GRADCOMM_DIALECT_GRADCOMM_IR_GRADCOMMBASE_TD
+#define GRADCOMM_DIALECT_GRADCOMM_IR_GRADCOMMBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Dialect
+//===----------------------------------------------------------------------===//
+
+def GradComm_Dialect : Dialect {
+  let name = "gradcomm";
+  let cppNamespace = "::mlir::gradcomm";
+  let summary = "Communication-efficient gradient exchange for data-parallel training";
+  let description = [{
+    The `gradcomm` dialect models the gradient communication of a data-parallel
+    training step in compressed or decentralized form:
+
+    * **ScaleCom** (Chen et al., NeurIPS 2020): cyclic local top-k (CLT-k)
+      compression with an error-feedback memory and a low-pass filter. It is
+      decomposed into `gradcomm.cltk_compress` (accumulate, select on the
+      cyclic leader, broadcast the indices, gather k values),
+      `gradcomm.sparse_all_reduce` (one dense all-reduce of the k values,
+      scattered back to the dense shape) and `gradcomm.memory_update` (the
+      low-pass-filtered error-feedback update).
+    * **Local top-k + all-gather**, the baseline whose traffic grows with the
+      group size (`gradcomm.local_topk_all_gather`).
+    * **Gossip** (Jin et al. 2016): `gradcomm.gossip_exchange` mixes a tensor
+      with one peer chosen by a coordination-free schedule.
+
+    Persistent per-rank state (error-feedback memories and step counters) is
+    declared at module level with `gradcomm.state` and referred to by symbol;
+    the runtime owns it, on the rank's device, and checkpoints it.
+
+    Process groups are named like upstream `shard` collectives: a `shard.grid`
+    symbol and a list of its axes.
+
+    ```mlir
+    shard.grid @grid(shape = 4)
+    gradcomm.state @fc1_weight_grad : tensor<784x128xf32>
+
+    func.func @step(%g: tensor<784x128xf32>) -> tensor<784x128xf32> {
+      %v, %i = gradcomm.cltk_compress %g state @fc1_weight_grad on @grid
+          grid_axes = [0] k = 1004 selection = exact
+          : tensor<784x128xf32> -> tensor<1004xf32>, tensor<1004xi64>
+      %r = gradcomm.sparse_all_reduce %v, %i on @grid grid_axes = [0]
+          reduction = average
+          : tensor<1004xf32>, tensor<1004xi64> -> tensor<784x128xf32>
+      gradcomm.memory_update %g, %i state @fc1_weight_grad beta = 1.0
+          : tensor<784x128xf32>, tensor<1004xi64>
+      return %r : tensor<784x128xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def GradComm_Selection : I32EnumAttr<"Selection",
+    "How the leader selects the k indices from its accumulated vector", [
+  // True top-k of |p|; ties go to the lower index.
+  I32EnumAttrCase<"Exact", 0, "exact">,
+  // Top-1 of |p| in every chunk of `chunk_size` consecutive elements.
+  I32EnumAttrCase<"Chunk", 1, "chunk">
+]> {
+  let cppNamespace = "::mlir::gradcomm";
+}
+
+def GradComm_Reduction : I32EnumAttr<"Reduction",
+    "Reduction of the k values across the group", [
+  I32EnumAttrCase<"Sum", 0, "sum">,
+  I32EnumAttrCase<"Average", 1, "average">
+]> {
+  let cppNamespace = "::mlir::gradcomm";
+}
+
+def GradComm_Schedule : I32EnumAttr<"Schedule",
+    "Coordination-free peer schedule of a gossip exchange", [
+  // Random perfect matching drawn from (seed, step); odd groups: one rank
+  // sits out.
+  I32EnumAttrCase<"Matching", 0, "matching">,
+  // Left/right neighbour alternating by step and rank parity.
+  I32EnumAttrCase<"Ring", 1, "ring">,
+  // rank XOR 2^(step mod log2 n); the group size must be a power of two.
+  I32EnumAttrCase<"Hypercube", 2, "hypercube">
+]> {
+  let cppNamespace = "::mlir::gradcomm";
+}
+
+//===----------------------------------------------------------------------===//
+// Side-effect resources
+//===----------------------------------------------------------------------===//
+
+/// The persistent per-rank state (memories and counters) owned by the runtime.
+def GradComm_StateResource : Resource<"::mlir::gradcomm::StateResource">;
+/// The communicator: every collective reads and writes it, so no two
+/// collectives are merged, reordered against each other or dropped.
+def GradComm_CommResource : Resource<"::mlir::gradcomm::CommResource">;
+
+#endif // GRADCOMM_DIALECT_GRADCOMM_IR_GRADCOMMBASE_TD

@@ -1,0 +1,323 @@
+//===- GradCommOps.td - GradComm operations ----------------*- tablegen -*-===//
+//
+// Part of the GradComm project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GRADCOMM_DIALECT_GRADCOMM_IR_GRADCOMMOPS_TD
+#define GRADCOMM_DIALECT_GRADCOMM_IR_GRADCOMMOPS_TD
+
+include "gradcomm/Dialect/GradComm/IR/GradCommBase.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/IR/SymbolInterfaces.td"
+
+class GradComm_Op<string mnemonic, list<Trait> traits = []>
+    : Op<GradComm_Dialect, mnemonic, traits>;
+
+/// Arguments every collective shares: the group is named like upstream
+/// `shard` collectives, by a `shard.grid` symbol and a list of its axes.
+defvar GradComm_GroupArgs = (ins
+  FlatSymbolRefAttr:$grid,
+  DenseI16ArrayAttr:$grid_axes
+);
+
+/// Effects of an op that communicates.
+defvar GradComm_CommEffects = [MemRead<GradComm_CommResource>,
+                               MemWrite<GradComm_CommResource>];
+
+//===----------------------------------------------------------------------===//
+// StateOp
+//===----------------------------------------------------------------------===//
+
+def GradComm_StateOp : GradComm_Op<"state", [
+    Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "Declares persistent per-rank state: a step counter and, "
+                "optionally, an error-feedback memory";
+  let description = [{
+    Declares a named piece of state that lives across training steps on every
+    rank. Every state has a step counter (an unsigned 64-bit integer, zero at
+    start). With a type, it also has a memory buffer of that tensor type,
+    zero-initialized on first use; the memory holds gradient-scale quantities
+    (the learning rate is applied later, by the parameter update).
+
+    The runtime owns the storage, on the rank's device, looks it up by the
+    symbol name and saves and restores it in checkpoints, so names should be
+    stable and readable (the ScaleCom pass derives them from the gradient
+    they serve).
+
+    `gradcomm.cltk_compress`, `gradcomm.memory_update` and
+    `gradcomm.local_topk_all_gather` need a state with a memory whose type
+    equals their gradient type; `gradcomm.gossip_exchange` needs a
+    counter-only state.
+
+    Example:
+
+    ```mlir
+    // Memory + step counter for one compressed gradient.
+    gradcomm.state @fc1_weight_grad : tensor<784x128xf32>
+    // Step counter only (gossip schedule).
+    gradcomm.state @fc1_weight_gossip
+    ```
+  }];
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    OptionalAttr<TypeAttrOf<AnyRankedTensor>>:$memory_type
+  );
+  let assemblyFormat = "$sym_name (`:` $memory_type^)? attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// True when the state has a memory buffer besides its counter.
+    bool hasMemory() { return getMemoryType().has_value(); }
+    /// The memory type; only valid when hasMemory().
+    ::mlir::RankedTensorType getMemoryTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(*getMemoryType());
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// CltkCompressOp
+//===----------------------------------------------------------------------===//
+
+def GradComm_CltkCompressOp : GradComm_Op<"cltk_compress", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<!listconcat([MemRead<GradComm_StateResource>],
+                              GradComm_CommEffects)>]> {
+  let summary = "Cyclic local top-k compression: accumulate, select on the "
+                "leader, broadcast the indices, gather k values";
+  let description = [{
+    One ScaleCom compression step on every rank i of the group:
+
+    ```
+    p_i = m_i + g_i                          # error-feedback accumulation
+    l   = t mod n                            # cyclic leader
+    I   = select(|p_l|, k) on rank l, broadcast to the group
+    v_i = p_i[I]                             # this rank's own k values
+    ```
+
+    `m_i` and `t` are the memory and step counter of `state`, which this op
+    reads but does not change (`gradcomm.memory_update` writes the memory and
+    advances the counter). The indices are always the leader's, broadcast;
+    no rank recomputes them.
+
+    `selection = exact` takes the true top-k of `|p_l|`, ties going to the
+    lower flat index. `selection = chunk` takes the top-1 of `|p_l|` in every
+    chunk of `chunk_size` consecutive elements (row-major flat order), so `k`
+    must be `ceil(N / chunk_size)`. Indices are flat row-major offsets into
+    the gradient, as `i64`, in increasing order.
+
+    Example:
+
+    ```mlir
+    %v, %i = gradcomm.cltk_compress %g state @w_grad on @grid grid_axes = [0]
+        k = 64 selection = chunk chunk_size = 16
+        : tensor<32x32xf32> -> tensor<64xf32>, tensor<64xi64>
+    ```
+  }];
+  let arguments = !con((ins
+    AnyRankedTensor:$input,
+    FlatSymbolRefAttr:$state),
+    GradComm_GroupArgs, (ins
+    I64Attr:$k,
+    GradComm_Selection:$selection,
+    OptionalAttr<I64Attr>:$chunk_size
+  ));
+  let results = (outs
+    AnyRankedTensor:$values,
+    AnyRankedTensor:$indices
+  );
+  let assemblyFormat = [{
+    $input `state` $state `on` $grid `grid_axes` `=` $grid_axes
+    `k` `=` $k `selection` `=` $selection
+    (`chunk_size` `=` $chunk_size^)?
+    attr-dict `:` type($input) `->` type($values) `,` type($indices)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// SparseAllReduceOp
+//===----------------------------------------------------------------------===//
+
+def GradComm_SparseAllReduceOp : GradComm_Op<"sparse_all_reduce", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<GradComm_CommEffects>]> {
+  let summary = "Reduces k values at shared indices across the group and "
+                "scatters them into the dense shape";
+  let description = [{
+    Every rank of the group contributes `values` at the same `indices` (the
+    leader's, from `gradcomm.cltk_compress`), so one dense all-reduce of k
+    values suffices. `reduction = average` divides the sum by the group size;
+    `sum` does not. The result has the dense gradient shape: the reduced
+    values at `indices` (flat row-major offsets), zero elsewhere.
+
+    Example:
+
+    ```mlir
+    %r = gradcomm.sparse_all_reduce %v, %i on @grid grid_axes = [0]
+        reduction = average
+        : tensor<64xf32>, tensor<64xi64> -> tensor<32x32xf32>
+    ```
+  }];
+  let arguments = !con((ins
+    AnyRankedTensor:$values,
+    AnyRankedTensor:$indices),
+    GradComm_GroupArgs, (ins
+    GradComm_Reduction:$reduction
+  ));
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $values `,` $indices `on` $grid `grid_axes` `=` $grid_axes
+    `reduction` `=` $reduction
+    attr-dict `:` type($values) `,` type($indices) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// MemoryUpdateOp
+//===----------------------------------------------------------------------===//
+
+def GradComm_MemoryUpdateOp : GradComm_Op<"memory_update", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<[MemRead<GradComm_StateResource>,
+                   MemWrite<GradComm_StateResource>]>]> {
+  let summary = "Low-pass-filtered error-feedback memory update; advances "
+                "the step counter";
+  let description = [{
+    Updates the memory of `state` with the rank's own compressed values:
+
+    ```
+    p = m + g
+    m = (1 - beta) * m + beta * (p - scatter(I, p[I]))
+    t = t + 1
+    ```
+
+    Elementwise: outside the indices `m += beta * g`; at the indices
+    `m = (1 - beta) * m`. `beta = 1` is plain error feedback (`m = p - c`);
+    `beta` must lie in (0, 1]. It must follow the `gradcomm.cltk_compress`
+    of the same step (which reads the memory before this op changes it).
+
+    Example:
+
+    ```mlir
+    gradcomm.memory_update %g, %i state @w_grad beta = 0.5
+        : tensor<32x32xf32>, tensor<64xi64>
+    ```
+  }];
+  let arguments = (ins
+    AnyRankedTensor:$input,
+    AnyRankedTensor:$indices,
+    FlatSymbolRefAttr:$state,
+    F64Attr:$beta
+  );
+  let assemblyFormat = [{
+    $input `,` $indices `state` $state `beta` `=` $beta
+    attr-dict `:` type($input) `,` type($indices)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// LocalTopkAllGatherOp
+//===----------------------------------------------------------------------===//
+
+def GradComm_LocalTopkAllGatherOp : GradComm_Op<"local_topk_all_gather", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<!listconcat([MemRead<GradComm_StateResource>,
+                               MemWrite<GradComm_StateResource>],
+                              GradComm_CommEffects)>]> {
+  let summary = "Baseline: local top-k with error feedback, all-gather of "
+                "values and indices, summed";
+  let description = [{
+    The baseline ScaleCom improves on. Every rank selects its own exact top-k
+    of `p_i = m_i + g_i`, keeps the rest in its memory (`m_i = p_i - c_i`,
+    plain error feedback) and all-gathers its k values and k indices; the
+    result is the sum (or, with `reduction = average`, the mean) of the n
+    sparse vectors in the dense shape. Because the index sets differ, their
+    union grows towards n * k ("gradient build-up") and so does the traffic.
+    Advances the step counter of `state`.
+
+    Example:
+
+    ```mlir
+    %r = gradcomm.local_topk_all_gather %g state @w_grad on @grid
+        grid_axes = [0] k = 64 reduction = average
+        : tensor<32x32xf32> -> tensor<32x32xf32>
+    ```
+  }];
+  let arguments = !con((ins
+    AnyRankedTensor:$input,
+    FlatSymbolRefAttr:$state),
+    GradComm_GroupArgs, (ins
+    I64Attr:$k,
+    GradComm_Reduction:$reduction
+  ));
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `state` $state `on` $grid `grid_axes` `=` $grid_axes
+    `k` `=` $k `reduction` `=` $reduction
+    attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// GossipExchangeOp
+//===----------------------------------------------------------------------===//
+
+def GradComm_GossipExchangeOp : GradComm_Op<"gossip_exchange", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    AllTypesMatch<["input", "result"]>,
+    MemoryEffects<!listconcat([MemRead<GradComm_StateResource>,
+                               MemWrite<GradComm_StateResource>],
+                              GradComm_CommEffects)>]> {
+  let summary = "Mixes a tensor with the peer a coordination-free schedule "
+                "picks for this step";
+  let description = [{
+    Gossip averaging with one peer: on the steps where the exchange happens
+    (every `period`-th value of the step counter of `state`), rank i and its
+    peer j swap their tensors and each computes
+
+    ```
+    x_i = (1 - mixing) * x_i + mixing * x_j
+    ```
+
+    The peer comes from `schedule`, which every rank evaluates alone from the
+    step counter: `matching` (random perfect matching drawn from `seed` and
+    the step; with an odd group one rank sits out and keeps its tensor),
+    `ring` (left/right neighbour, alternating) or `hypercube`
+    (`i XOR 2^(t mod log2 n)`, group size a power of two). The pairing is
+    symmetric, so the mixing is doubly stochastic and the mean of the
+    replicas is preserved. The counter advances on every call.
+
+    Example:
+
+    ```mlir
+    %x1 = gradcomm.gossip_exchange %x0 state @w_gossip on @grid
+        grid_axes = [0] schedule = matching mixing = 0.5 seed = 7 period = 1
+        : tensor<32x32xf32>
+    ```
+  }];
+  let arguments = !con((ins
+    AnyRankedTensor:$input,
+    FlatSymbolRefAttr:$state),
+    GradComm_GroupArgs, (ins
+    GradComm_Schedule:$schedule,
+    F64Attr:$mixing,
+    DefaultValuedAttr<I64Attr, "0">:$seed,
+    DefaultValuedAttr<I64Attr, "1">:$period
+  ));
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `state` $state `on` $grid `grid_axes` `=` $grid_axes
+    `schedule` `=` $schedule `mixing` `=` $mixing
+    `seed` `=` $seed `period` `=` $period
+    attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // GRADCOMM_DIALECT_GRADCOMM_IR_GRADCOMMOPS_TD

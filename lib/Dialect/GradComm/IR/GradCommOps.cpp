@@ -1,0 +1,276 @@
+//===- GradCommOps.cpp - GradComm operations and verifiers ----------------===//
+//
+// Part of the GradComm project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gradcomm/Dialect/GradComm/IR/GradCommOps.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+using namespace mlir::gradcomm;
+
+#include "gradcomm/Dialect/GradComm/IR/GradCommEnums.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "gradcomm/Dialect/GradComm/IR/GradCommOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Shared verification helpers
+//===----------------------------------------------------------------------===//
+
+/// Gradients, memories and gossiped tensors: statically shaped f32 tensors.
+/// Half types are rejected until the runtime accumulates them in f32.
+static LogicalResult verifyDenseType(Operation *op, StringRef field,
+                                     Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return op->emitOpError() << "'" << field
+                             << "' must be a statically shaped tensor, got "
+                             << type;
+  if (!tensor.getElementType().isF32())
+    return op->emitOpError()
+           << "'" << field
+           << "' must have f32 elements (f16/bf16 are not supported), got "
+           << type;
+  return success();
+}
+
+/// A 1-D tensor of `elementType`; `length` is checked when given.
+static LogicalResult verifyVectorType(Operation *op, StringRef field,
+                                      Type type, Type elementType,
+                                      std::optional<int64_t> length) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || tensor.getRank() != 1 || !tensor.hasStaticShape() ||
+      tensor.getElementType() != elementType)
+    return op->emitOpError() << "'" << field << "' must be a static 1-D tensor of "
+                             << elementType << ", got " << type;
+  if (length && tensor.getDimSize(0) != *length)
+    return op->emitOpError() << "'" << field << "' must have " << *length
+                             << " elements (k), got " << type;
+  return success();
+}
+
+/// k must lie in [1, N] where N is the element count of the dense tensor.
+static LogicalResult verifyK(Operation *op, int64_t k, Type denseType) {
+  int64_t numElements = cast<RankedTensorType>(denseType).getNumElements();
+  if (k < 1 || k > numElements)
+    return op->emitOpError() << "'k' must be in [1, " << numElements
+                             << "] (the element count), got " << k;
+  return success();
+}
+
+/// Checks the grid symbol and the axes, the way upstream shard collectives
+/// name their group. Returns the group size (kDynamic if unknown).
+static FailureOr<int64_t> verifyGroup(Operation *op, FlatSymbolRefAttr grid,
+                                      ArrayRef<int16_t> axes,
+                                      SymbolTableCollection &symbolTables) {
+  shard::GridOp gridOp = shard::getGridOrNull(op, grid, symbolTables);
+  if (!gridOp)
+    return op->emitOpError() << "'grid' refers to " << grid
+                             << ", which is not a shard.grid";
+  if (axes.empty())
+    return op->emitOpError() << "'grid_axes' must name at least one axis";
+  llvm::SmallSet<int16_t, 4> seen;
+  for (int16_t axis : axes) {
+    if (axis < 0 || axis >= gridOp.getRank())
+      return op->emitOpError()
+             << "'grid_axes' axis " << axis << " is out of range for grid "
+             << grid << " of rank " << gridOp.getRank();
+    if (!seen.insert(axis).second)
+      return op->emitOpError() << "'grid_axes' names axis " << axis << " twice";
+  }
+  return shard::collectiveProcessGroupSize(axes, gridOp.getShape());
+}
+
+/// Looks up `state` and checks that it is a gradcomm.state whose memory
+/// matches `denseType` (or that it has no memory, for counter-only users).
+static LogicalResult verifyState(Operation *op, FlatSymbolRefAttr state,
+                                 Type denseType,
+                                 SymbolTableCollection &symbolTables) {
+  auto stateOp = symbolTables.lookupNearestSymbolFrom<StateOp>(op, state);
+  if (!stateOp)
+    return op->emitOpError() << "'state' refers to " << state
+                             << ", which is not a gradcomm.state";
+  if (!denseType) {
+    if (stateOp.hasMemory())
+      return op->emitOpError()
+             << "'state' " << state
+             << " must be a counter-only state (no memory type), got memory "
+             << stateOp.getMemoryTensorType();
+    return success();
+  }
+  if (!stateOp.hasMemory())
+    return op->emitOpError() << "'state' " << state
+                             << " has no memory; expected memory of type "
+                             << denseType;
+  if (stateOp.getMemoryTensorType() != denseType)
+    return op->emitOpError()
+           << "'state' " << state << " has memory type "
+           << stateOp.getMemoryTensorType()
+           << ", which does not match the tensor type " << denseType;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// StateOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult StateOp::verify() {
+  if (!hasMemory())
+    return success();
+  return verifyDenseType(*this, "memory_type", getMemoryTensorType());
+}
+
+//===----------------------------------------------------------------------===//
+// CltkCompressOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CltkCompressOp::verify() {
+  Type inputType = getInput().getType();
+  if (failed(verifyDenseType(*this, "input", inputType)) ||
+      failed(verifyK(*this, getKAttr().getInt(), inputType)))
+    return failure();
+  Builder b(getContext());
+  int64_t k = getKAttr().getInt();
+  if (failed(verifyVectorType(*this, "values", getValues().getType(),
+                              b.getF32Type(), k)) ||
+      failed(verifyVectorType(*this, "indices", getIndices().getType(),
+                              b.getI64Type(), k)))
+    return failure();
+
+  std::optional<int64_t> chunkSize;
+  if (IntegerAttr chunkSizeAttr = getChunkSizeAttr())
+    chunkSize = chunkSizeAttr.getInt();
+  if (getSelection() == Selection::Exact) {
+    if (chunkSize)
+      return emitOpError("'chunk_size' is only valid with selection = chunk");
+    return success();
+  }
+  if (!chunkSize)
+    return emitOpError("'chunk_size' is required with selection = chunk");
+  if (*chunkSize < 1)
+    return emitOpError() << "'chunk_size' must be >= 1, got " << *chunkSize;
+  int64_t numElements = cast<RankedTensorType>(inputType).getNumElements();
+  int64_t expectedK = llvm::divideCeil(numElements, *chunkSize);
+  if (k != expectedK)
+    return emitOpError() << "'k' must be ceil(N / chunk_size) = "
+                         << expectedK << " with selection = chunk, got " << k;
+  return success();
+}
+
+LogicalResult
+CltkCompressOp::verifySymbolUses(SymbolTableCollection &symbolTables) {
+  if (failed(verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTables)))
+    return failure();
+  return verifyState(*this, getStateAttr(), getInput().getType(),
+                     symbolTables);
+}
+
+//===----------------------------------------------------------------------===//
+// SparseAllReduceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SparseAllReduceOp::verify() {
+  Type resultType = getResult().getType();
+  if (failed(verifyDenseType(*this, "result", resultType)))
+    return failure();
+  Builder b(getContext());
+  if (failed(verifyVectorType(*this, "values", getValues().getType(),
+                              b.getF32Type(), std::nullopt)))
+    return failure();
+  int64_t k = cast<RankedTensorType>(getValues().getType()).getDimSize(0);
+  if (failed(verifyVectorType(*this, "indices", getIndices().getType(),
+                              b.getI64Type(), k)))
+    return failure();
+  return verifyK(*this, k, resultType);
+}
+
+LogicalResult
+SparseAllReduceOp::verifySymbolUses(SymbolTableCollection &symbolTables) {
+  return verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTables);
+}
+
+//===----------------------------------------------------------------------===//
+// MemoryUpdateOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MemoryUpdateOp::verify() {
+  Type inputType = getInput().getType();
+  if (failed(verifyDenseType(*this, "input", inputType)))
+    return failure();
+  double beta = getBeta().convertToDouble();
+  if (!(beta > 0.0 && beta <= 1.0))
+    return emitOpError() << "'beta' must be in (0, 1], got " << beta;
+  Builder b(getContext());
+  if (failed(verifyVectorType(*this, "indices", getIndices().getType(),
+                              b.getI64Type(), std::nullopt)))
+    return failure();
+  int64_t k = cast<RankedTensorType>(getIndices().getType()).getDimSize(0);
+  return verifyK(*this, k, inputType);
+}
+
+LogicalResult
+MemoryUpdateOp::verifySymbolUses(SymbolTableCollection &symbolTables) {
+  return verifyState(*this, getStateAttr(), getInput().getType(),
+                     symbolTables);
+}
+
+//===----------------------------------------------------------------------===//
+// LocalTopkAllGatherOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LocalTopkAllGatherOp::verify() {
+  Type inputType = getInput().getType();
+  if (failed(verifyDenseType(*this, "input", inputType)))
+    return failure();
+  if (getResult().getType() != inputType)
+    return emitOpError() << "'result' type " << getResult().getType()
+                         << " must equal the input type " << inputType;
+  return verifyK(*this, getKAttr().getInt(), inputType);
+}
+
+LogicalResult
+LocalTopkAllGatherOp::verifySymbolUses(SymbolTableCollection &symbolTables) {
+  if (failed(verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTables)))
+    return failure();
+  return verifyState(*this, getStateAttr(), getInput().getType(),
+                     symbolTables);
+}
+
+//===----------------------------------------------------------------------===//
+// GossipExchangeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GossipExchangeOp::verify() {
+  if (failed(verifyDenseType(*this, "input", getInput().getType())))
+    return failure();
+  double mixing = getMixing().convertToDouble();
+  if (!(mixing > 0.0 && mixing < 1.0))
+    return emitOpError() << "'mixing' must be in (0, 1), got " << mixing;
+  int64_t period = getPeriodAttr().getInt();
+  if (period < 1)
+    return emitOpError() << "'period' must be >= 1, got " << period;
+  int64_t seed = getSeedAttr().getInt();
+  if (seed < 0)
+    return emitOpError() << "'seed' must be >= 0, got " << seed;
+  return success();
+}
+
+LogicalResult
+GossipExchangeOp::verifySymbolUses(SymbolTableCollection &symbolTables) {
+  FailureOr<int64_t> groupSize =
+      verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTables);
+  if (failed(groupSize))
+    return failure();
+  if (getSchedule() == Schedule::Hypercube &&
+      !ShapedType::isDynamic(*groupSize) && !llvm::isPowerOf2_64(*groupSize))
+    return emitOpError() << "'schedule' hypercube needs a group size that is "
+                            "a power of two, got "
+                         << *groupSize;
+  return verifyState(*this, getStateAttr(), Type(), symbolTables);
+}

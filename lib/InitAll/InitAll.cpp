@@ -1,0 +1,20 @@
+//===- InitAll.cpp - Register GradComm and the upstream it needs ----------===//
+//
+// Part of the GradComm project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gradcomm/InitAll.h"
+
+#include "gradcomm/Dialect/GradComm/IR/GradCommDialect.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+
+void mlir::gradcomm::registerAllGradCommDialects(DialectRegistry &registry) {
+  registry.insert<GradCommDialect>();
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+}
+
+void mlir::gradcomm::registerAllGradCommPasses() { registerAllPasses(); }
