@@ -15,6 +15,6 @@ int main(int argc, char **argv) {
   mlir::gradcomm::registerAllGradCommPasses();
   mlir::DialectRegistry registry;
   mlir::gradcomm::registerAllGradCommDialects(registry);
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "GradComm optimizer driver\n", registry));
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "GradComm optimizer driver\n", registry));
 }

@@ -29,9 +29,9 @@ static LogicalResult verifyDenseType(Operation *op, StringRef field,
                                      Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor || !tensor.hasStaticShape())
-    return op->emitOpError() << "'" << field
-                             << "' must be a statically shaped tensor, got "
-                             << type;
+    return op->emitOpError()
+           << "'" << field << "' must be a statically shaped tensor, got "
+           << type;
   if (!tensor.getElementType().isF32())
     return op->emitOpError()
            << "'" << field
@@ -41,14 +41,15 @@ static LogicalResult verifyDenseType(Operation *op, StringRef field,
 }
 
 /// A 1-D tensor of `elementType`; `length` is checked when given.
-static LogicalResult verifyVectorType(Operation *op, StringRef field,
-                                      Type type, Type elementType,
+static LogicalResult verifyVectorType(Operation *op, StringRef field, Type type,
+                                      Type elementType,
                                       std::optional<int64_t> length) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor || tensor.getRank() != 1 || !tensor.hasStaticShape() ||
       tensor.getElementType() != elementType)
-    return op->emitOpError() << "'" << field << "' must be a static 1-D tensor of "
-                             << elementType << ", got " << type;
+    return op->emitOpError()
+           << "'" << field << "' must be a static 1-D tensor of " << elementType
+           << ", got " << type;
   if (length && tensor.getDimSize(0) != *length)
     return op->emitOpError() << "'" << field << "' must have " << *length
                              << " elements (k), got " << type;
@@ -71,8 +72,8 @@ static FailureOr<int64_t> verifyGroup(Operation *op, FlatSymbolRefAttr grid,
                                       SymbolTableCollection &symbolTables) {
   shard::GridOp gridOp = shard::getGridOrNull(op, grid, symbolTables);
   if (!gridOp)
-    return op->emitOpError() << "'grid' refers to " << grid
-                             << ", which is not a shard.grid";
+    return op->emitOpError()
+           << "'grid' refers to " << grid << ", which is not a shard.grid";
   if (axes.empty())
     return op->emitOpError() << "'grid_axes' must name at least one axis";
   llvm::SmallSet<int16_t, 4> seen;
@@ -105,9 +106,9 @@ static LogicalResult verifyState(Operation *op, FlatSymbolRefAttr state,
     return success();
   }
   if (!stateOp.hasMemory())
-    return op->emitOpError() << "'state' " << state
-                             << " has no memory; expected memory of type "
-                             << denseType;
+    return op->emitOpError()
+           << "'state' " << state << " has no memory; expected memory of type "
+           << denseType;
   if (stateOp.getMemoryTensorType() != denseType)
     return op->emitOpError()
            << "'state' " << state << " has memory type "
@@ -158,8 +159,8 @@ LogicalResult CltkCompressOp::verify() {
   int64_t numElements = cast<RankedTensorType>(inputType).getNumElements();
   int64_t expectedK = llvm::divideCeil(numElements, *chunkSize);
   if (k != expectedK)
-    return emitOpError() << "'k' must be ceil(N / chunk_size) = "
-                         << expectedK << " with selection = chunk, got " << k;
+    return emitOpError() << "'k' must be ceil(N / chunk_size) = " << expectedK
+                         << " with selection = chunk, got " << k;
   return success();
 }
 
@@ -167,8 +168,7 @@ LogicalResult
 CltkCompressOp::verifySymbolUses(SymbolTableCollection &symbolTables) {
   if (failed(verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTables)))
     return failure();
-  return verifyState(*this, getStateAttr(), getInput().getType(),
-                     symbolTables);
+  return verifyState(*this, getStateAttr(), getInput().getType(), symbolTables);
 }
 
 //===----------------------------------------------------------------------===//
@@ -216,8 +216,7 @@ LogicalResult MemoryUpdateOp::verify() {
 
 LogicalResult
 MemoryUpdateOp::verifySymbolUses(SymbolTableCollection &symbolTables) {
-  return verifyState(*this, getStateAttr(), getInput().getType(),
-                     symbolTables);
+  return verifyState(*this, getStateAttr(), getInput().getType(), symbolTables);
 }
 
 //===----------------------------------------------------------------------===//
@@ -238,8 +237,7 @@ LogicalResult
 LocalTopkAllGatherOp::verifySymbolUses(SymbolTableCollection &symbolTables) {
   if (failed(verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTables)))
     return failure();
-  return verifyState(*this, getStateAttr(), getInput().getType(),
-                     symbolTables);
+  return verifyState(*this, getStateAttr(), getInput().getType(), symbolTables);
 }
 
 //===----------------------------------------------------------------------===//

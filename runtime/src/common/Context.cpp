@@ -1,0 +1,118 @@
+//===- Context.cpp - GradComm runtime initialization and MPI ownership ----===//
+//
+// Part of the GradComm project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+#include "gradcomm/runtime_mpi.h"
+
+using namespace gradcomm;
+
+Context &gradcomm::context() {
+  static Context ctx;
+  return ctx;
+}
+
+/// Binds the runtime to `comm`. MPI errors must come back as codes, not
+/// abort the job, so every message can name the op and the rank.
+static gradcomm_status bind(const Call &call, MPI_Comm comm, bool ownsMpi) {
+  Context &ctx = context();
+  GRADCOMM_RETURN_IF_ERROR(
+      call.mpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN),
+               "MPI_Comm_set_errhandler"));
+  int rank = 0, size = 1;
+  GRADCOMM_RETURN_IF_ERROR(
+      call.mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank"));
+  GRADCOMM_RETURN_IF_ERROR(
+      call.mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size"));
+  ctx.comm = comm;
+  ctx.rank = rank;
+  ctx.size = size;
+  ctx.ownsMpi = ownsMpi;
+  ctx.initialized = true;
+  return GRADCOMM_OK;
+}
+
+gradcomm_status Call::ensureInitialized() const {
+  if (context().initialized)
+    return GRADCOMM_OK;
+  int mpiInitialized = 0, mpiFinalized = 0;
+  MPI_Initialized(&mpiInitialized);
+  MPI_Finalized(&mpiFinalized);
+  if (mpiFinalized)
+    return fail(GRADCOMM_ERR_NOT_INITIALIZED, "MPI has already been finalized");
+  bool ownsMpi = false;
+  if (!mpiInitialized) {
+    int provided = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) !=
+        MPI_SUCCESS)
+      return fail(GRADCOMM_ERR_NOT_INITIALIZED, "MPI_Init_thread failed");
+    ownsMpi = true;
+  }
+  return bind(*this, MPI_COMM_WORLD, ownsMpi);
+}
+
+gradcomm_status gradcomm_init(void) {
+  return guarded("init", nullptr,
+                 [](const Call &call) { return call.ensureInitialized(); });
+}
+
+gradcomm_status gradcomm_init_with_comm(MPI_Comm comm) {
+  return guarded("init_with_comm", nullptr, [&](const Call &call) {
+    Context &ctx = context();
+    if (comm == MPI_COMM_NULL)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "communicator is MPI_COMM_NULL");
+    int mpiInitialized = 0;
+    MPI_Initialized(&mpiInitialized);
+    if (!mpiInitialized)
+      return call.fail(GRADCOMM_ERR_NOT_INITIALIZED,
+                       "MPI must be initialized before handing in a "
+                       "communicator");
+    if (ctx.initialized) {
+      int same = MPI_UNEQUAL;
+      GRADCOMM_RETURN_IF_ERROR(call.mpi(MPI_Comm_compare(ctx.comm, comm, &same),
+                                        "MPI_Comm_compare"));
+      if (same == MPI_IDENT)
+        return GRADCOMM_OK;
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "already initialized on another communicator; call "
+                       "gradcomm_finalize first");
+    }
+    return bind(call, comm, /*ownsMpi=*/false);
+  });
+}
+
+gradcomm_status gradcomm_finalize(void) {
+  return guarded("finalize", nullptr, [](const Call &call) {
+    Context &ctx = context();
+    if (!ctx.initialized)
+      return GRADCOMM_OK;
+    bool ownsMpi = ctx.ownsMpi;
+    ctx = Context();
+    if (ownsMpi)
+      return call.mpi(MPI_Finalize(), "MPI_Finalize");
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_rank(int *rank) {
+  return guarded("rank", nullptr, [&](const Call &call) {
+    if (!rank)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT, "'rank' is null");
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    *rank = context().rank;
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_size(int *size) {
+  return guarded("size", nullptr, [&](const Call &call) {
+    if (!size)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT, "'size' is null");
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    *size = context().size;
+    return GRADCOMM_OK;
+  });
+}

@@ -1,0 +1,66 @@
+//===- Status.cpp - GradComm runtime status and error messages ------------===//
+//
+// Part of the GradComm project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+using namespace gradcomm;
+
+/// Per thread, so concurrent callers never read each other's message.
+static thread_local std::string lastError;
+
+const char *gradcomm_last_error(void) { return lastError.c_str(); }
+
+const char *gradcomm_status_name(gradcomm_status status) {
+  switch (status) {
+  case GRADCOMM_OK:
+    return "GRADCOMM_OK";
+  case GRADCOMM_ERR_INVALID_ARGUMENT:
+    return "GRADCOMM_ERR_INVALID_ARGUMENT";
+  case GRADCOMM_ERR_MPI:
+    return "GRADCOMM_ERR_MPI";
+  case GRADCOMM_ERR_NOT_INITIALIZED:
+    return "GRADCOMM_ERR_NOT_INITIALIZED";
+  case GRADCOMM_ERR_MISMATCH:
+    return "GRADCOMM_ERR_MISMATCH";
+  case GRADCOMM_ERR_NO_MEMORY:
+    return "GRADCOMM_ERR_NO_MEMORY";
+  case GRADCOMM_ERR_INTERNAL:
+    return "GRADCOMM_ERR_INTERNAL";
+  }
+  return "GRADCOMM_ERR_UNKNOWN";
+}
+
+gradcomm_status Call::fail(gradcomm_status status,
+                           const std::string &cause) const {
+  const Context &ctx = context();
+  std::string message = "gradcomm: ";
+  message += operation;
+  if (*opName) {
+    message += " '";
+    message += opName;
+    message += "'";
+  }
+  if (ctx.initialized)
+    message += " on rank " + std::to_string(ctx.rank) + " of " +
+               std::to_string(ctx.size);
+  else
+    message += " (runtime not initialized)";
+  message += ": ";
+  message += cause;
+  lastError = std::move(message);
+  return status;
+}
+
+gradcomm_status Call::mpi(int mpiError, const char *what) const {
+  if (mpiError == MPI_SUCCESS)
+    return GRADCOMM_OK;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(mpiError, text, &length) != MPI_SUCCESS)
+    length = 0;
+  return fail(GRADCOMM_ERR_MPI,
+              std::string(what) + " failed: " + std::string(text, length));
+}

@@ -1,0 +1,158 @@
+//===- DenseAllReduceTest.cpp - Dense all-reduce against local sums -------===//
+//
+// Part of the GradComm project.
+//
+// Each rank's contribution is a function of (rank, index) the test can
+// evaluate for every rank, so the expected result is computed locally,
+// independently of MPI. Small integers keep the float sums exact.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gradcomm/runtime.h"
+#include "gradcomm/runtime_mpi.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+float contribution(int rank, int64_t i) {
+  return static_cast<float>((rank + 1) * ((i % 7) - 3) + rank * 2);
+}
+
+struct World {
+  int rank = 0;
+  int size = 1;
+  World() {
+    EXPECT_EQ(gradcomm_rank(&rank), GRADCOMM_OK) << gradcomm_last_error();
+    EXPECT_EQ(gradcomm_size(&size), GRADCOMM_OK) << gradcomm_last_error();
+  }
+};
+
+std::vector<float> expectedSum(int size, int64_t count) {
+  std::vector<float> sum(count, 0.0f);
+  for (int r = 0; r < size; ++r)
+    for (int64_t i = 0; i < count; ++i)
+      sum[i] += contribution(r, i);
+  return sum;
+}
+
+std::vector<float> localData(int rank, int64_t count) {
+  std::vector<float> data(count);
+  for (int64_t i = 0; i < count; ++i)
+    data[i] = contribution(rank, i);
+  return data;
+}
+
+TEST(DenseAllReduce, SumMatchesLocalReference) {
+  World world;
+  for (int64_t count : {1, 7, 1000, 100003}) {
+    std::vector<float> data = localData(world.rank, count);
+    ASSERT_EQ(gradcomm_dense_all_reduce_f32("sum_test", data.data(), count,
+                                            GRADCOMM_REDUCE_SUM),
+              GRADCOMM_OK)
+        << gradcomm_last_error();
+    EXPECT_EQ(data, expectedSum(world.size, count)) << "count " << count;
+  }
+}
+
+TEST(DenseAllReduce, AverageDividesBySize) {
+  World world;
+  const int64_t count = 4099;
+  std::vector<float> data = localData(world.rank, count);
+  ASSERT_EQ(gradcomm_dense_all_reduce_f32("avg_test", data.data(), count,
+                                          GRADCOMM_REDUCE_AVERAGE),
+            GRADCOMM_OK)
+      << gradcomm_last_error();
+  std::vector<float> expected = expectedSum(world.size, count);
+  for (float &v : expected)
+    v /= static_cast<float>(world.size);
+  EXPECT_EQ(data, expected);
+}
+
+TEST(DenseAllReduce, ZeroCountIsANoOp) {
+  EXPECT_EQ(
+      gradcomm_dense_all_reduce_f32("empty", nullptr, 0, GRADCOMM_REDUCE_SUM),
+      GRADCOMM_OK)
+      << gradcomm_last_error();
+}
+
+TEST(DenseAllReduce, NullDataIsRejectedWithOpRankAndCause) {
+  World world;
+  EXPECT_EQ(gradcomm_dense_all_reduce_f32("fc1_bias_grad", nullptr, 10,
+                                          GRADCOMM_REDUCE_SUM),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+  std::string expected = "gradcomm: dense_all_reduce_f32 'fc1_bias_grad' on "
+                         "rank " +
+                         std::to_string(world.rank) + " of " +
+                         std::to_string(world.size) + ": data pointer is null";
+  EXPECT_EQ(std::string(gradcomm_last_error()), expected);
+}
+
+TEST(DenseAllReduce, NegativeCountIsRejected) {
+  float x = 1.0f;
+  EXPECT_EQ(gradcomm_dense_all_reduce_f32("neg", &x, -1, GRADCOMM_REDUCE_SUM),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(
+      std::string(gradcomm_last_error()).find("count must be >= 0, got -1"),
+      std::string::npos)
+      << gradcomm_last_error();
+  EXPECT_EQ(x, 1.0f);
+}
+
+TEST(DenseAllReduce, UnknownReductionIsRejected) {
+  float x = 1.0f;
+  EXPECT_EQ(gradcomm_dense_all_reduce_f32("bad", &x, 1,
+                                          static_cast<gradcomm_reduction>(7)),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gradcomm_last_error()).find("unknown reduction 7"),
+            std::string::npos);
+}
+
+TEST(Init, TrainerCommunicatorIsUsed) {
+  // Re-initialize on a communicator of the even (or odd) world ranks only.
+  int worldRank = 0, worldSize = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &worldRank);
+  MPI_Comm_size(MPI_COMM_WORLD, &worldSize);
+  MPI_Comm half;
+  MPI_Comm_split(MPI_COMM_WORLD, worldRank % 2, worldRank, &half);
+  ASSERT_EQ(gradcomm_finalize(), GRADCOMM_OK);
+  ASSERT_EQ(gradcomm_init_with_comm(half), GRADCOMM_OK)
+      << gradcomm_last_error();
+  int size = 0;
+  ASSERT_EQ(gradcomm_size(&size), GRADCOMM_OK);
+  int expectedSize = worldSize / 2 + (worldRank % 2 == 0 ? worldSize % 2 : 0);
+  EXPECT_EQ(size, expectedSize);
+
+  float x = 1.0f;
+  ASSERT_EQ(gradcomm_dense_all_reduce_f32("half", &x, 1, GRADCOMM_REDUCE_SUM),
+            GRADCOMM_OK);
+  EXPECT_EQ(x, static_cast<float>(expectedSize));
+
+  // A second, different communicator is refused while one is bound.
+  EXPECT_EQ(gradcomm_init_with_comm(MPI_COMM_SELF),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gradcomm_last_error()).find("another communicator"),
+            std::string::npos);
+  EXPECT_EQ(gradcomm_init_with_comm(MPI_COMM_NULL),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+
+  // Back to MPI_COMM_WORLD for the tests that follow; MPI stays up because
+  // the trainer (the test main) owns it.
+  ASSERT_EQ(gradcomm_finalize(), GRADCOMM_OK);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  EXPECT_FALSE(finalized);
+  MPI_Comm_free(&half);
+  ASSERT_EQ(gradcomm_init(), GRADCOMM_OK);
+}
+
+TEST(Status, NamesAreStable) {
+  EXPECT_STREQ(gradcomm_status_name(GRADCOMM_OK), "GRADCOMM_OK");
+  EXPECT_STREQ(gradcomm_status_name(GRADCOMM_ERR_MISMATCH),
+               "GRADCOMM_ERR_MISMATCH");
+}
+
+} // namespace

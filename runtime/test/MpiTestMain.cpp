@@ -1,0 +1,35 @@
+//===- MpiTestMain.cpp - GoogleTest main for multi-rank runtime tests -----===//
+//
+// Part of the GradComm project.
+//
+// Every rank runs every test; the process exits non-zero on every rank if
+// any rank failed, so mpiexec and ctest report the failure.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gradcomm/runtime.h"
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  ::testing::InitGoogleTest(&argc, argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank != 0) {
+    // Keep one copy of the progress output; failures still print on every
+    // rank through the default printer's failure messages.
+    ::testing::TestEventListeners &listeners =
+        ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  int localFailed = RUN_ALL_TESTS() != 0;
+  if (localFailed)
+    fprintf(stderr, "rank %d: tests failed\n", rank);
+  int anyFailed = 0;
+  MPI_Allreduce(&localFailed, &anyFailed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  gradcomm_finalize();
+  MPI_Finalize();
+  return anyFailed;
+}
