@@ -7,6 +7,8 @@
 #include "gradcomm/InitAll.h"
 
 #include "gradcomm/Dialect/GradComm/IR/GradCommDialect.h"
+#include "gradcomm/Dialect/GradComm/Transforms/Passes.h"
+#include "gradcomm/Pipelines/Pipelines.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
@@ -17,4 +19,8 @@ void mlir::gradcomm::registerAllGradCommDialects(DialectRegistry &registry) {
   registerAllExtensions(registry);
 }
 
-void mlir::gradcomm::registerAllGradCommPasses() { registerAllPasses(); }
+void mlir::gradcomm::registerAllGradCommPasses() {
+  registerAllPasses();
+  registerGradCommTransformsPasses();
+  registerGradCommPipelines();
+}

@@ -1,0 +1,90 @@
+//===- Passes.td - GradComm transformation passes ----------*- tablegen -*-===//
+//
+// Part of the GradComm project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GRADCOMM_DIALECT_GRADCOMM_TRANSFORMS_PASSES_TD
+#define GRADCOMM_DIALECT_GRADCOMM_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ScaleComRewritePass : Pass<"gradcomm-scalecom", "::mlir::ModuleOp"> {
+  let summary = "Rewrite gradient shard.all_reduce ops into ScaleCom "
+                "compressed communication";
+  let description = [{
+    Rewrites every eligible gradient `shard.all_reduce` into a
+    `gradcomm.state` declaration (error-feedback memory + step counter),
+    `gradcomm.cltk_compress`, `gradcomm.sparse_all_reduce` and
+    `gradcomm.memory_update`. With k = N the replacement computes exactly
+    what the all-reduce computed (a `sum` stays a sum, an `average` an
+    average).
+
+    An all-reduce is a gradient when its result reaches a parameter update
+    (a returned value computed from a function argument of the same type)
+    through elementwise ops, or when the user marks it with
+    `gradcomm.policy = "scalecom"` (on the op or on the parameter's function
+    argument). It must reduce a statically shaped f32 tensor with `sum` or
+    `average` over exactly one grid axis, and have at least `min-elements`
+    elements (unless marked). Everything else stays dense; with
+    `report=true` the pass says, per all-reduce, what it did and why.
+
+    Per-op overrides: attributes `gradcomm.ratio`, `gradcomm.k`,
+    `gradcomm.beta`, `gradcomm.selection` ("exact" | "chunk"),
+    `gradcomm.chunk_size` and `gradcomm.policy` ("dense" | "scalecom") on the
+    all-reduce, or on the parameter's function argument; the op's win.
+    `gradcomm.name` on the argument names the parameter (state names,
+    `include`/`exclude`).
+
+    Example:
+
+    ```mlir
+    %r = shard.all_reduce %g on @grid grid_axes = [0] reduction = average
+        : tensor<256x64xf32> -> tensor<256x64xf32>
+    ```
+
+    becomes, with `ratio=100`:
+
+    ```mlir
+    gradcomm.state @step_arg0_grad : tensor<256x64xf32>
+    ...
+    %v, %i = gradcomm.cltk_compress %g state @step_arg0_grad on @grid
+        grid_axes = [0] k = 164 selection = exact
+        : tensor<256x64xf32> -> tensor<164xf32>, tensor<164xi64>
+    %r = gradcomm.sparse_all_reduce %v, %i on @grid grid_axes = [0]
+        reduction = average
+        : tensor<164xf32>, tensor<164xi64> -> tensor<256x64xf32>
+    gradcomm.memory_update %g, %i state @step_arg0_grad beta = 1.0
+        : tensor<256x64xf32>, tensor<164xi64>
+    ```
+  }];
+  let dependentDialects = ["::mlir::gradcomm::GradCommDialect"];
+  let options = [
+    Option<"ratio", "ratio", "double", "100.0",
+           "Compression ratio N / k; k = ceil(N / ratio)">,
+    Option<"k", "k", "int64_t", "0",
+           "Fixed k for every compressed tensor (0: use ratio)">,
+    Option<"beta", "beta", "double", "1.0",
+           "Low-pass coefficient of the memory update, in (0, 1]">,
+    Option<"selection", "selection", "::mlir::gradcomm::Selection",
+           "::mlir::gradcomm::Selection::Exact",
+           "Index selection on the leader",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::gradcomm::Selection::Exact, "exact",
+                        "true top-k of |m + g|"),
+             clEnumValN(::mlir::gradcomm::Selection::Chunk, "chunk",
+                        "top-1 per chunk of chunk-size elements"))}]>,
+    Option<"chunkSize", "chunk-size", "int64_t", "0",
+           "Chunk length for selection=chunk (0: round(ratio))">,
+    Option<"minElements", "min-elements", "int64_t", "1024",
+           "Tensors with fewer elements stay dense">,
+    ListOption<"exclude", "exclude", "std::string",
+               "Parameters (gradcomm.name or argN) whose gradients stay dense">,
+    ListOption<"include", "include", "std::string",
+               "When given, only these parameters' gradients are compressed">,
+    Option<"report", "report", "bool", "false",
+           "Emit a remark per all-reduce saying what was done and why">
+  ];
+}
+
+#endif // GRADCOMM_DIALECT_GRADCOMM_TRANSFORMS_PASSES_TD

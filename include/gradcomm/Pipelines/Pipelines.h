@@ -1,0 +1,74 @@
+//===- Pipelines.h - GradComm pass pipelines --------------------*- C++ -*-===//
+//
+// Part of the GradComm project.
+//
+// Each pipeline is an options struct plus one builder, used by gradcomm-opt
+// (through registration), gradcomm-compile and the tests alike.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GRADCOMM_PIPELINES_PIPELINES_H
+#define GRADCOMM_PIPELINES_PIPELINES_H
+
+#include "gradcomm/Dialect/GradComm/Transforms/Passes.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir {
+class OpPassManager;
+} // namespace mlir
+
+namespace mlir::gradcomm {
+
+/// Options of `gradcomm-scalecom-pipeline`: those of `gradcomm-scalecom`,
+/// under the same names, forwarded as they are.
+struct ScaleComPipelineOptions
+    : public PassPipelineOptions<ScaleComPipelineOptions> {
+  Option<double> ratio{*this, "ratio",
+                       llvm::cl::desc("Compression ratio N / k"),
+                       llvm::cl::init(100.0)};
+  Option<int64_t> k{*this, "k", llvm::cl::desc("Fixed k (0: use ratio)"),
+                    llvm::cl::init(0)};
+  Option<double> beta{*this, "beta",
+                      llvm::cl::desc("Low-pass coefficient in (0, 1]"),
+                      llvm::cl::init(1.0)};
+  Option<Selection> selection{
+      *this, "selection", llvm::cl::desc("Index selection on the leader"),
+      llvm::cl::init(Selection::Exact),
+      llvm::cl::values(
+          clEnumValN(Selection::Exact, "exact", "true top-k of |m + g|"),
+          clEnumValN(Selection::Chunk, "chunk", "top-1 per chunk"))};
+  Option<int64_t> chunkSize{*this, "chunk-size",
+                            llvm::cl::desc("Chunk length (0: round(ratio))"),
+                            llvm::cl::init(0)};
+  Option<int64_t> minElements{
+      *this, "min-elements",
+      llvm::cl::desc("Tensors with fewer elements stay dense"),
+      llvm::cl::init(1024)};
+  ListOption<std::string> exclude{
+      *this, "exclude", llvm::cl::desc("Parameters whose gradients stay dense")};
+  ListOption<std::string> include{
+      *this, "include",
+      llvm::cl::desc("When given, only these parameters are compressed")};
+  Option<bool> report{*this, "report",
+                      llvm::cl::desc("Remark per all-reduce: what and why"),
+                      llvm::cl::init(false)};
+
+  /// The same values as the options of the `gradcomm-scalecom` pass.
+  ScaleComRewritePassOptions toPassOptions() const;
+};
+
+/// Upstream `sharding-propagation` and `shard-partition` on every function,
+/// then `gradcomm-scalecom`: an annotated single-device step becomes an SPMD
+/// step with compressed gradient communication.
+void buildScaleComPipeline(OpPassManager &pm,
+                           const ScaleComPipelineOptions &options);
+
+/// The partitioning prefix every GradComm pipeline shares.
+void buildPartitionPipeline(OpPassManager &pm);
+
+/// Registers every GradComm pipeline with the pass registry.
+void registerGradCommPipelines();
+
+} // namespace mlir::gradcomm
+
+#endif // GRADCOMM_PIPELINES_PIPELINES_H
