@@ -20,7 +20,11 @@ llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.gradcomm_tools_dir, config.llvm_tools_dir]
-tools = [ToolSubst("gradcomm-opt", unresolved="fatal")]
+tools = [
+    ToolSubst("gradcomm-opt", unresolved="fatal"),
+    ToolSubst("not", unresolved="fatal"),
+    ToolSubst("split-file", unresolved="fatal"),
+]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # Integration tests say what they need with REQUIRES, so a machine without

@@ -45,7 +45,8 @@ struct ScaleComPipelineOptions
       llvm::cl::desc("Tensors with fewer elements stay dense"),
       llvm::cl::init(1024)};
   ListOption<std::string> exclude{
-      *this, "exclude", llvm::cl::desc("Parameters whose gradients stay dense")};
+      *this, "exclude",
+      llvm::cl::desc("Parameters whose gradients stay dense")};
   ListOption<std::string> include{
       *this, "include",
       llvm::cl::desc("When given, only these parameters are compressed")};

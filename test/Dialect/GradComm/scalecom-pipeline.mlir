@@ -14,7 +14,7 @@
 // CHECK:       gradcomm.memory_update {{.*}} beta = 1.000000e+00
 // CHECK-NOT:   shard.all_reduce
 
-// OPTS: remark: gradcomm-scalecom: compressed 'tensor<64x32xf32>' with k = 256 of 2048, selection = exact, beta = 5.000000e-01, state @step_arg0_grad
+// OPTS: remark: gradcomm-scalecom: compressed 'tensor<64x32xf32>' with k = 256 of 2048, selection = exact, beta = 0.5, state @step_arg0_grad
 // OPTS: gradcomm.cltk_compress {{.*}} k = 256 selection = exact
 // OPTS: gradcomm.memory_update {{.*}} beta = 5.000000e-01
 

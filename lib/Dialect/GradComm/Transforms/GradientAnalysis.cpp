@@ -105,14 +105,12 @@ Attribute mlir::gradcomm::lookupOverride(Operation *op, BlockArgument parameter,
     return attr;
   if (!parameter)
     return nullptr;
-  auto func =
-      cast<FunctionOpInterface>(parameter.getOwner()->getParentOp());
+  auto func = cast<FunctionOpInterface>(parameter.getOwner()->getParentOp());
   return func.getArgAttr(parameter.getArgNumber(), name);
 }
 
 std::string mlir::gradcomm::parameterName(BlockArgument parameter) {
-  auto func =
-      cast<FunctionOpInterface>(parameter.getOwner()->getParentOp());
+  auto func = cast<FunctionOpInterface>(parameter.getOwner()->getParentOp());
   if (auto name = func.getArgAttrOfType<StringAttr>(parameter.getArgNumber(),
                                                     policy_attr::kName))
     return name.str();

@@ -20,6 +20,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
+#include <cstdio>
 #include <optional>
 
 namespace mlir::gradcomm {
@@ -58,14 +59,20 @@ public:
 private:
   LogicalResult validateOptions();
   FailureOr<Decision> decide(shard::AllReduceOp op);
-  FailureOr<CompressionPlan> makePlan(shard::AllReduceOp op,
-                                      BlockArgument parameter,
-                                      int64_t numElements);
+  FailureOr<CompressionPlan>
+  makePlan(shard::AllReduceOp op, BlockArgument parameter, int64_t numElements);
   void rewrite(shard::AllReduceOp op, const Decision &decision,
                SymbolTable &symbolTable);
 };
 
 } // namespace
+
+/// `value` as a person writes it ("0.5", "100"), for diagnostics.
+static std::string formatNumber(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%g", value);
+  return buffer;
+}
 
 /// A numeric override (`gradcomm.ratio`, ...): absent, a number, or an
 /// error when the attribute is not a number.
@@ -98,24 +105,25 @@ LogicalResult ScaleComRewritePass::validateOptions() {
   ModuleOp module = getOperation();
   if (!(ratio > 0.0))
     return module.emitError()
-           << "gradcomm-scalecom: option 'ratio' must be > 0, got " << ratio;
+           << "gradcomm-scalecom: option 'ratio' must be > 0, got "
+           << formatNumber(ratio);
   if (!(beta > 0.0 && beta <= 1.0))
     return module.emitError()
            << "gradcomm-scalecom: option 'beta' must be in (0, 1], got "
-           << beta;
+           << formatNumber(beta);
   if (k < 0)
     return module.emitError()
            << "gradcomm-scalecom: option 'k' must be >= 1 (or 0 for ratio), "
               "got "
-           << k;
+           << int64_t(k);
   if (chunkSize < 0)
     return module.emitError() << "gradcomm-scalecom: option 'chunk-size' "
                                  "must be >= 1 (or 0 for round(ratio)), got "
-                              << chunkSize;
+                              << int64_t(chunkSize);
   if (minElements < 0)
     return module.emitError()
            << "gradcomm-scalecom: option 'min-elements' must be >= 0, got "
-           << minElements;
+           << int64_t(minElements);
   return success();
 }
 
@@ -140,7 +148,8 @@ ScaleComRewritePass::makePlan(shard::AllReduceOp op, BlockArgument parameter,
   CompressionPlan plan;
   plan.beta = betaOverride->value_or(beta);
   if (!(plan.beta > 0.0 && plan.beta <= 1.0))
-    return fail() << "'beta' must be in (0, 1], got " << plan.beta;
+    return fail() << "'beta' must be in (0, 1], got "
+                  << formatNumber(plan.beta);
 
   plan.selection = selection;
   if (*selectionOverride) {
@@ -154,7 +163,7 @@ ScaleComRewritePass::makePlan(shard::AllReduceOp op, BlockArgument parameter,
 
   double planRatio = ratioOverride->value_or(ratio);
   if (!(planRatio > 0.0))
-    return fail() << "'ratio' must be > 0, got " << planRatio;
+    return fail() << "'ratio' must be > 0, got " << formatNumber(planRatio);
   std::optional<int64_t> explicitK;
   if (*kOverride)
     explicitK = static_cast<int64_t>(**kOverride);
@@ -162,10 +171,10 @@ ScaleComRewritePass::makePlan(shard::AllReduceOp op, BlockArgument parameter,
     explicitK = k;
 
   if (plan.selection == Selection::Chunk) {
-    int64_t c = chunkOverride->has_value()
-                    ? static_cast<int64_t>(**chunkOverride)
-                    : (chunkSize > 0 ? int64_t(chunkSize)
-                                     : std::llround(planRatio));
+    int64_t c =
+        chunkOverride->has_value()
+            ? static_cast<int64_t>(**chunkOverride)
+            : (chunkSize > 0 ? int64_t(chunkSize) : std::llround(planRatio));
     if (c < 1)
       return fail() << "'chunk_size' must be >= 1, got " << c;
     plan.chunkSize = c;
@@ -251,8 +260,7 @@ FailureOr<Decision> ScaleComRewritePass::decide(shard::AllReduceOp op) {
     return dense(Twine(numElements) + " elements < min-elements (" +
                  Twine(int64_t(minElements)) + ")");
 
-  FailureOr<CompressionPlan> plan =
-      makePlan(op, use.parameter, numElements);
+  FailureOr<CompressionPlan> plan = makePlan(op, use.parameter, numElements);
   if (failed(plan))
     return failure();
   decision.compress = true;
@@ -275,8 +283,8 @@ void ScaleComRewritePass::rewrite(shard::AllReduceOp op,
     base = parameterName(decision.parameter);
   } else {
     auto func = op->getParentOfType<FunctionOpInterface>();
-    base = (func ? func.getName().str() : std::string("module")) +
-           "_all_reduce";
+    base =
+        (func ? func.getName().str() : std::string("module")) + "_all_reduce";
   }
   // After the grids and states already declared, so declarations stay
   // together at the top.
@@ -285,9 +293,9 @@ void ScaleComRewritePass::rewrite(shard::AllReduceOp op,
     return !isa<shard::GridOp, StateOp>(declaration);
   });
   OpBuilder moduleBuilder(body, firstOther);
-  auto state = StateOp::create(moduleBuilder, op.getLoc(),
-                               sanitizeSymbolName(base + "_grad"),
-                               TypeAttr::get(type));
+  auto state =
+      StateOp::create(moduleBuilder, op.getLoc(),
+                      sanitizeSymbolName(base + "_grad"), TypeAttr::get(type));
   symbolTable.insert(state);
   auto stateRef = FlatSymbolRefAttr::get(state.getSymNameAttr());
 
@@ -314,12 +322,12 @@ void ScaleComRewritePass::rewrite(shard::AllReduceOp op,
   if (report)
     op->emitRemark() << "gradcomm-scalecom: compressed " << type
                      << " with k = " << plan.k << " of "
-                     << type.getNumElements() << ", selection = "
-                     << stringifySelection(plan.selection)
+                     << type.getNumElements()
+                     << ", selection = " << stringifySelection(plan.selection)
                      << (plan.chunkSize ? ", chunk_size = " +
                                               std::to_string(*plan.chunkSize)
                                         : std::string())
-                     << ", beta = " << plan.beta << ", state @"
+                     << ", beta = " << formatNumber(plan.beta) << ", state @"
                      << state.getSymName();
   op.getResult().replaceAllUsesWith(reduced.getResult());
   op.erase();
