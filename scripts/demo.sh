@@ -3,9 +3,11 @@
 #
 # What this runs now (and nothing more):
 #   1. installs what is missing and builds GradComm (as check.sh does);
-#   2. parses, verifies and pretty-prints a gradient exchange written in the
-#      gradcomm dialect (examples/graphs/scalecom_step.mlir) with gradcomm-opt;
-#   3. shows that a bad op is rejected with a diagnostic naming the field;
+#   2. compiles an annotated single-device SGD step
+#      (examples/graphs/linear_step.mlir) with --gradcomm-scalecom-pipeline:
+#      upstream partitioning, then the ScaleCom rewrite, with its report;
+#   3. parses, verifies and prints a hand-written gradcomm exchange
+#      (examples/graphs/scalecom_step.mlir), and shows a bad op rejected;
 #   4. runs the runtime's dense all-reduce on 4 MPI ranks.
 #
 # Not yet: the Fashion-MNIST training comparison of ARCHITECTURE.md section 7
@@ -27,15 +29,22 @@ cmake -G Ninja -S . -B "$build" -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
 ninja -C "$build" gradcomm-opt gradcomm-runtime-tests >/dev/null
 
 echo
-echo "== 1. a gradient exchange in the gradcomm dialect, verified and printed"
+echo "== 1. ScaleCom pipeline on an annotated single-device step (ratio 16, beta 0.5)"
+"$build/bin/gradcomm-opt" examples/graphs/linear_step.mlir \
+  --gradcomm-scalecom-pipeline="ratio=16 beta=0.5 report=true" \
+  --mlir-print-op-on-diagnostic=false 2>&1 |
+  grep -E "remark|gradcomm\.|shard\.all_reduce|func.func"
+
+echo
+echo "== 2. a hand-written gradient exchange in the gradcomm dialect, verified"
 "$build/bin/gradcomm-opt" examples/graphs/scalecom_step.mlir
 
 echo
-echo "== 2. a bad op is rejected (beta must lie in (0, 1])"
+echo "== 3. a bad op is rejected (beta must lie in (0, 1])"
 sed 's/beta = 0.5/beta = 1.5/' examples/graphs/scalecom_step.mlir |
   "$build/bin/gradcomm-opt" 2>&1 | head -n 3 || true
 
 echo
-echo "== 3. runtime dense all-reduce on 4 MPI ranks"
+echo "== 4. runtime dense all-reduce on 4 MPI ranks"
 /usr/bin/mpiexec.mpich -n 4 "$build/runtime/test/gradcomm-runtime-tests" \
   --gtest_filter='DenseAllReduce.*' --gtest_brief=1 2>&1 | tail -n 3
