@@ -40,6 +40,13 @@ typedef enum gradcomm_status {
   GRADCOMM_ERR_NO_MEMORY = 5,
   /// Anything else the runtime could not do (message says what).
   GRADCOMM_ERR_INTERNAL = 6,
+  /// A gradient held NaN or Inf on some rank: the step was skipped on every
+  /// rank (memory, counter and output untouched).
+  GRADCOMM_ERR_NON_FINITE = 7,
+  /// A file could not be read or written, or is corrupt or mismatched.
+  GRADCOMM_ERR_IO = 8,
+  /// A named state does not exist, or exists with another size.
+  GRADCOMM_ERR_STATE = 9,
 } gradcomm_status;
 
 /// How a collective combines the contributions of the group. Values match
@@ -49,6 +56,27 @@ typedef enum gradcomm_reduction {
   /// Sum divided by the group size.
   GRADCOMM_REDUCE_AVERAGE = 1,
 } gradcomm_reduction;
+
+/// Leader index selection of ScaleCom. Values match the dialect's
+/// Selection enum.
+typedef enum gradcomm_selection {
+  /// True top-k of |m + g|; ties go to the lower index.
+  GRADCOMM_SELECT_EXACT = 0,
+  /// Top-1 of |m + g| in every chunk of chunk_size consecutive elements.
+  GRADCOMM_SELECT_CHUNK = 1,
+} gradcomm_selection;
+
+/// Gossip peer schedule. Values match the dialect's Schedule enum.
+typedef enum gradcomm_schedule {
+  /// Random perfect matching drawn from (seed, step); odd n: one rank sits
+  /// out.
+  GRADCOMM_SCHEDULE_MATCHING = 0,
+  /// Left/right neighbour by the parity of step + rank (no wrap-around for
+  /// odd n: the rank without a partner sits out).
+  GRADCOMM_SCHEDULE_RING = 1,
+  /// rank XOR 2^(step mod log2 n); n must be a power of two.
+  GRADCOMM_SCHEDULE_HYPERCUBE = 2,
+} gradcomm_schedule;
 
 /// The message of the last failed call on this thread:
 /// "gradcomm: <operation> '<op name>' on rank <r> of <n>: <cause>".
@@ -79,6 +107,147 @@ gradcomm_status gradcomm_size(int *size);
 gradcomm_status gradcomm_dense_all_reduce_f32(const char *op_name, float *data,
                                               int64_t count,
                                               gradcomm_reduction reduction);
+
+/// Consistency check (on by default): before each collective, one small
+/// all-reduce compares the call's sizes and parameters across ranks and
+/// shares whether any rank's gradient is non-finite, so a mismatch becomes
+/// GRADCOMM_ERR_MISMATCH on every rank instead of a hang, and a NaN/Inf
+/// skips the step everywhere. Switch off (0) for the last microseconds; the
+/// environment variable GRADCOMM_CONSISTENCY_CHECK=0 does the same.
+gradcomm_status gradcomm_set_consistency_check(int enabled);
+
+/*===----------------------------------------------------------------------===*
+ * Persistent state: error-feedback memories and step counters, per rank.
+ *===----------------------------------------------------------------------===*/
+
+/// Declares state `name` with a float32 memory of `count` elements (0: a
+/// counter only), zero-initialized. Declaring it again with the same count
+/// is a no-op; with another count it is GRADCOMM_ERR_STATE. Entry points
+/// that take a state name declare it on first use.
+gradcomm_status gradcomm_state_declare(const char *name, int64_t count);
+
+/// Zeroes the memory and the counter of `name`, or of every state when
+/// `name` is NULL.
+gradcomm_status gradcomm_state_reset(const char *name);
+
+/// The step counter of `name`.
+gradcomm_status gradcomm_state_step(const char *name, uint64_t *step);
+
+/// Copies the memory of `name` (`count` elements, which must match) into
+/// `out` (host memory).
+gradcomm_status gradcomm_state_read(const char *name, float *out,
+                                    int64_t count);
+
+/// Writes every state of this rank to `<path>.rank<r>` (versioned format
+/// with a checksum). Not collective: each rank writes its own file.
+gradcomm_status gradcomm_state_save(const char *path);
+
+/// Replaces every state of this rank with the contents of
+/// `<path>.rank<r>`. A missing, truncated, corrupt or mismatched file (other
+/// version, rank or group size, or a state whose size differs from a live
+/// one) is rejected with GRADCOMM_ERR_IO and leaves the live state as it
+/// was.
+gradcomm_status gradcomm_state_restore(const char *path);
+
+/*===----------------------------------------------------------------------===*
+ * ScaleCom (ARCHITECTURE.md section 2), float32, host pointers.
+ *===----------------------------------------------------------------------===*/
+
+/// One ScaleCom step of gradient `grad` (`count` elements) with the state
+/// `state` (memory m and step t):
+///   p = m + g; leader l = t mod n selects k indices I from |p_l| and
+///   broadcasts them; out = scatter(I, reduce(p_i[I])) (zero elsewhere);
+///   m = (1 - beta) m + beta (p - scatter(I, p[I])); t = t + 1.
+/// With GRADCOMM_SELECT_CHUNK, k must be ceil(count / chunk_size).
+/// `grad` and `out` may not overlap. On error nothing is changed.
+gradcomm_status gradcomm_scalecom_f32(const char *state, const float *grad,
+                                      float *out, int64_t count, int64_t k,
+                                      gradcomm_selection selection,
+                                      int64_t chunk_size, float beta,
+                                      gradcomm_reduction reduction);
+
+/// The three ops of the dialect, for unfused code. `compress` writes the k
+/// leader indices (ascending) and this rank's values p[I];
+/// `sparse_all_reduce` reduces values across ranks and scatters them into
+/// `out` (`count` elements); `memory_update` applies the low-pass update for
+/// the same step and advances the counter.
+gradcomm_status gradcomm_cltk_compress_f32(const char *state, const float *grad,
+                                           int64_t count, int64_t k,
+                                           gradcomm_selection selection,
+                                           int64_t chunk_size, float *values,
+                                           int64_t *indices);
+gradcomm_status
+gradcomm_sparse_all_reduce_f32(const char *op_name, const float *values,
+                               const int64_t *indices, int64_t k, float *out,
+                               int64_t count, gradcomm_reduction reduction);
+gradcomm_status gradcomm_memory_update_f32(const char *state, const float *grad,
+                                           int64_t count,
+                                           const int64_t *indices, int64_t k,
+                                           float beta);
+
+/*===----------------------------------------------------------------------===*
+ * Local top-k + all-gather baseline (gradient build-up).
+ *===----------------------------------------------------------------------===*/
+
+/// Every rank selects its own exact top-k of p = m + g, keeps the rest in
+/// its memory (m = p - c), all-gathers k values and k indices and sums (or
+/// averages) the n sparse vectors into `out`. `union_size` (may be NULL)
+/// receives the number of distinct indices across ranks.
+gradcomm_status gradcomm_local_topk_all_gather_f32(
+    const char *state, const float *grad, float *out, int64_t count, int64_t k,
+    gradcomm_reduction reduction, int64_t *union_size);
+
+/*===----------------------------------------------------------------------===*
+ * Gossip (ARCHITECTURE.md section 3).
+ *===----------------------------------------------------------------------===*/
+
+/// The peer of `rank` among `size` ranks at step `step`, or -1 when it sits
+/// out. Pure: every rank computes the same pairing without messages.
+gradcomm_status gradcomm_gossip_peer(gradcomm_schedule schedule, uint64_t seed,
+                                     uint64_t step, int rank, int size,
+                                     int *peer);
+
+/// x = (1 - mixing) x + mixing x_peer in place, with the peer of this rank
+/// at the state's step, on every `period`-th step; advances the counter
+/// of `state` (a counter-only state) on every call.
+gradcomm_status gradcomm_gossip_exchange_f32(const char *state, float *x,
+                                             int64_t count,
+                                             gradcomm_schedule schedule,
+                                             float mixing, uint64_t seed,
+                                             int64_t period);
+
+/// (1/n) sum_i ||x_i - mean(x)||^2 over the ranks (collective).
+gradcomm_status gradcomm_consensus_distance_f32(const float *x, int64_t count,
+                                                double *distance);
+
+/*===----------------------------------------------------------------------===*
+ * Counters.
+ *===----------------------------------------------------------------------===*/
+
+/// Per named op on this rank. Bytes follow the documented cost model of
+/// each collective (docs/runtime.md), values and indices apart.
+typedef struct gradcomm_op_stats {
+  uint64_t calls;
+  uint64_t messages;
+  uint64_t value_bytes_sent;
+  uint64_t value_bytes_received;
+  uint64_t index_bytes_sent;
+  uint64_t index_bytes_received;
+  double seconds;
+  /// Local top-k only: distinct indices across ranks in the last call.
+  int64_t last_union_size;
+} gradcomm_op_stats;
+
+/// The counters of `op_name` (zeros if it never ran).
+gradcomm_status gradcomm_stats_get(const char *op_name,
+                                   gradcomm_op_stats *stats);
+
+/// Clears every counter.
+gradcomm_status gradcomm_stats_reset(void);
+
+/// Collective: rank 0 writes every rank's counters as one JSON document
+/// to `path`.
+gradcomm_status gradcomm_stats_dump(const char *path);
 
 #pragma GCC visibility pop
 

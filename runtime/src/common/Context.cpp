@@ -7,6 +7,8 @@
 #include "Internal.h"
 #include "gradcomm/runtime_mpi.h"
 
+#include <cstdlib>
+
 using namespace gradcomm;
 
 Context &gradcomm::context() {
@@ -30,6 +32,8 @@ static gradcomm_status bind(const Call &call, MPI_Comm comm, bool ownsMpi) {
   ctx.rank = rank;
   ctx.size = size;
   ctx.ownsMpi = ownsMpi;
+  const char *check = std::getenv("GRADCOMM_CONSISTENCY_CHECK");
+  ctx.consistencyCheck = !(check && std::string(check) == "0");
   ctx.initialized = true;
   return GRADCOMM_OK;
 }

@@ -13,13 +13,33 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <exception>
+#include <initializer_list>
+#include <map>
 #include <new>
 #include <string>
+#include <vector>
 
 namespace gradcomm {
 
-/// The process-wide runtime state: which communicator, who owns MPI.
+/// Named persistent state of one rank. The memory lives where the backend
+/// keeps tensors (host memory for the CPU backend; device memory for the
+/// CUDA backend, which will allocate it through its own allocator and stage
+/// it through the host for checkpoints).
+struct State {
+  /// Elements of the memory; 0 for a counter-only state.
+  int64_t count = 0;
+  uint64_t step = 0;
+  std::vector<float> memory;
+  /// Per-state scratch, reused across steps so the hot path does not
+  /// allocate: leader indices and this rank's k values.
+  std::vector<int64_t> indices;
+  std::vector<float> values;
+};
+
+/// The process-wide runtime state: which communicator, who owns MPI, the
+/// state registry and the counters.
 struct Context {
   bool initialized = false;
   /// True when the runtime called MPI_Init and so must call MPI_Finalize.
@@ -27,6 +47,9 @@ struct Context {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0;
   int size = 1;
+  bool consistencyCheck = true;
+  std::map<std::string, State> states;
+  std::map<std::string, gradcomm_op_stats> stats;
 };
 
 Context &context();
@@ -47,6 +70,8 @@ public:
   /// Initializes the runtime on MPI_COMM_WORLD if nothing has yet.
   gradcomm_status ensureInitialized() const;
 
+  const char *name() const { return opName; }
+
 private:
   const char *operation;
   const char *opName;
@@ -66,6 +91,54 @@ gradcomm_status guarded(const char *operation, const char *opName,
     return call.fail(GRADCOMM_ERR_INTERNAL, e.what());
   }
 }
+
+/// Looks up state `name`, declaring it with `count` elements on first use.
+/// Fails (GRADCOMM_ERR_STATE) if it exists with another count.
+gradcomm_status lookupState(const Call &call, const char *name, int64_t count,
+                            State *&state);
+
+/// One value the ranks of a collective must agree on.
+struct CheckField {
+  const char *name;
+  int64_t value;
+};
+
+/// The consistency check: when enabled, one all-reduce verifies that every
+/// field is equal on all ranks (else GRADCOMM_ERR_MISMATCH everywhere) and
+/// that no rank saw a non-finite gradient (else GRADCOMM_ERR_NON_FINITE
+/// everywhere). When disabled, returns OK without communicating.
+gradcomm_status checkConsistency(const Call &call,
+                                 const std::vector<CheckField> &fields,
+                                 bool localNonFinite);
+
+/// The float's bits, for CheckField (equal bits, equal parameter).
+int64_t floatBits(float value);
+
+/// Counters of op `name`; created on first use.
+gradcomm_op_stats &opStats(const char *name);
+
+/// Byte cost models of the collectives (docs/runtime.md).
+uint64_t allReduceBytes(uint64_t bytes, int size);
+uint64_t broadcastBytes(uint64_t bytes, int size);
+
+/// MPI collectives on counts above INT_MAX, split into several calls.
+gradcomm_status allReduceSum(const Call &call, float *data, int64_t count);
+gradcomm_status broadcastIndices(const Call &call, int64_t *data, int64_t count,
+                                 int root);
+
+/// Seconds since an arbitrary origin (MPI_Wtime).
+double now();
+
+/// Validation helpers: each fails with GRADCOMM_ERR_INVALID_ARGUMENT and a
+/// message naming the argument.
+gradcomm_status requireName(const Call &call, const char *argument,
+                            const char *value);
+gradcomm_status requirePointer(const Call &call, const char *argument,
+                               const void *pointer);
+gradcomm_status requireRange(const Call &call, const char *argument,
+                             int64_t value, int64_t low, int64_t high);
+gradcomm_status requireReduction(const Call &call,
+                                 gradcomm_reduction reduction);
 
 /// Returns early from an entry point on failure.
 #define GRADCOMM_RETURN_IF_ERROR(expr)                                         \

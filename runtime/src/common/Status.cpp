@@ -29,6 +29,12 @@ const char *gradcomm_status_name(gradcomm_status status) {
     return "GRADCOMM_ERR_NO_MEMORY";
   case GRADCOMM_ERR_INTERNAL:
     return "GRADCOMM_ERR_INTERNAL";
+  case GRADCOMM_ERR_NON_FINITE:
+    return "GRADCOMM_ERR_NON_FINITE";
+  case GRADCOMM_ERR_IO:
+    return "GRADCOMM_ERR_IO";
+  case GRADCOMM_ERR_STATE:
+    return "GRADCOMM_ERR_STATE";
   }
   return "GRADCOMM_ERR_UNKNOWN";
 }

@@ -6,9 +6,6 @@
 
 #include "Internal.h"
 
-#include <climits>
-#include <cstddef>
-
 using namespace gradcomm;
 
 gradcomm_status gradcomm_dense_all_reduce_f32(const char *opName, float *data,
@@ -21,21 +18,12 @@ gradcomm_status gradcomm_dense_all_reduce_f32(const char *opName, float *data,
                        "count must be >= 0, got " + std::to_string(count));
     if (!data && count > 0)
       return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT, "data pointer is null");
-    if (reduction != GRADCOMM_REDUCE_SUM &&
-        reduction != GRADCOMM_REDUCE_AVERAGE)
-      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                       "unknown reduction " +
-                           std::to_string(static_cast<int>(reduction)));
+    GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
+    GRADCOMM_RETURN_IF_ERROR(checkConsistency(
+        call, {{"count", count}, {"reduction", reduction}}, false));
     const Context &ctx = context();
-    // MPI counts are int: send anything larger in several messages.
-    for (int64_t offset = 0; offset < count; offset += INT_MAX) {
-      int64_t remaining = count - offset;
-      int chunk = remaining > INT_MAX ? INT_MAX : static_cast<int>(remaining);
-      GRADCOMM_RETURN_IF_ERROR(
-          call.mpi(MPI_Allreduce(MPI_IN_PLACE, data + offset, chunk, MPI_FLOAT,
-                                 MPI_SUM, ctx.comm),
-                   "MPI_Allreduce"));
-    }
+    double start = now();
+    GRADCOMM_RETURN_IF_ERROR(allReduceSum(call, data, count));
     if (reduction == GRADCOMM_REDUCE_AVERAGE) {
       // Divide (not multiply by 1/n) so the result is the correctly rounded
       // mean of the sum, as a reference computes it.
@@ -43,6 +31,13 @@ gradcomm_status gradcomm_dense_all_reduce_f32(const char *opName, float *data,
       for (int64_t i = 0; i < count; ++i)
         data[i] /= groupSize;
     }
+    gradcomm_op_stats &stats = opStats(opName);
+    uint64_t bytes = allReduceBytes(sizeof(float) * count, ctx.size);
+    stats.calls += 1;
+    stats.messages += count > 0 ? 1 : 0;
+    stats.value_bytes_sent += bytes;
+    stats.value_bytes_received += bytes;
+    stats.seconds += now() - start;
     return GRADCOMM_OK;
   });
 }

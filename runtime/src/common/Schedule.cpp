@@ -1,0 +1,87 @@
+//===- Schedule.cpp - Coordination-free gossip peer schedules -------------===//
+//
+// Part of the GradComm project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Schedule.h"
+
+#include <numeric>
+#include <utility>
+#include <vector>
+
+namespace {
+
+/// SplitMix64: a tiny, portable generator, so the matching is the same on
+/// every rank, compiler and platform (std:: distributions are not).
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  /// Uniform in [0, bound) by rejection, so no modulo bias.
+  uint64_t below(uint64_t bound) {
+    uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
+    uint64_t x;
+    do
+      x = next();
+    while (x >= limit);
+    return x % bound;
+  }
+};
+
+int matchingPeer(uint64_t seed, uint64_t step, int rank, int size) {
+  // Seeded by (seed, step) only: the gossip stream is independent of any
+  // data RNG and of the rank.
+  SplitMix64 rng{seed * 0x2545f4914f6cdd1dull ^ (step + 1)};
+  std::vector<int> perm(size);
+  std::iota(perm.begin(), perm.end(), 0);
+  for (int i = size - 1; i > 0; --i)
+    std::swap(perm[i], perm[rng.below(static_cast<uint64_t>(i) + 1)]);
+  // Neighbours in the permutation pair up; with odd n the last sits out.
+  for (int i = 0; i + 1 < size; i += 2) {
+    if (perm[i] == rank)
+      return perm[i + 1];
+    if (perm[i + 1] == rank)
+      return perm[i];
+  }
+  return -1;
+}
+
+int ringPeer(uint64_t step, int rank, int size) {
+  // Right neighbour when step + rank is even, left otherwise: r pairs with
+  // r + 1 exactly when r + 1 pairs with r. With odd n the pair across the
+  // wrap-around would clash, so the rank without a partner sits out.
+  bool right = (step + static_cast<uint64_t>(rank)) % 2 == 0;
+  int peer = right ? rank + 1 : rank - 1;
+  if (size % 2 == 0)
+    return (peer + size) % size;
+  return peer >= 0 && peer < size ? peer : -1;
+}
+
+int hypercubePeer(uint64_t step, int rank, int size) {
+  int dimensions = 0;
+  while ((1 << dimensions) < size)
+    ++dimensions;
+  return rank ^ (1 << (step % dimensions));
+}
+
+} // namespace
+
+int gradcomm::schedulePeer(gradcomm_schedule schedule, uint64_t seed,
+                           uint64_t step, int rank, int size) {
+  if (size < 2)
+    return -1;
+  switch (schedule) {
+  case GRADCOMM_SCHEDULE_MATCHING:
+    return matchingPeer(seed, step, rank, size);
+  case GRADCOMM_SCHEDULE_RING:
+    return ringPeer(step, rank, size);
+  case GRADCOMM_SCHEDULE_HYPERCUBE:
+    return hypercubePeer(step, rank, size);
+  }
+  return -1;
+}

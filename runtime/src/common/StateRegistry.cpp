@@ -1,0 +1,260 @@
+//===- StateRegistry.cpp - Named state, checkpoints -----------------------===//
+//
+// Part of the GradComm project.
+//
+// Checkpoint file, one per rank (`<path>.rank<r>`), little-endian:
+//
+//   char[8]  magic "GCSTATE\0"
+//   u32      format version (1)
+//   u32      rank, u32 group size
+//   u64      number of states
+//   per state, in name order:
+//     u32 name length, name bytes, u64 step, u64 element count,
+//     f32[count] memory
+//   u64      FNV-1a 64 checksum of every byte before it
+//
+// Restore parses and checks the whole file into a new registry first and
+// swaps it in only when everything is valid, so a bad file changes nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+using namespace gradcomm;
+
+namespace {
+
+constexpr char kMagic[8] = {'G', 'C', 'S', 'T', 'A', 'T', 'E', '\0'};
+constexpr uint32_t kVersion = 1;
+
+uint64_t fnv1a(const char *data, size_t size) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= static_cast<unsigned char>(data[i]);
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+template <typename T> void put(std::string &buffer, T value) {
+  buffer.append(reinterpret_cast<const char *>(&value), sizeof(T));
+}
+
+/// Reads from a byte range, failing (not crashing) past its end.
+class Reader {
+public:
+  Reader(const std::string &data, size_t end) : data(data), end(end) {}
+  template <typename T> bool get(T &value) {
+    if (end - offset < sizeof(T))
+      return false;
+    std::memcpy(&value, data.data() + offset, sizeof(T));
+    offset += sizeof(T);
+    return true;
+  }
+  bool bytes(void *out, size_t size) {
+    if (end - offset < size)
+      return false;
+    std::memcpy(out, data.data() + offset, size);
+    offset += size;
+    return true;
+  }
+  bool done() const { return offset == end; }
+
+private:
+  const std::string &data;
+  size_t end;
+  size_t offset = 0;
+};
+
+std::string rankPath(const char *path) {
+  return std::string(path) + ".rank" + std::to_string(context().rank);
+}
+
+} // namespace
+
+gradcomm_status gradcomm_state_declare(const char *name, int64_t count) {
+  return guarded("state_declare", name, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    GRADCOMM_RETURN_IF_ERROR(requireName(call, "name", name));
+    GRADCOMM_RETURN_IF_ERROR(
+        requireRange(call, "count", count, 0, INT64_MAX / 8));
+    State *state;
+    return lookupState(call, name, count, state);
+  });
+}
+
+gradcomm_status gradcomm_state_reset(const char *name) {
+  return guarded("state_reset", name, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    auto reset = [](State &state) {
+      std::fill(state.memory.begin(), state.memory.end(), 0.0f);
+      state.step = 0;
+    };
+    auto &states = context().states;
+    if (!name) {
+      for (auto &entry : states)
+        reset(entry.second);
+      return GRADCOMM_OK;
+    }
+    auto it = states.find(name);
+    if (it == states.end())
+      return call.fail(GRADCOMM_ERR_STATE,
+                       "no state named '" + std::string(name) + "'");
+    reset(it->second);
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_state_step(const char *name, uint64_t *step) {
+  return guarded("state_step", name, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    GRADCOMM_RETURN_IF_ERROR(requireName(call, "name", name));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "step", step));
+    auto &states = context().states;
+    auto it = states.find(name);
+    if (it == states.end())
+      return call.fail(GRADCOMM_ERR_STATE,
+                       "no state named '" + std::string(name) + "'");
+    *step = it->second.step;
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_state_read(const char *name, float *out,
+                                    int64_t count) {
+  return guarded("state_read", name, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    GRADCOMM_RETURN_IF_ERROR(requireName(call, "name", name));
+    auto &states = context().states;
+    auto it = states.find(name);
+    if (it == states.end())
+      return call.fail(GRADCOMM_ERR_STATE,
+                       "no state named '" + std::string(name) + "'");
+    if (it->second.count != count)
+      return call.fail(GRADCOMM_ERR_STATE,
+                       "state has " + std::to_string(it->second.count) +
+                           " elements, asked for " + std::to_string(count));
+    if (count > 0) {
+      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
+      std::copy(it->second.memory.begin(), it->second.memory.end(), out);
+    }
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_state_save(const char *path) {
+  return guarded("state_save", nullptr, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    GRADCOMM_RETURN_IF_ERROR(requireName(call, "path", path));
+    const Context &ctx = context();
+    std::string buffer(kMagic, sizeof(kMagic));
+    put<uint32_t>(buffer, kVersion);
+    put<uint32_t>(buffer, static_cast<uint32_t>(ctx.rank));
+    put<uint32_t>(buffer, static_cast<uint32_t>(ctx.size));
+    put<uint64_t>(buffer, ctx.states.size());
+    for (const auto &[name, state] : ctx.states) {
+      put<uint32_t>(buffer, static_cast<uint32_t>(name.size()));
+      buffer.append(name);
+      put<uint64_t>(buffer, state.step);
+      put<uint64_t>(buffer, static_cast<uint64_t>(state.count));
+      buffer.append(reinterpret_cast<const char *>(state.memory.data()),
+                    sizeof(float) * state.memory.size());
+    }
+    put<uint64_t>(buffer, fnv1a(buffer.data(), buffer.size()));
+
+    // Write to a temporary name and rename, so a crash mid-write never
+    // leaves a truncated checkpoint under the real name.
+    std::string target = rankPath(path);
+    std::string temporary = target + ".tmp";
+    {
+      std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+      file.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+      file.close();
+      if (!file)
+        return call.fail(GRADCOMM_ERR_IO, "cannot write '" + temporary + "'");
+    }
+    if (std::rename(temporary.c_str(), target.c_str()) != 0)
+      return call.fail(GRADCOMM_ERR_IO, "cannot rename '" + temporary +
+                                            "' to '" + target +
+                                            "': " + std::strerror(errno));
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_state_restore(const char *path) {
+  return guarded("state_restore", nullptr, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    GRADCOMM_RETURN_IF_ERROR(requireName(call, "path", path));
+    Context &ctx = context();
+    std::string target = rankPath(path);
+    std::ifstream file(target, std::ios::binary);
+    if (!file)
+      return call.fail(GRADCOMM_ERR_IO, "cannot open '" + target + "'");
+    std::string data((std::istreambuf_iterator<char>(file)),
+                     std::istreambuf_iterator<char>());
+    auto corrupt = [&](const std::string &why) {
+      return call.fail(GRADCOMM_ERR_IO, "checkpoint '" + target +
+                                            "' rejected: " + why +
+                                            "; live state unchanged");
+    };
+    if (data.size() < sizeof(kMagic) + sizeof(uint64_t) ||
+        std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0)
+      return corrupt("not a GradComm state file");
+    size_t body = data.size() - sizeof(uint64_t);
+    uint64_t stored;
+    std::memcpy(&stored, data.data() + body, sizeof(stored));
+    if (stored != fnv1a(data.data(), body))
+      return corrupt("checksum mismatch (corrupt or truncated)");
+
+    Reader reader(data, body);
+    char magic[sizeof(kMagic)];
+    uint32_t version = 0, rank = 0, size = 0;
+    uint64_t numStates = 0;
+    reader.bytes(magic, sizeof(magic));
+    if (!reader.get(version) || !reader.get(rank) || !reader.get(size) ||
+        !reader.get(numStates))
+      return corrupt("truncated header");
+    if (version != kVersion)
+      return corrupt("format version " + std::to_string(version) +
+                     ", this runtime reads " + std::to_string(kVersion));
+    if (rank != static_cast<uint32_t>(ctx.rank) ||
+        size != static_cast<uint32_t>(ctx.size))
+      return corrupt("written by rank " + std::to_string(rank) + " of " +
+                     std::to_string(size) + ", this is rank " +
+                     std::to_string(ctx.rank) + " of " +
+                     std::to_string(ctx.size));
+
+    std::map<std::string, State> restored;
+    for (uint64_t i = 0; i < numStates; ++i) {
+      uint32_t nameLength = 0;
+      if (!reader.get(nameLength) || nameLength > body)
+        return corrupt("truncated state name");
+      std::string name(nameLength, '\0');
+      State state;
+      uint64_t count = 0;
+      if (!reader.bytes(name.data(), nameLength) || !reader.get(state.step) ||
+          !reader.get(count) || count > body / sizeof(float))
+        return corrupt("truncated state '" + name + "'");
+      state.count = static_cast<int64_t>(count);
+      state.memory.resize(count);
+      if (!reader.bytes(state.memory.data(), sizeof(float) * count))
+        return corrupt("truncated memory of state '" + name + "'");
+      auto live = ctx.states.find(name);
+      if (live != ctx.states.end() && live->second.count != state.count)
+        return corrupt("state '" + name + "' has " +
+                       std::to_string(state.count) + " elements in the file, " +
+                       std::to_string(live->second.count) + " live");
+      restored.emplace(std::move(name), std::move(state));
+    }
+    if (!reader.done())
+      return corrupt("trailing bytes after the last state");
+    ctx.states = std::move(restored);
+    return GRADCOMM_OK;
+  });
+}

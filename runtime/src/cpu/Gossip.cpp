@@ -1,0 +1,132 @@
+//===- Gossip.cpp - Gossip exchange and consensus distance ----------------===//
+//
+// Part of the GradComm project.
+//
+// ARCHITECTURE.md section 3: pairwise mixing with the peer of a
+// coordination-free schedule, via one MPI_Sendrecv per pair (both sides of
+// a pair call it with each other, so it cannot deadlock).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+#include "Kernels.h"
+#include "Schedule.h"
+
+#include <climits>
+
+using namespace gradcomm;
+
+static gradcomm_status validateSchedule(const Call &call,
+                                        gradcomm_schedule schedule, int size) {
+  if (schedule != GRADCOMM_SCHEDULE_MATCHING &&
+      schedule != GRADCOMM_SCHEDULE_RING &&
+      schedule != GRADCOMM_SCHEDULE_HYPERCUBE)
+    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                     "unknown schedule " +
+                         std::to_string(static_cast<int>(schedule)));
+  if (schedule == GRADCOMM_SCHEDULE_HYPERCUBE && (size & (size - 1)) != 0)
+    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                     "the hypercube schedule needs a power-of-two number of "
+                     "ranks, got " +
+                         std::to_string(size));
+  return GRADCOMM_OK;
+}
+
+gradcomm_status gradcomm_gossip_peer(gradcomm_schedule schedule, uint64_t seed,
+                                     uint64_t step, int rank, int size,
+                                     int *peer) {
+  return guarded("gossip_peer", nullptr, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "peer", peer));
+    GRADCOMM_RETURN_IF_ERROR(requireRange(call, "size", size, 1, INT_MAX));
+    GRADCOMM_RETURN_IF_ERROR(requireRange(call, "rank", rank, 0, size - 1));
+    GRADCOMM_RETURN_IF_ERROR(validateSchedule(call, schedule, size));
+    *peer = schedulePeer(schedule, seed, step, rank, size);
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_gossip_exchange_f32(const char *stateName, float *x,
+                                             int64_t count,
+                                             gradcomm_schedule schedule,
+                                             float mixing, uint64_t seed,
+                                             int64_t period) {
+  return guarded("gossip_exchange_f32", stateName, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    const Context &ctx = context();
+    GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
+    GRADCOMM_RETURN_IF_ERROR(requireRange(call, "count", count, 1, INT_MAX));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "x", x));
+    GRADCOMM_RETURN_IF_ERROR(
+        requireRange(call, "period", period, 1, INT64_MAX));
+    GRADCOMM_RETURN_IF_ERROR(validateSchedule(call, schedule, ctx.size));
+    if (!(mixing > 0.0f && mixing < 1.0f))
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "'mixing' must be in (0, 1), got " +
+                           std::to_string(mixing));
+    State *state;
+    GRADCOMM_RETURN_IF_ERROR(lookupState(call, stateName, 0, state));
+    GRADCOMM_RETURN_IF_ERROR(
+        checkConsistency(call,
+                         {{"count", count},
+                          {"schedule", schedule},
+                          {"mixing", floatBits(mixing)},
+                          {"seed", static_cast<int64_t>(seed)},
+                          {"period", period},
+                          {"step", static_cast<int64_t>(state->step)}},
+                         false));
+
+    double start = now();
+    gradcomm_op_stats &stats = opStats(stateName);
+    stats.calls += 1;
+    uint64_t step = state->step;
+    state->step += 1;
+    if (step % period != 0)
+      return GRADCOMM_OK;
+    // The schedule advances once per exchange, so period > 1 still cycles
+    // through every hypercube dimension.
+    int peer = schedulePeer(schedule, seed, step / period, ctx.rank, ctx.size);
+    if (peer < 0)
+      return GRADCOMM_OK;
+    static thread_local std::vector<float> received;
+    received.resize(count);
+    GRADCOMM_RETURN_IF_ERROR(
+        call.mpi(MPI_Sendrecv(x, static_cast<int>(count), MPI_FLOAT, peer, 0,
+                              received.data(), static_cast<int>(count),
+                              MPI_FLOAT, peer, 0, ctx.comm, MPI_STATUS_IGNORE),
+                 "MPI_Sendrecv"));
+    cpu::mix(x, received.data(), count, mixing);
+    stats.messages += 1;
+    stats.value_bytes_sent += sizeof(float) * count;
+    stats.value_bytes_received += sizeof(float) * count;
+    stats.seconds += now() - start;
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_consensus_distance_f32(const float *x, int64_t count,
+                                                double *distance) {
+  return guarded("consensus_distance_f32", nullptr, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    GRADCOMM_RETURN_IF_ERROR(requireRange(call, "count", count, 1, INT_MAX));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "x", x));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "distance", distance));
+    GRADCOMM_RETURN_IF_ERROR(checkConsistency(call, {{"count", count}}, false));
+    const Context &ctx = context();
+    // In double, so the distance of nearly equal replicas is not noise.
+    std::vector<double> mean(x, x + count);
+    GRADCOMM_RETURN_IF_ERROR(call.mpi(
+        MPI_Allreduce(MPI_IN_PLACE, mean.data(), static_cast<int>(count),
+                      MPI_DOUBLE, MPI_SUM, ctx.comm),
+        "MPI_Allreduce"));
+    double local = 0.0;
+    for (int64_t i = 0; i < count; ++i) {
+      double d = x[i] - mean[i] / ctx.size;
+      local += d * d;
+    }
+    GRADCOMM_RETURN_IF_ERROR(call.mpi(
+        MPI_Allreduce(MPI_IN_PLACE, &local, 1, MPI_DOUBLE, MPI_SUM, ctx.comm),
+        "MPI_Allreduce"));
+    *distance = local / ctx.size;
+    return GRADCOMM_OK;
+  });
+}

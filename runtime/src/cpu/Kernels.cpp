@@ -1,0 +1,164 @@
+//===- Kernels.cpp - GradComm CPU kernels ---------------------------------===//
+//
+// Part of the GradComm project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+
+#include <algorithm>
+#include <cstring>
+
+using namespace gradcomm::cpu;
+
+namespace {
+
+/// |x| as its IEEE bits: for non-negative floats the unsigned order of the
+/// bits is the numeric order (NaN sorts above Inf).
+inline uint32_t magnitudeKey(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  return bits & 0x7fffffffu;
+}
+
+constexpr uint32_t kInfKey = 0x7f800000u;
+/// Histogram on the top 15 significant bits (sign is always 0).
+constexpr int kBucketShift = 16;
+constexpr int64_t kNumBuckets = int64_t(1) << (31 - kBucketShift);
+
+inline float accumulated(const float *m, const float *g, int64_t i) {
+  return m ? m[i] + g[i] : g[i];
+}
+
+} // namespace
+
+bool gradcomm::cpu::anyNonFinite(const float *g, int64_t n) {
+  // Branch-free OR so the loop vectorizes.
+  uint32_t bad = 0;
+  for (int64_t i = 0; i < n; ++i)
+    bad |= magnitudeKey(g[i]) >= kInfKey;
+  return bad != 0;
+}
+
+bool gradcomm::cpu::selectExact(const float *m, const float *g, int64_t n,
+                                int64_t k, int64_t *indices,
+                                SelectScratch &scratch) {
+  std::vector<int64_t> &histogram = scratch.histogram;
+  histogram.assign(kNumBuckets, 0);
+  uint32_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    bad |= magnitudeKey(g[i]) >= kInfKey;
+    ++histogram[magnitudeKey(accumulated(m, g, i)) >> kBucketShift];
+  }
+
+  // Threshold bucket: everything above it is selected, the rest of the k
+  // comes from inside it.
+  int64_t threshold = kNumBuckets - 1, countAbove = 0;
+  for (; threshold > 0; --threshold) {
+    if (countAbove + histogram[threshold] >= k)
+      break;
+    countAbove += histogram[threshold];
+  }
+
+  std::vector<int64_t> &above = scratch.above;
+  auto &candidates = scratch.candidates;
+  above.clear();
+  candidates.clear();
+  above.reserve(countAbove);
+  candidates.reserve(histogram[threshold]);
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t key = magnitudeKey(accumulated(m, g, i));
+    int64_t bucket = key >> kBucketShift;
+    if (bucket > threshold)
+      above.push_back(i);
+    else if (bucket == threshold)
+      candidates.push_back({key, i});
+  }
+
+  // Larger key first; equal keys: lower index first.
+  int64_t fromBucket = k - countAbove;
+  auto better = [](const std::pair<uint32_t, int64_t> &a,
+                   const std::pair<uint32_t, int64_t> &b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  };
+  if (fromBucket < static_cast<int64_t>(candidates.size()))
+    std::nth_element(candidates.begin(), candidates.begin() + fromBucket,
+                     candidates.end(), better);
+
+  // Merge the two ascending index lists.
+  std::sort(candidates.begin(), candidates.begin() + fromBucket,
+            [](const auto &a, const auto &b) { return a.second < b.second; });
+  int64_t a = 0, c = 0, out = 0;
+  while (a < countAbove || c < fromBucket) {
+    if (c == fromBucket || (a < countAbove && above[a] < candidates[c].second))
+      indices[out++] = above[a++];
+    else
+      indices[out++] = candidates[c++].second;
+  }
+  return bad != 0;
+}
+
+bool gradcomm::cpu::selectChunk(const float *m, const float *g, int64_t n,
+                                int64_t chunkSize, int64_t *indices) {
+  uint32_t bad = 0;
+  int64_t chunk = 0;
+  for (int64_t begin = 0; begin < n; begin += chunkSize, ++chunk) {
+    int64_t end = std::min(n, begin + chunkSize);
+    int64_t best = begin;
+    uint32_t bestKey = magnitudeKey(accumulated(m, g, begin));
+    bad |= magnitudeKey(g[begin]) >= kInfKey;
+    for (int64_t i = begin + 1; i < end; ++i) {
+      uint32_t key = magnitudeKey(accumulated(m, g, i));
+      bad |= magnitudeKey(g[i]) >= kInfKey;
+      // Strictly greater: ties keep the lower index.
+      if (key > bestKey) {
+        bestKey = key;
+        best = i;
+      }
+    }
+    indices[chunk] = best;
+  }
+  return bad != 0;
+}
+
+void gradcomm::cpu::gather(const float *m, const float *g,
+                           const int64_t *indices, int64_t k, float *values) {
+  for (int64_t j = 0; j < k; ++j)
+    values[j] = m[indices[j]] + g[indices[j]];
+}
+
+void gradcomm::cpu::gatherAndUpdate(float *m, const float *g, int64_t n,
+                                    const int64_t *indices, int64_t k,
+                                    float beta, float *values, float *out) {
+  const float keep = 1.0f - beta;
+  int64_t begin = 0;
+  // Streams the runs between selected indices; each run is a plain
+  // vectorizable loop.
+  for (int64_t j = 0; j <= k; ++j) {
+    int64_t end = j < k ? indices[j] : n;
+    for (int64_t i = begin; i < end; ++i)
+      m[i] = m[i] + beta * g[i];
+    if (out)
+      std::memset(out + begin, 0, sizeof(float) * (end - begin));
+    if (j == k)
+      break;
+    if (values)
+      values[j] = m[end] + g[end];
+    m[end] = keep * m[end];
+    if (out)
+      out[end] = 0.0f;
+    begin = end + 1;
+  }
+}
+
+void gradcomm::cpu::scatter(float *out, const int64_t *indices,
+                            const float *values, int64_t k) {
+  for (int64_t j = 0; j < k; ++j)
+    out[indices[j]] = values[j];
+}
+
+void gradcomm::cpu::mix(float *x, const float *peer, int64_t n, float a) {
+  const float keep = 1.0f - a;
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = keep * x[i] + a * peer[i];
+}

@@ -1,0 +1,69 @@
+//===- Kernels.h - GradComm CPU kernels -------------------------*- C++ -*-===//
+//
+// Part of the GradComm project.
+//
+// Streaming host kernels of ScaleCom, the local top-k baseline and gossip.
+// Pure functions on host arrays (no MPI, no state), so they are unit-tested
+// alone and the CUDA backend can be checked against them bit for bit.
+//
+// Floating-point contract: the runtime is compiled with -ffp-contract=off,
+// so `m + beta * g` is two rounded operations on every build.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GRADCOMM_RUNTIME_CPU_KERNELS_H
+#define GRADCOMM_RUNTIME_CPU_KERNELS_H
+
+#include <cstdint>
+#include <vector>
+
+namespace gradcomm::cpu {
+
+/// Reusable buffers of the exact selection, so steady-state calls do not
+/// allocate.
+struct SelectScratch {
+  std::vector<int64_t> histogram;
+  std::vector<int64_t> above;
+  std::vector<std::pair<uint32_t, int64_t>> candidates;
+};
+
+/// True when any of `g[0..n)` is NaN or Inf.
+bool anyNonFinite(const float *g, int64_t n);
+
+/// Exact top-k of |m + g| (m may be null: |g|): writes the k indices in
+/// ascending order. Ties go to the lower index. Radix select on the float
+/// bits: one histogram pass, one collection pass, then a partial sort of
+/// the threshold bucket only. Returns true if some g is NaN/Inf.
+bool selectExact(const float *m, const float *g, int64_t n, int64_t k,
+                 int64_t *indices, SelectScratch &scratch);
+
+/// Top-1 of |m + g| in each chunk of `chunkSize` consecutive elements (the
+/// last chunk may be shorter), ties to the lower index: ceil(n / chunkSize)
+/// indices, ascending, in one streaming pass. Returns true if some g is
+/// NaN/Inf.
+bool selectChunk(const float *m, const float *g, int64_t n, int64_t chunkSize,
+                 int64_t *indices);
+
+/// values[j] = m[I_j] + g[I_j] for ascending indices I (no update).
+void gather(const float *m, const float *g, const int64_t *indices, int64_t k,
+            float *values);
+
+/// The fused ScaleCom memory pass, one stream over m and g (and out):
+///   at I:      values[j] = m + g;  m = (1 - beta) * m
+///   elsewhere: m = m + beta * g
+/// and out = 0 everywhere when `out` is not null. `values` may be null.
+/// Indices must be ascending.
+void gatherAndUpdate(float *m, const float *g, int64_t n,
+                     const int64_t *indices, int64_t k, float beta,
+                     float *values, float *out);
+
+/// out[I_j] = values[j].
+void scatter(float *out, const int64_t *indices, const float *values,
+             int64_t k);
+
+/// x = (1 - a) * x + a * peer.
+void mix(float *x, const float *peer, int64_t n, float a);
+
+} // namespace gradcomm::cpu
+
+#endif // GRADCOMM_RUNTIME_CPU_KERNELS_H

@@ -1,0 +1,100 @@
+//===- LocalTopk.cpp - Local top-k + all-gather baseline ------------------===//
+//
+// Part of the GradComm project.
+//
+// Every rank picks its own top-k, so the sparse vectors cannot be summed by
+// an all-reduce: values and indices are all-gathered (traffic grows with n)
+// and summed in rank order, so every rank computes the same bits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+#include "Kernels.h"
+
+#include <algorithm>
+
+using namespace gradcomm;
+
+gradcomm_status gradcomm_local_topk_all_gather_f32(
+    const char *stateName, const float *grad, float *out, int64_t count,
+    int64_t k, gradcomm_reduction reduction, int64_t *unionSize) {
+  return guarded("local_topk_all_gather_f32", stateName, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
+    GRADCOMM_RETURN_IF_ERROR(
+        requireRange(call, "count", count, 1, INT64_MAX / 2));
+    GRADCOMM_RETURN_IF_ERROR(requireRange(call, "k", k, 1, count));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "grad", grad));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
+    GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
+    const Context &ctx = context();
+    // The all-gathered buffers hold n * k entries; MPI counts are int.
+    if (k * ctx.size > INT32_MAX)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "k * ranks = " + std::to_string(k * ctx.size) +
+                           " exceeds the all-gather limit 2^31 - 1");
+    State *state;
+    GRADCOMM_RETURN_IF_ERROR(lookupState(call, stateName, count, state));
+
+    double start = now();
+    static thread_local cpu::SelectScratch scratch;
+    state->indices.resize(k);
+    state->values.resize(k);
+    bool nonFinite = cpu::selectExact(state->memory.data(), grad, count, k,
+                                      state->indices.data(), scratch);
+    GRADCOMM_RETURN_IF_ERROR(
+        checkConsistency(call,
+                         {{"count", count},
+                          {"k", k},
+                          {"reduction", reduction},
+                          {"step", static_cast<int64_t>(state->step)}},
+                         nonFinite));
+    // Plain error feedback (beta = 1): m = p - c.
+    cpu::gatherAndUpdate(state->memory.data(), grad, count,
+                         state->indices.data(), k, 1.0f, state->values.data(),
+                         nullptr);
+
+    static thread_local std::vector<float> allValues;
+    static thread_local std::vector<int64_t> allIndices;
+    allValues.resize(k * ctx.size);
+    allIndices.resize(k * ctx.size);
+    GRADCOMM_RETURN_IF_ERROR(
+        call.mpi(MPI_Allgather(state->values.data(), static_cast<int>(k),
+                               MPI_FLOAT, allValues.data(), static_cast<int>(k),
+                               MPI_FLOAT, ctx.comm),
+                 "MPI_Allgather (values)"));
+    GRADCOMM_RETURN_IF_ERROR(
+        call.mpi(MPI_Allgather(state->indices.data(), static_cast<int>(k),
+                               MPI_INT64_T, allIndices.data(),
+                               static_cast<int>(k), MPI_INT64_T, ctx.comm),
+                 "MPI_Allgather (indices)"));
+
+    std::fill(out, out + count, 0.0f);
+    for (int64_t j = 0; j < k * ctx.size; ++j)
+      out[allIndices[j]] += allValues[j];
+    std::sort(allIndices.begin(), allIndices.end());
+    int64_t distinct =
+        std::unique(allIndices.begin(), allIndices.end()) - allIndices.begin();
+    if (reduction == GRADCOMM_REDUCE_AVERAGE) {
+      const float groupSize = static_cast<float>(ctx.size);
+      for (int64_t j = 0; j < distinct; ++j)
+        out[allIndices[j]] /= groupSize;
+    }
+    if (unionSize)
+      *unionSize = distinct;
+    state->step += 1;
+
+    gradcomm_op_stats &stats = opStats(stateName);
+    // Ring all-gather: each rank sends and receives (n - 1) blocks.
+    uint64_t blocks = static_cast<uint64_t>(ctx.size - 1);
+    stats.calls += 1;
+    stats.messages += 2;
+    stats.value_bytes_sent += blocks * k * sizeof(float);
+    stats.value_bytes_received += blocks * k * sizeof(float);
+    stats.index_bytes_sent += blocks * k * sizeof(int64_t);
+    stats.index_bytes_received += blocks * k * sizeof(int64_t);
+    stats.last_union_size = distinct;
+    stats.seconds += now() - start;
+    return GRADCOMM_OK;
+  });
+}

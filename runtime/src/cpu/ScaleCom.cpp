@@ -1,0 +1,257 @@
+//===- ScaleCom.cpp - CLT-k compression, sparse reduce, memory update -----===//
+//
+// Part of the GradComm project.
+//
+// ARCHITECTURE.md section 2. The fused entry point streams the memory once
+// per step on every rank (gather + low-pass update + zeroing the output in
+// one pass); the leader adds its selection pass(es) before it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+#include "Kernels.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace gradcomm;
+
+namespace {
+
+/// Arguments shared by the compress entry points, validated once.
+struct CompressArgs {
+  const char *state;
+  const float *grad;
+  int64_t count;
+  int64_t k;
+  gradcomm_selection selection;
+  int64_t chunkSize;
+};
+
+gradcomm_status validateCompress(const Call &call, const CompressArgs &args) {
+  GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", args.state));
+  GRADCOMM_RETURN_IF_ERROR(
+      requireRange(call, "count", args.count, 1, INT64_MAX / 2));
+  GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "grad", args.grad));
+  GRADCOMM_RETURN_IF_ERROR(requireRange(call, "k", args.k, 1, args.count));
+  if (args.selection == GRADCOMM_SELECT_CHUNK) {
+    GRADCOMM_RETURN_IF_ERROR(
+        requireRange(call, "chunk_size", args.chunkSize, 1, args.count));
+    int64_t expected = (args.count + args.chunkSize - 1) / args.chunkSize;
+    if (args.k != expected)
+      return call.fail(
+          GRADCOMM_ERR_INVALID_ARGUMENT,
+          "'k' must be ceil(count / chunk_size) = " + std::to_string(expected) +
+              " with chunk selection, got " + std::to_string(args.k));
+  } else if (args.selection != GRADCOMM_SELECT_EXACT) {
+    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                     "unknown selection " +
+                         std::to_string(static_cast<int>(args.selection)));
+  }
+  return GRADCOMM_OK;
+}
+
+gradcomm_status validateBeta(const Call &call, float beta) {
+  if (!(beta > 0.0f && beta <= 1.0f))
+    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                     "'beta' must be in (0, 1], got " + std::to_string(beta));
+  return GRADCOMM_OK;
+}
+
+/// The leader's selection, the consistency check and the index broadcast:
+/// on return `state.indices` holds the leader's k indices on every rank.
+gradcomm_status selectAndBroadcast(const Call &call, const CompressArgs &args,
+                                   State &state,
+                                   std::initializer_list<CheckField> extra) {
+  const Context &ctx = context();
+  const int leader = static_cast<int>(state.step % ctx.size);
+  state.indices.resize(args.k);
+  bool nonFinite;
+  if (ctx.rank == leader) {
+    static thread_local cpu::SelectScratch scratch;
+    nonFinite =
+        args.selection == GRADCOMM_SELECT_EXACT
+            ? cpu::selectExact(state.memory.data(), args.grad, args.count,
+                               args.k, state.indices.data(), scratch)
+            : cpu::selectChunk(state.memory.data(), args.grad, args.count,
+                               args.chunkSize, state.indices.data());
+  } else {
+    nonFinite =
+        ctx.consistencyCheck && cpu::anyNonFinite(args.grad, args.count);
+  }
+  std::vector<CheckField> fields = {
+      {"count", args.count},
+      {"k", args.k},
+      {"selection", args.selection},
+      {"chunk_size",
+       args.selection == GRADCOMM_SELECT_CHUNK ? args.chunkSize : 0},
+      {"step", static_cast<int64_t>(state.step)}};
+  fields.insert(fields.end(), extra.begin(), extra.end());
+  GRADCOMM_RETURN_IF_ERROR(checkConsistency(call, fields, nonFinite));
+  return broadcastIndices(call, state.indices.data(), args.k, leader);
+}
+
+void countCompress(gradcomm_op_stats &stats, int64_t k) {
+  const Context &ctx = context();
+  uint64_t bytes = broadcastBytes(sizeof(int64_t) * k, ctx.size);
+  stats.messages += 1;
+  stats.index_bytes_sent += bytes;
+  stats.index_bytes_received += bytes;
+}
+
+void countValueReduce(gradcomm_op_stats &stats, int64_t k) {
+  const Context &ctx = context();
+  uint64_t bytes = allReduceBytes(sizeof(float) * k, ctx.size);
+  stats.messages += 1;
+  stats.value_bytes_sent += bytes;
+  stats.value_bytes_received += bytes;
+}
+
+/// Reduces `values` in place across ranks (sum, or mean).
+gradcomm_status reduceValues(const Call &call, float *values, int64_t k,
+                             gradcomm_reduction reduction) {
+  GRADCOMM_RETURN_IF_ERROR(allReduceSum(call, values, k));
+  if (reduction == GRADCOMM_REDUCE_AVERAGE) {
+    const float groupSize = static_cast<float>(context().size);
+    for (int64_t j = 0; j < k; ++j)
+      values[j] /= groupSize;
+  }
+  return GRADCOMM_OK;
+}
+
+bool overlaps(const float *a, const float *b, int64_t count) {
+  return a < b + count && b < a + count;
+}
+
+} // namespace
+
+gradcomm_status gradcomm_scalecom_f32(const char *stateName, const float *grad,
+                                      float *out, int64_t count, int64_t k,
+                                      gradcomm_selection selection,
+                                      int64_t chunkSize, float beta,
+                                      gradcomm_reduction reduction) {
+  return guarded("scalecom_f32", stateName, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    CompressArgs args{stateName, grad, count, k, selection, chunkSize};
+    GRADCOMM_RETURN_IF_ERROR(validateCompress(call, args));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
+    GRADCOMM_RETURN_IF_ERROR(validateBeta(call, beta));
+    GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
+    if (overlaps(grad, out, count))
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "'grad' and 'out' overlap");
+    State *state;
+    GRADCOMM_RETURN_IF_ERROR(lookupState(call, stateName, count, state));
+
+    double start = now();
+    GRADCOMM_RETURN_IF_ERROR(selectAndBroadcast(
+        call, args, *state,
+        {{"beta", floatBits(beta)}, {"reduction", reduction}}));
+    state->values.resize(k);
+    cpu::gatherAndUpdate(state->memory.data(), grad, count,
+                         state->indices.data(), k, beta, state->values.data(),
+                         out);
+    GRADCOMM_RETURN_IF_ERROR(
+        reduceValues(call, state->values.data(), k, reduction));
+    cpu::scatter(out, state->indices.data(), state->values.data(), k);
+    state->step += 1;
+
+    gradcomm_op_stats &stats = opStats(stateName);
+    stats.calls += 1;
+    countCompress(stats, k);
+    countValueReduce(stats, k);
+    stats.seconds += now() - start;
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_cltk_compress_f32(const char *stateName,
+                                           const float *grad, int64_t count,
+                                           int64_t k,
+                                           gradcomm_selection selection,
+                                           int64_t chunkSize, float *values,
+                                           int64_t *indices) {
+  return guarded("cltk_compress_f32", stateName, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    CompressArgs args{stateName, grad, count, k, selection, chunkSize};
+    GRADCOMM_RETURN_IF_ERROR(validateCompress(call, args));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "values", values));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "indices", indices));
+    State *state;
+    GRADCOMM_RETURN_IF_ERROR(lookupState(call, stateName, count, state));
+    double start = now();
+    GRADCOMM_RETURN_IF_ERROR(selectAndBroadcast(call, args, *state, {}));
+    std::copy(state->indices.begin(), state->indices.end(), indices);
+    cpu::gather(state->memory.data(), grad, indices, k, values);
+    gradcomm_op_stats &stats = opStats(stateName);
+    stats.calls += 1;
+    countCompress(stats, k);
+    stats.seconds += now() - start;
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status
+gradcomm_sparse_all_reduce_f32(const char *opName, const float *values,
+                               const int64_t *indices, int64_t k, float *out,
+                               int64_t count, gradcomm_reduction reduction) {
+  return guarded("sparse_all_reduce_f32", opName, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    GRADCOMM_RETURN_IF_ERROR(
+        requireRange(call, "count", count, 1, INT64_MAX / 2));
+    GRADCOMM_RETURN_IF_ERROR(requireRange(call, "k", k, 1, count));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "values", values));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "indices", indices));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
+    GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
+    for (int64_t j = 0; j < k; ++j)
+      if (indices[j] < 0 || indices[j] >= count)
+        return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                         "index " + std::to_string(indices[j]) +
+                             " at position " + std::to_string(j) +
+                             " is outside [0, " + std::to_string(count) + ")");
+    GRADCOMM_RETURN_IF_ERROR(checkConsistency(
+        call, {{"count", count}, {"k", k}, {"reduction", reduction}}, false));
+    double start = now();
+    static thread_local std::vector<float> reduced;
+    reduced.assign(values, values + k);
+    GRADCOMM_RETURN_IF_ERROR(reduceValues(call, reduced.data(), k, reduction));
+    std::fill(out, out + count, 0.0f);
+    cpu::scatter(out, indices, reduced.data(), k);
+    gradcomm_op_stats &stats = opStats(opName);
+    stats.calls += 1;
+    countValueReduce(stats, k);
+    stats.seconds += now() - start;
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_memory_update_f32(const char *stateName,
+                                           const float *grad, int64_t count,
+                                           const int64_t *indices, int64_t k,
+                                           float beta) {
+  return guarded("memory_update_f32", stateName, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
+    GRADCOMM_RETURN_IF_ERROR(
+        requireRange(call, "count", count, 1, INT64_MAX / 2));
+    GRADCOMM_RETURN_IF_ERROR(requireRange(call, "k", k, 1, count));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "grad", grad));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "indices", indices));
+    GRADCOMM_RETURN_IF_ERROR(validateBeta(call, beta));
+    for (int64_t j = 0; j < k; ++j)
+      if (indices[j] < 0 || indices[j] >= count ||
+          (j > 0 && indices[j] <= indices[j - 1]))
+        return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                         "indices must be ascending and in [0, " +
+                             std::to_string(count) + "); position " +
+                             std::to_string(j) + " holds " +
+                             std::to_string(indices[j]));
+    State *state;
+    GRADCOMM_RETURN_IF_ERROR(lookupState(call, stateName, count, state));
+    cpu::gatherAndUpdate(state->memory.data(), grad, count, indices, k, beta,
+                         nullptr, nullptr);
+    state->step += 1;
+    return GRADCOMM_OK;
+  });
+}

@@ -1,0 +1,285 @@
+//===- CollectivesTest.cpp - Local top-k, gossip and counters -------------===//
+//
+// Part of the GradComm project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <numeric>
+#include <set>
+
+using namespace gradcomm::test;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Local top-k + all-gather
+//===----------------------------------------------------------------------===//
+
+TEST(LocalTopk, MatchesReferenceAndReportsBuildUp) {
+  World world;
+  const int64_t count = 2000, k = 25;
+  std::string name = uniqueName("w");
+  std::vector<std::vector<float>> memory(world.size,
+                                         std::vector<float>(count, 0.0f));
+  for (uint64_t step = 0; step < 8; ++step) {
+    // Reference: each rank's own top-k with error feedback, summed in rank
+    // order over the all-gathered (rank-major) entries, then the mean.
+    std::vector<float> expected(count, 0.0f);
+    std::set<int64_t> unionSet;
+    for (int r = 0; r < world.size; ++r) {
+      std::vector<float> grad = gradient(20, r, step, count), p(count);
+      for (int64_t i = 0; i < count; ++i)
+        p[i] = memory[r][i] + grad[i];
+      std::vector<int64_t> order(count);
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        return std::fabs(p[a]) > std::fabs(p[b]);
+      });
+      order.resize(k);
+      std::sort(order.begin(), order.end());
+      for (int64_t index : order) {
+        expected[index] += p[index];
+        unionSet.insert(index);
+      }
+      memory[r] = p;
+      for (int64_t index : order)
+        memory[r][index] = 0.0f;
+    }
+    for (int64_t index : unionSet)
+      expected[index] /= static_cast<float>(world.size);
+
+    std::vector<float> grad = gradient(20, world.rank, step, count), out(count);
+    int64_t unionSize = -1;
+    ASSERT_OK(gradcomm_local_topk_all_gather_f32(
+        name.c_str(), grad.data(), out.data(), count, k,
+        GRADCOMM_REDUCE_AVERAGE, &unionSize));
+    EXPECT_EQ(out, expected) << "step " << step;
+    EXPECT_EQ(unionSize, static_cast<int64_t>(unionSet.size()));
+    EXPECT_GE(unionSize, k);
+    EXPECT_LE(unionSize, k * world.size);
+    std::vector<float> mem(count);
+    ASSERT_OK(gradcomm_state_read(name.c_str(), mem.data(), count));
+    EXPECT_EQ(mem, memory[world.rank]);
+  }
+  gradcomm_op_stats stats;
+  ASSERT_OK(gradcomm_stats_get(name.c_str(), &stats));
+  EXPECT_EQ(stats.calls, 8u);
+  // Build-up: every rank receives (n - 1) k values and indices per call.
+  EXPECT_EQ(stats.index_bytes_received,
+            8u * (world.size - 1) * k * sizeof(int64_t));
+  EXPECT_EQ(stats.value_bytes_received,
+            8u * (world.size - 1) * k * sizeof(float));
+}
+
+TEST(LocalTopk, Errors) {
+  std::vector<float> grad(10, 1.0f), out(10);
+  EXPECT_EQ(gradcomm_local_topk_all_gather_f32("ltk", grad.data(), out.data(),
+                                               10, 11, GRADCOMM_REDUCE_SUM,
+                                               nullptr),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(gradcomm_last_error(), "'k' must be in [1, 10]"));
+  EXPECT_EQ(gradcomm_local_topk_all_gather_f32("ltk", nullptr, out.data(), 10,
+                                               1, GRADCOMM_REDUCE_SUM, nullptr),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+}
+
+//===----------------------------------------------------------------------===//
+// Gossip
+//===----------------------------------------------------------------------===//
+
+double replicaMean(const std::vector<float> &x, int64_t i) {
+  double value = x[i], sum = 0.0;
+  MPI_Allreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return sum / size;
+}
+
+TEST(Gossip, ExchangesWithTheScheduledPeer) {
+  World world;
+  for (gradcomm_schedule schedule :
+       {GRADCOMM_SCHEDULE_MATCHING, GRADCOMM_SCHEDULE_RING,
+        GRADCOMM_SCHEDULE_HYPERCUBE}) {
+    if (schedule == GRADCOMM_SCHEDULE_HYPERCUBE &&
+        (world.size & (world.size - 1)) != 0)
+      continue;
+    std::string name = uniqueName("x") + std::to_string(schedule);
+    for (uint64_t step = 0; step < 6; ++step) {
+      // Small integers: the mixed values are exact.
+      std::vector<float> x(16, static_cast<float>(world.rank * 2));
+      int peer = -2;
+      ASSERT_OK(gradcomm_gossip_peer(schedule, 5, step, world.rank, world.size,
+                                     &peer));
+      ASSERT_OK(gradcomm_gossip_exchange_f32(name.c_str(), x.data(), 16,
+                                             schedule, 0.5f, 5, 1));
+      float expected = peer < 0 ? world.rank * 2.0f
+                                : (world.rank * 2.0f + peer * 2.0f) / 2.0f;
+      EXPECT_EQ(x, std::vector<float>(16, expected))
+          << "schedule " << schedule << " step " << step << " peer " << peer;
+      // Symmetric: my peer's peer is me.
+      std::vector<int> peers(world.size);
+      MPI_Allgather(&peer, 1, MPI_INT, peers.data(), 1, MPI_INT,
+                    MPI_COMM_WORLD);
+      if (peer >= 0)
+        EXPECT_EQ(peers[peer], world.rank);
+      EXPECT_EQ(std::count(peers.begin(), peers.end(), -1), world.size % 2);
+    }
+  }
+}
+
+TEST(Gossip, PreservesTheMeanOfReplicas) {
+  World world;
+  const int64_t count = 500;
+  std::string name = uniqueName("x");
+  std::vector<float> x = gradient(30, world.rank, 0, count);
+  std::vector<double> before(count);
+  for (int64_t i = 0; i < count; ++i)
+    before[i] = replicaMean(x, i);
+  for (int step = 0; step < 10; ++step)
+    ASSERT_OK(gradcomm_gossip_exchange_f32(name.c_str(), x.data(), count,
+                                           GRADCOMM_SCHEDULE_MATCHING, 0.3f, 17,
+                                           1));
+  for (int64_t i = 0; i < count; ++i)
+    EXPECT_NEAR(replicaMean(x, i), before[i], 1e-6);
+}
+
+TEST(Gossip, HypercubeReachesExactConsensusInLog2NSteps) {
+  World world;
+  if ((world.size & (world.size - 1)) != 0)
+    GTEST_SKIP() << "power-of-two group only";
+  std::string name = uniqueName("x");
+  std::vector<float> x(32, static_cast<float>(world.rank));
+  int rounds = 0;
+  while ((1 << rounds) < world.size)
+    ++rounds;
+  for (int step = 0; step < rounds; ++step)
+    ASSERT_OK(gradcomm_gossip_exchange_f32(
+        name.c_str(), x.data(), 32, GRADCOMM_SCHEDULE_HYPERCUBE, 0.5f, 0, 1));
+  EXPECT_TRUE(sameOnAllRanks(x));
+  EXPECT_EQ(x[0], (world.size - 1) / 2.0f);
+  double distance = -1.0;
+  ASSERT_OK(gradcomm_consensus_distance_f32(x.data(), 32, &distance));
+  EXPECT_EQ(distance, 0.0);
+}
+
+TEST(Gossip, PeriodSkipsStepsButAdvancesTheCounter) {
+  World world;
+  std::string name = uniqueName("x");
+  std::vector<float> x(4, static_cast<float>(world.rank));
+  // Step 0 exchanges, step 1 does not (period 2).
+  ASSERT_OK(gradcomm_gossip_exchange_f32(name.c_str(), x.data(), 4,
+                                         GRADCOMM_SCHEDULE_RING, 0.5f, 0, 2));
+  std::vector<float> afterFirst = x;
+  ASSERT_OK(gradcomm_gossip_exchange_f32(name.c_str(), x.data(), 4,
+                                         GRADCOMM_SCHEDULE_RING, 0.5f, 0, 2));
+  EXPECT_EQ(x, afterFirst);
+  uint64_t step = 0;
+  ASSERT_OK(gradcomm_state_step(name.c_str(), &step));
+  EXPECT_EQ(step, 2u);
+}
+
+TEST(Gossip, ConsensusDistance) {
+  World world;
+  std::vector<float> x(10, static_cast<float>(world.rank));
+  double distance = -1.0;
+  ASSERT_OK(gradcomm_consensus_distance_f32(x.data(), 10, &distance));
+  double mean = (world.size - 1) / 2.0, expected = 0.0;
+  for (int r = 0; r < world.size; ++r)
+    expected += 10 * (r - mean) * (r - mean);
+  EXPECT_NEAR(distance, expected / world.size, 1e-12);
+}
+
+TEST(Gossip, Errors) {
+  World world;
+  std::string name = uniqueName("x");
+  std::vector<float> x(4, 1.0f);
+  EXPECT_EQ(gradcomm_gossip_exchange_f32(name.c_str(), x.data(), 4,
+                                         GRADCOMM_SCHEDULE_RING, 0.0f, 0, 1),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(gradcomm_last_error(), "'mixing' must be in (0, 1)"));
+  EXPECT_EQ(gradcomm_gossip_exchange_f32(name.c_str(), x.data(), 4,
+                                         GRADCOMM_SCHEDULE_RING, 1.0f, 0, 1),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(gradcomm_gossip_exchange_f32(name.c_str(), x.data(), 4,
+                                         GRADCOMM_SCHEDULE_RING, 0.5f, 0, 0),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(gradcomm_last_error(), "'period' must be in [1, "));
+  EXPECT_EQ(gradcomm_gossip_exchange_f32(name.c_str(), x.data(), 4,
+                                         static_cast<gradcomm_schedule>(7),
+                                         0.5f, 0, 1),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(gradcomm_last_error(), "unknown schedule 7"));
+  if ((world.size & (world.size - 1)) != 0) {
+    EXPECT_EQ(gradcomm_gossip_exchange_f32(name.c_str(), x.data(), 4,
+                                           GRADCOMM_SCHEDULE_HYPERCUBE, 0.5f, 0,
+                                           1),
+              GRADCOMM_ERR_INVALID_ARGUMENT);
+    EXPECT_TRUE(contains(gradcomm_last_error(),
+                         "needs a power-of-two number of ranks, got " +
+                             std::to_string(world.size)));
+  }
+  // A state with a memory is not a gossip counter.
+  std::string withMemory = uniqueName("m");
+  ASSERT_OK(gradcomm_state_declare(withMemory.c_str(), 8));
+  EXPECT_EQ(gradcomm_gossip_exchange_f32(withMemory.c_str(), x.data(), 4,
+                                         GRADCOMM_SCHEDULE_RING, 0.5f, 0, 1),
+            GRADCOMM_ERR_STATE);
+  int peer = 0;
+  EXPECT_EQ(gradcomm_gossip_peer(GRADCOMM_SCHEDULE_RING, 0, 0, 5, 4, &peer),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+}
+
+//===----------------------------------------------------------------------===//
+// Counters
+//===----------------------------------------------------------------------===//
+
+TEST(Stats, ScaleComBytesFollowTheCostModel) {
+  World world;
+  std::string name = uniqueName("w");
+  const int64_t count = 4000, k = 40;
+  for (uint64_t step = 0; step < 3; ++step) {
+    std::vector<float> grad = gradient(40, world.rank, step, count), out(count);
+    ASSERT_OK(gradcomm_scalecom_f32(name.c_str(), grad.data(), out.data(),
+                                    count, k, GRADCOMM_SELECT_EXACT, 0, 1.0f,
+                                    GRADCOMM_REDUCE_AVERAGE));
+  }
+  gradcomm_op_stats stats;
+  ASSERT_OK(gradcomm_stats_get(name.c_str(), &stats));
+  const uint64_t n = world.size;
+  EXPECT_EQ(stats.calls, 3u);
+  EXPECT_EQ(stats.messages, 6u);
+  // k indices broadcast: (n - 1) / n of 8k bytes; k values all-reduced:
+  // 2 (n - 1) / n of 4k bytes. Independent of the tensor size.
+  EXPECT_EQ(stats.index_bytes_sent, 3 * (8 * k * (n - 1) / n));
+  EXPECT_EQ(stats.index_bytes_received, 3 * (8 * k * (n - 1) / n));
+  EXPECT_EQ(stats.value_bytes_sent, 3 * (2 * 4 * k * (n - 1) / n));
+  EXPECT_GE(stats.seconds, 0.0);
+
+  std::string path = ::testing::TempDir() + "gradcomm_stats_np" +
+                     std::to_string(world.size) + ".json";
+  ASSERT_OK(gradcomm_stats_dump(path.c_str()));
+  if (world.rank == 0) {
+    std::ifstream file(path);
+    std::string json((std::istreambuf_iterator<char>(file)),
+                     std::istreambuf_iterator<char>());
+    EXPECT_TRUE(contains(json, "\"" + name + "\": {\"calls\": 3"));
+    EXPECT_TRUE(contains(json, "\"rank\": " + std::to_string(world.size - 1)));
+    EXPECT_TRUE(contains(json, "\"index_bytes_sent\": " +
+                                   std::to_string(8 * k * (n - 1) / n * 3)));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world.rank == 0)
+    std::remove(path.c_str());
+  ASSERT_OK(gradcomm_stats_reset());
+  ASSERT_OK(gradcomm_stats_get(name.c_str(), &stats));
+  EXPECT_EQ(stats.calls, 0u);
+  EXPECT_EQ(gradcomm_stats_dump("/nonexistent-dir/x.json"), GRADCOMM_ERR_IO);
+}
+
+} // namespace

@@ -1,0 +1,211 @@
+//===- KernelsTest.cpp - CPU kernels and schedules against references -----===//
+//
+// Part of the GradComm project.
+//
+// Single process, no MPI: the kernels and peer schedules are pure
+// functions, compared with straightforward references written here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+#include "Schedule.h"
+#include "TestUtil.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <set>
+
+using namespace gradcomm;
+using namespace gradcomm::test;
+
+namespace {
+
+/// Reference exact top-k: full sort by (|p| desc, index asc).
+std::vector<int64_t> referenceTopk(const std::vector<float> &m,
+                                   const std::vector<float> &g, int64_t k) {
+  std::vector<int64_t> order(g.size());
+  std::iota(order.begin(), order.end(), 0);
+  auto magnitude = [&](int64_t i) { return std::fabs(m[i] + g[i]); };
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return magnitude(a) > magnitude(b);
+  });
+  order.resize(k);
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+std::vector<int64_t> runExact(const std::vector<float> &m,
+                              const std::vector<float> &g, int64_t k) {
+  std::vector<int64_t> indices(k);
+  cpu::SelectScratch scratch;
+  cpu::selectExact(m.data(), g.data(), static_cast<int64_t>(g.size()), k,
+                   indices.data(), scratch);
+  return indices;
+}
+
+TEST(SelectExact, MatchesFullSortOnRandomData) {
+  for (int64_t n : {1, 5, 100, 4099, 100000}) {
+    std::vector<float> m = gradient(1, 0, 0, n), g = gradient(2, 0, 0, n);
+    for (int64_t k : {int64_t(1), n / 3 + 1, n}) {
+      EXPECT_EQ(runExact(m, g, k), referenceTopk(m, g, k))
+          << "n " << n << " k " << k;
+    }
+  }
+}
+
+TEST(SelectExact, TiesGoToTheLowerIndex) {
+  std::vector<float> m(1000, 0.0f), g(1000, 0.5f);
+  g[700] = -0.5f; // same magnitude
+  std::vector<int64_t> expected(10);
+  std::iota(expected.begin(), expected.end(), 0);
+  EXPECT_EQ(runExact(m, g, 10), expected);
+  // Sign does not matter, magnitude does.
+  g[999] = -2.0f;
+  std::vector<int64_t> got = runExact(m, g, 3);
+  EXPECT_EQ(got, (std::vector<int64_t>{0, 1, 999}));
+}
+
+TEST(SelectExact, ManyValuesInOneBucket) {
+  // Values that share their top bits, so the threshold bucket holds most of
+  // the input and the partial sort does the work.
+  const int64_t n = 50000;
+  std::vector<float> m(n, 0.0f), g(n);
+  for (int64_t i = 0; i < n; ++i)
+    g[i] = 1.0f + static_cast<float>(i % 97) * 1e-7f;
+  EXPECT_EQ(runExact(m, g, 777), referenceTopk(m, g, 777));
+}
+
+TEST(SelectExact, ReportsNonFiniteGradients) {
+  std::vector<float> m(64, 0.0f), g = gradient(3, 0, 0, 64);
+  std::vector<int64_t> indices(4);
+  cpu::SelectScratch scratch;
+  EXPECT_FALSE(
+      cpu::selectExact(m.data(), g.data(), 64, 4, indices.data(), scratch));
+  g[17] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(
+      cpu::selectExact(m.data(), g.data(), 64, 4, indices.data(), scratch));
+  g[17] = std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(cpu::anyNonFinite(g.data(), 64));
+  std::vector<int64_t> chunkIndices(8);
+  EXPECT_TRUE(cpu::selectChunk(m.data(), g.data(), 64, 8, chunkIndices.data()));
+  g[17] = 1.0f;
+  EXPECT_FALSE(
+      cpu::selectChunk(m.data(), g.data(), 64, 8, chunkIndices.data()));
+}
+
+TEST(SelectChunk, TopOnePerChunkLowerIndexOnTies) {
+  const int64_t n = 1003, chunk = 10;
+  std::vector<float> m = gradient(4, 0, 0, n), g = gradient(5, 0, 0, n);
+  g[20] = 5.0f;
+  g[25] = -5.0f; // tie inside chunk 2 (m cancels: set m too)
+  m[20] = 0.0f;
+  m[25] = 0.0f;
+  int64_t k = (n + chunk - 1) / chunk;
+  std::vector<int64_t> indices(k);
+  cpu::selectChunk(m.data(), g.data(), n, chunk, indices.data());
+  for (int64_t c = 0; c < k; ++c) {
+    int64_t begin = c * chunk, end = std::min(n, begin + chunk);
+    int64_t best = begin;
+    for (int64_t i = begin; i < end; ++i)
+      if (std::fabs(m[i] + g[i]) > std::fabs(m[best] + g[best]))
+        best = i;
+    EXPECT_EQ(indices[c], best) << "chunk " << c;
+  }
+  EXPECT_EQ(indices[2], 20);
+}
+
+TEST(GatherAndUpdate, ElementwiseLowPassForm) {
+  const int64_t n = 257;
+  std::vector<float> m = gradient(6, 0, 0, n), g = gradient(7, 0, 0, n);
+  std::vector<int64_t> indices = {0, 3, 4, 100, 256};
+  for (float beta : {1.0f, 0.5f, 0.1f}) {
+    std::vector<float> mem = m, values(indices.size()), out(n, 7.0f);
+    cpu::gatherAndUpdate(mem.data(), g.data(), n, indices.data(),
+                         static_cast<int64_t>(indices.size()), beta,
+                         values.data(), out.data());
+    std::set<int64_t> selected(indices.begin(), indices.end());
+    size_t j = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(out[i], 0.0f);
+      if (selected.count(i)) {
+        EXPECT_EQ(values[j++], m[i] + g[i]);
+        EXPECT_EQ(mem[i], (1.0f - beta) * m[i]);
+      } else {
+        EXPECT_EQ(mem[i], m[i] + beta * g[i]);
+      }
+    }
+    if (beta == 1.0f) {
+      // Plain error feedback: m = p - c exactly.
+      for (int64_t i = 0; i < n; ++i) {
+        float p = m[i] + g[i];
+        EXPECT_EQ(mem[i], selected.count(i) ? 0.0f : p);
+      }
+    }
+  }
+}
+
+TEST(Mix, HalfMixingGivesBothSidesTheSameBits) {
+  std::vector<float> a = gradient(8, 0, 0, 100), b = gradient(8, 1, 0, 100);
+  std::vector<float> a2 = a, b2 = b;
+  cpu::mix(a2.data(), b.data(), 100, 0.5f);
+  cpu::mix(b2.data(), a.data(), 100, 0.5f);
+  EXPECT_EQ(a2, b2);
+}
+
+TEST(Schedule, PairingsAreSymmetric) {
+  for (gradcomm_schedule schedule :
+       {GRADCOMM_SCHEDULE_MATCHING, GRADCOMM_SCHEDULE_RING,
+        GRADCOMM_SCHEDULE_HYPERCUBE}) {
+    for (int n = 1; n <= 9; ++n) {
+      if (schedule == GRADCOMM_SCHEDULE_HYPERCUBE && (n & (n - 1)) != 0)
+        continue;
+      for (uint64_t step = 0; step < 24; ++step) {
+        int sittingOut = 0;
+        for (int r = 0; r < n; ++r) {
+          int peer = schedulePeer(schedule, 7, step, r, n);
+          if (peer < 0) {
+            ++sittingOut;
+            continue;
+          }
+          ASSERT_NE(peer, r);
+          ASSERT_LT(peer, n);
+          EXPECT_EQ(schedulePeer(schedule, 7, step, peer, n), r)
+              << "schedule " << schedule << " n " << n << " step " << step;
+        }
+        // Everybody pairs when n is even; exactly one sits out when odd.
+        EXPECT_EQ(sittingOut, n % 2) << "schedule " << schedule << " n " << n;
+      }
+    }
+  }
+}
+
+TEST(Schedule, HypercubeCyclesDimensions) {
+  // n = 4: partners 1, 2, 1, 2, ... for rank 0.
+  EXPECT_EQ(schedulePeer(GRADCOMM_SCHEDULE_HYPERCUBE, 0, 0, 0, 4), 1);
+  EXPECT_EQ(schedulePeer(GRADCOMM_SCHEDULE_HYPERCUBE, 0, 1, 0, 4), 2);
+  EXPECT_EQ(schedulePeer(GRADCOMM_SCHEDULE_HYPERCUBE, 0, 2, 0, 4), 1);
+  EXPECT_EQ(schedulePeer(GRADCOMM_SCHEDULE_HYPERCUBE, 0, 1, 3, 4), 1);
+}
+
+TEST(Schedule, RingAlternatesNeighbours) {
+  // n = 4, step 0: (0,1) (2,3); step 1: (1,2) (3,0).
+  EXPECT_EQ(schedulePeer(GRADCOMM_SCHEDULE_RING, 0, 0, 0, 4), 1);
+  EXPECT_EQ(schedulePeer(GRADCOMM_SCHEDULE_RING, 0, 0, 2, 4), 3);
+  EXPECT_EQ(schedulePeer(GRADCOMM_SCHEDULE_RING, 0, 1, 1, 4), 2);
+  EXPECT_EQ(schedulePeer(GRADCOMM_SCHEDULE_RING, 0, 1, 3, 4), 0);
+}
+
+TEST(Schedule, MatchingDependsOnSeedAndStepOnly) {
+  // Deterministic for (seed, step), and it does change over steps.
+  std::set<int> partnersOfZero;
+  for (uint64_t step = 0; step < 32; ++step) {
+    int peer = schedulePeer(GRADCOMM_SCHEDULE_MATCHING, 11, step, 0, 8);
+    EXPECT_EQ(peer, schedulePeer(GRADCOMM_SCHEDULE_MATCHING, 11, step, 0, 8));
+    partnersOfZero.insert(peer);
+  }
+  EXPECT_GT(partnersOfZero.size(), 3u);
+}
+
+} // namespace

@@ -1,0 +1,528 @@
+//===- ScaleComTest.cpp - ScaleCom runtime against a C++ reference --------===//
+//
+// Part of the GradComm project.
+//
+// Every rank can compute every rank's gradient (TestUtil.h), so the
+// reference below simulates all n workers of ARCHITECTURE.md section 2 in
+// each process and the runtime's result on this rank is compared with it:
+// memories bit for bit (they are rank-local, same formula), reduced outputs
+// to float tolerance (MPI may sum in another order than the reference).
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <numeric>
+
+using namespace gradcomm::test;
+
+namespace {
+
+/// ScaleCom for n simulated workers, written from ARCHITECTURE.md section
+/// 2, with a full sort for the exact selection.
+struct Reference {
+  int n;
+  int64_t count, k;
+  gradcomm_selection selection;
+  int64_t chunkSize;
+  float beta;
+  gradcomm_reduction reduction;
+  std::vector<std::vector<float>> memory;
+  uint64_t step = 0;
+
+  Reference(int n, int64_t count, int64_t k, gradcomm_selection selection,
+            int64_t chunkSize, float beta, gradcomm_reduction reduction)
+      : n(n), count(count), k(k), selection(selection), chunkSize(chunkSize),
+        beta(beta), reduction(reduction),
+        memory(n, std::vector<float>(count, 0.0f)) {}
+
+  std::vector<int64_t> select(const std::vector<float> &p) const {
+    std::vector<int64_t> indices;
+    if (selection == GRADCOMM_SELECT_CHUNK) {
+      for (int64_t begin = 0; begin < count; begin += chunkSize) {
+        int64_t best = begin;
+        for (int64_t i = begin; i < std::min(count, begin + chunkSize); ++i)
+          if (std::fabs(p[i]) > std::fabs(p[best]))
+            best = i;
+        indices.push_back(best);
+      }
+      return indices;
+    }
+    indices.resize(count);
+    std::iota(indices.begin(), indices.end(), 0);
+    std::stable_sort(indices.begin(), indices.end(), [&](int64_t a, int64_t b) {
+      return std::fabs(p[a]) > std::fabs(p[b]);
+    });
+    indices.resize(k);
+    std::sort(indices.begin(), indices.end());
+    return indices;
+  }
+
+  /// One step; returns the decompressed, reduced gradient.
+  std::vector<float> run(const std::vector<std::vector<float>> &grads) {
+    std::vector<std::vector<float>> p(n, std::vector<float>(count));
+    for (int r = 0; r < n; ++r)
+      for (int64_t i = 0; i < count; ++i)
+        p[r][i] = memory[r][i] + grads[r][i];
+    std::vector<int64_t> indices = select(p[step % n]);
+    std::vector<float> out(count, 0.0f);
+    for (int64_t index : indices) {
+      float sum = 0.0f;
+      for (int r = 0; r < n; ++r)
+        sum += p[r][index];
+      out[index] = reduction == GRADCOMM_REDUCE_AVERAGE
+                       ? sum / static_cast<float>(n)
+                       : sum;
+    }
+    // Elementwise form of the low-pass memory update.
+    std::vector<char> selected(count, 0);
+    for (int64_t index : indices)
+      selected[index] = 1;
+    for (int r = 0; r < n; ++r)
+      for (int64_t i = 0; i < count; ++i)
+        memory[r][i] = selected[i] ? (1.0f - beta) * memory[r][i]
+                                   : memory[r][i] + beta * grads[r][i];
+    ++step;
+    return out;
+  }
+};
+
+std::vector<float> readMemory(const std::string &name, int64_t count) {
+  std::vector<float> memory(count);
+  EXPECT_OK(gradcomm_state_read(name.c_str(), memory.data(), count));
+  return memory;
+}
+
+void expectNear(const std::vector<float> &got,
+                const std::vector<float> &expected) {
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], expected[i], 1e-5f * (1.0f + std::fabs(expected[i])))
+        << "element " << i;
+}
+
+struct Config {
+  gradcomm_selection selection;
+  int64_t chunkSize;
+  float beta;
+  gradcomm_reduction reduction;
+};
+
+class ScaleComReference : public ::testing::TestWithParam<Config> {};
+
+TEST_P(ScaleComReference, TwentyStepsMatchTheReference) {
+  World world;
+  const Config config = GetParam();
+  const int64_t count = 1000;
+  const int64_t k = config.selection == GRADCOMM_SELECT_CHUNK
+                        ? (count + config.chunkSize - 1) / config.chunkSize
+                        : 50;
+  std::string name = uniqueName("w");
+  Reference reference(world.size, count, k, config.selection, config.chunkSize,
+                      config.beta, config.reduction);
+  for (uint64_t step = 0; step < 20; ++step) {
+    std::vector<std::vector<float>> grads;
+    for (int r = 0; r < world.size; ++r)
+      grads.push_back(gradient(42, r, step, count));
+    std::vector<float> out(count, -1.0f);
+    ASSERT_OK(gradcomm_scalecom_f32(
+        name.c_str(), grads[world.rank].data(), out.data(), count, k,
+        config.selection, config.chunkSize, config.beta, config.reduction));
+    std::vector<float> expected = reference.run(grads);
+    ASSERT_EQ(readMemory(name, count), reference.memory[world.rank])
+        << "step " << step;
+    expectNear(out, expected);
+    // All-reduce SGD keeps replicas bit-identical.
+    ASSERT_TRUE(sameOnAllRanks(out)) << "step " << step;
+  }
+  uint64_t step = 0;
+  EXPECT_OK(gradcomm_state_step(name.c_str(), &step));
+  EXPECT_EQ(step, 20u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, ScaleComReference,
+    ::testing::Values(
+        Config{GRADCOMM_SELECT_EXACT, 0, 1.0f, GRADCOMM_REDUCE_AVERAGE},
+        Config{GRADCOMM_SELECT_EXACT, 0, 0.5f, GRADCOMM_REDUCE_AVERAGE},
+        Config{GRADCOMM_SELECT_CHUNK, 20, 1.0f, GRADCOMM_REDUCE_SUM},
+        Config{GRADCOMM_SELECT_CHUNK, 33, 0.3f, GRADCOMM_REDUCE_AVERAGE}));
+
+TEST(ScaleCom, LeaderRotatesZeroToNMinusOne) {
+  World world;
+  const int64_t count = 64;
+  std::string name = uniqueName("w");
+  // Rank r's gradient is large only at position 8r + 1, so the selected
+  // index names the leader.
+  std::vector<float> grad(count, 0.0f);
+  grad[8 * world.rank + 1] = 1.0f + world.rank;
+  for (uint64_t step = 0; step < 2u * world.size + 1; ++step) {
+    std::vector<float> out(count);
+    ASSERT_OK(gradcomm_scalecom_f32(name.c_str(), grad.data(), out.data(),
+                                    count, 1, GRADCOMM_SELECT_EXACT, 0, 1.0f,
+                                    GRADCOMM_REDUCE_SUM));
+    int64_t expectedLeader = static_cast<int64_t>(step % world.size);
+    int64_t selected = std::max_element(out.begin(), out.end(),
+                                        [](float a, float b) {
+                                          return std::fabs(a) < std::fabs(b);
+                                        }) -
+                       out.begin();
+    EXPECT_EQ(selected, 8 * expectedLeader + 1) << "step " << step;
+  }
+}
+
+TEST(ScaleCom, KEqualsNIsExactlyDenseAllReduce) {
+  World world;
+  const int64_t count = 513;
+  std::string name = uniqueName("w");
+  for (uint64_t step = 0; step < 5; ++step) {
+    std::vector<float> grad = gradient(9, world.rank, step, count);
+    std::vector<float> dense = grad, out(count);
+    ASSERT_OK(gradcomm_scalecom_f32(name.c_str(), grad.data(), out.data(),
+                                    count, count, GRADCOMM_SELECT_EXACT, 0,
+                                    0.5f, GRADCOMM_REDUCE_AVERAGE));
+    ASSERT_OK(gradcomm_dense_all_reduce_f32("dense", dense.data(), count,
+                                            GRADCOMM_REDUCE_AVERAGE));
+    EXPECT_EQ(out, dense) << "step " << step;
+    EXPECT_EQ(readMemory(name, count), std::vector<float>(count, 0.0f));
+  }
+}
+
+TEST(ScaleCom, SingleRankIsErrorFeedbackTopk) {
+  World world;
+  if (world.size != 1)
+    GTEST_SKIP() << "n = 1 only";
+  const int64_t count = 300, k = 7;
+  std::string name = uniqueName("w");
+  std::vector<float> memory(count, 0.0f);
+  for (uint64_t step = 0; step < 6; ++step) {
+    std::vector<float> grad = gradient(10, 0, step, count), out(count);
+    ASSERT_OK(gradcomm_scalecom_f32(name.c_str(), grad.data(), out.data(),
+                                    count, k, GRADCOMM_SELECT_EXACT, 0, 1.0f,
+                                    GRADCOMM_REDUCE_AVERAGE));
+    std::vector<float> p(count);
+    for (int64_t i = 0; i < count; ++i)
+      p[i] = memory[i] + grad[i];
+    std::vector<int64_t> order(count);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return std::fabs(p[a]) > std::fabs(p[b]);
+    });
+    std::vector<float> expected(count, 0.0f);
+    for (int64_t j = 0; j < k; ++j)
+      expected[order[j]] = p[order[j]];
+    EXPECT_EQ(out, expected);
+    for (int64_t i = 0; i < count; ++i)
+      memory[i] = p[i] - expected[i];
+    EXPECT_EQ(readMemory(name, count), memory);
+  }
+}
+
+TEST(ScaleCom, UnfusedOpsEqualTheFusedStep) {
+  World world;
+  const int64_t count = 777, k = 40;
+  std::string fused = uniqueName("fused"), unfused = uniqueName("unfused");
+  for (uint64_t step = 0; step < 6; ++step) {
+    std::vector<float> grad = gradient(11, world.rank, step, count);
+    std::vector<float> outFused(count), outUnfused(count), values(k);
+    std::vector<int64_t> indices(k);
+    ASSERT_OK(gradcomm_scalecom_f32(fused.c_str(), grad.data(), outFused.data(),
+                                    count, k, GRADCOMM_SELECT_EXACT, 0, 0.25f,
+                                    GRADCOMM_REDUCE_AVERAGE));
+    ASSERT_OK(gradcomm_cltk_compress_f32(unfused.c_str(), grad.data(), count, k,
+                                         GRADCOMM_SELECT_EXACT, 0,
+                                         values.data(), indices.data()));
+    ASSERT_TRUE(std::is_sorted(indices.begin(), indices.end()));
+    ASSERT_OK(gradcomm_sparse_all_reduce_f32(
+        "sar", values.data(), indices.data(), k, outUnfused.data(), count,
+        GRADCOMM_REDUCE_AVERAGE));
+    ASSERT_OK(gradcomm_memory_update_f32(unfused.c_str(), grad.data(), count,
+                                         indices.data(), k, 0.25f));
+    EXPECT_EQ(outFused, outUnfused);
+    EXPECT_EQ(readMemory(fused, count), readMemory(unfused, count));
+  }
+}
+
+TEST(ScaleCom, NonFiniteGradientSkipsTheStepOnEveryRank) {
+  World world;
+  const int64_t count = 200, k = 10;
+  std::string name = uniqueName("w");
+  std::vector<float> out(count);
+  std::vector<float> grad = gradient(12, world.rank, 0, count);
+  ASSERT_OK(gradcomm_scalecom_f32(name.c_str(), grad.data(), out.data(), count,
+                                  k, GRADCOMM_SELECT_EXACT, 0, 1.0f,
+                                  GRADCOMM_REDUCE_AVERAGE));
+  std::vector<float> memoryBefore = readMemory(name, count);
+  grad = gradient(12, world.rank, 1, count);
+  if (world.rank == world.size - 1)
+    grad[5] = std::nanf("");
+  std::fill(out.begin(), out.end(), 3.0f);
+  EXPECT_EQ(gradcomm_scalecom_f32(name.c_str(), grad.data(), out.data(), count,
+                                  k, GRADCOMM_SELECT_EXACT, 0, 1.0f,
+                                  GRADCOMM_REDUCE_AVERAGE),
+            GRADCOMM_ERR_NON_FINITE);
+  EXPECT_TRUE(contains(gradcomm_last_error(),
+                       "non-finite gradient (NaN or Inf) on rank " +
+                           std::to_string(world.size - 1)))
+      << gradcomm_last_error();
+  EXPECT_EQ(readMemory(name, count), memoryBefore);
+  EXPECT_EQ(out, std::vector<float>(count, 3.0f));
+  uint64_t step = 0;
+  EXPECT_OK(gradcomm_state_step(name.c_str(), &step));
+  EXPECT_EQ(step, 1u);
+}
+
+TEST(ScaleCom, MismatchedRanksGetAnErrorNotAHang) {
+  World world;
+  if (world.size < 2)
+    GTEST_SKIP() << "needs two ranks";
+  std::string name = uniqueName("w");
+  const int64_t count = world.rank == 1 ? 100 : 101;
+  std::vector<float> grad(count, 1.0f), out(count);
+  EXPECT_EQ(gradcomm_scalecom_f32(name.c_str(), grad.data(), out.data(), count,
+                                  5, GRADCOMM_SELECT_EXACT, 0, 1.0f,
+                                  GRADCOMM_REDUCE_AVERAGE),
+            GRADCOMM_ERR_MISMATCH);
+  EXPECT_TRUE(contains(gradcomm_last_error(), "ranks disagree on count"))
+      << gradcomm_last_error();
+  std::string other = uniqueName("beta");
+  float beta = world.rank == 0 ? 0.5f : 1.0f;
+  EXPECT_EQ(gradcomm_scalecom_f32(other.c_str(), grad.data(), out.data(), 100,
+                                  5, GRADCOMM_SELECT_EXACT, 0, beta,
+                                  GRADCOMM_REDUCE_AVERAGE),
+            GRADCOMM_ERR_MISMATCH);
+  EXPECT_TRUE(contains(gradcomm_last_error(), "ranks disagree on beta"));
+}
+
+TEST(ScaleCom, ConsistencyCheckCanBeSwitchedOff) {
+  World world;
+  std::string name = uniqueName("w");
+  std::vector<float> grad = gradient(13, world.rank, 0, 100), out(100);
+  ASSERT_OK(gradcomm_set_consistency_check(0));
+  EXPECT_OK(gradcomm_scalecom_f32(name.c_str(), grad.data(), out.data(), 100,
+                                  10, GRADCOMM_SELECT_EXACT, 0, 1.0f,
+                                  GRADCOMM_REDUCE_AVERAGE));
+  ASSERT_OK(gradcomm_set_consistency_check(1));
+  EXPECT_TRUE(sameOnAllRanks(out));
+}
+
+TEST(ScaleCom, LocalErrorsNameOpRankAndCause) {
+  World world;
+  std::string name = uniqueName("w");
+  std::vector<float> grad(100, 1.0f), out(100);
+  const std::string where = "on rank " + std::to_string(world.rank) + " of " +
+                            std::to_string(world.size);
+  struct Case {
+    gradcomm_status status;
+    std::string message;
+  };
+  auto call = [&](const char *state, const float *g, float *o, int64_t count,
+                  int64_t k, int selection, int64_t chunk, float beta,
+                  int reduction) -> Case {
+    gradcomm_status status = gradcomm_scalecom_f32(
+        state, g, o, count, k, static_cast<gradcomm_selection>(selection),
+        chunk, beta, static_cast<gradcomm_reduction>(reduction));
+    return {status, gradcomm_last_error()};
+  };
+  const char *s = name.c_str();
+  const std::vector<std::pair<Case, std::string>> cases = {
+      {call(nullptr, grad.data(), out.data(), 100, 5, 0, 0, 1, 1),
+       "'state' is null or empty"},
+      {call(s, nullptr, out.data(), 100, 5, 0, 0, 1, 1), "'grad' is null"},
+      {call(s, grad.data(), nullptr, 100, 5, 0, 0, 1, 1), "'out' is null"},
+      {call(s, grad.data(), out.data(), 0, 5, 0, 0, 1, 1),
+       "'count' must be in [1, "},
+      {call(s, grad.data(), out.data(), 100, 0, 0, 0, 1, 1),
+       "'k' must be in [1, 100], got 0"},
+      {call(s, grad.data(), out.data(), 100, 101, 0, 0, 1, 1),
+       "'k' must be in [1, 100], got 101"},
+      {call(s, grad.data(), out.data(), 100, 5, 0, 0, 0.0f, 1),
+       "'beta' must be in (0, 1]"},
+      {call(s, grad.data(), out.data(), 100, 5, 0, 0, 1.5f, 1),
+       "'beta' must be in (0, 1]"},
+      {call(s, grad.data(), out.data(), 100, 5, 9, 0, 1, 1),
+       "unknown selection 9"},
+      {call(s, grad.data(), out.data(), 100, 5, 1, 0, 1, 1),
+       "'chunk_size' must be in [1, 100], got 0"},
+      {call(s, grad.data(), out.data(), 100, 5, 1, 10, 1, 1),
+       "'k' must be ceil(count / chunk_size) = 10 with chunk selection, got 5"},
+      {call(s, grad.data(), out.data(), 100, 5, 0, 0, 1, 4),
+       "unknown reduction 4"},
+      {call(s, grad.data(), grad.data() + 50, 100, 5, 0, 0, 1, 1),
+       "'grad' and 'out' overlap"},
+  };
+  for (const auto &[got, cause] : cases) {
+    EXPECT_EQ(got.status, GRADCOMM_ERR_INVALID_ARGUMENT) << got.message;
+    EXPECT_TRUE(contains(got.message, "gradcomm: scalecom_f32")) << got.message;
+    EXPECT_TRUE(contains(got.message, where)) << got.message;
+    EXPECT_TRUE(contains(got.message, cause))
+        << got.message << " (expected: " << cause << ")";
+  }
+  // A state used with another size.
+  ASSERT_OK(gradcomm_state_declare(s, 50));
+  EXPECT_EQ(gradcomm_scalecom_f32(s, grad.data(), out.data(), 100, 5,
+                                  GRADCOMM_SELECT_EXACT, 0, 1.0f,
+                                  GRADCOMM_REDUCE_AVERAGE),
+            GRADCOMM_ERR_STATE);
+  EXPECT_TRUE(contains(gradcomm_last_error(), "state '" + name +
+                                                  "' has 50 elements, the call "
+                                                  "passes 100"));
+}
+
+//===----------------------------------------------------------------------===//
+// Checkpoints
+//===----------------------------------------------------------------------===//
+
+std::string checkpointPath(const std::string &tag) {
+  World world;
+  return ::testing::TempDir() + "gradcomm_" + tag + "_np" +
+         std::to_string(world.size);
+}
+
+std::string rankFile(const std::string &path) {
+  World world;
+  return path + ".rank" + std::to_string(world.rank);
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream file(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(file)),
+                     std::istreambuf_iterator<char>());
+}
+
+void writeFile(const std::string &path, const std::string &data) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file.write(data.data(), static_cast<std::streamsize>(data.size()));
+}
+
+uint64_t fnv1a(const std::string &data, size_t size) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= static_cast<unsigned char>(data[i]);
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+std::vector<std::vector<float>> runSteps(const std::string &name,
+                                         uint64_t first, uint64_t last) {
+  World world;
+  std::vector<std::vector<float>> outs;
+  for (uint64_t step = first; step < last; ++step) {
+    std::vector<float> grad = gradient(14, world.rank, step, 300), out(300);
+    EXPECT_OK(gradcomm_scalecom_f32(name.c_str(), grad.data(), out.data(), 300,
+                                    30, GRADCOMM_SELECT_EXACT, 0, 0.5f,
+                                    GRADCOMM_REDUCE_AVERAGE));
+    outs.push_back(out);
+  }
+  return outs;
+}
+
+TEST(Checkpoint, RestoreAndContinueIsBitIdentical) {
+  std::string name = uniqueName("w");
+  std::string path = checkpointPath("roundtrip");
+  runSteps(name, 0, 10);
+  ASSERT_OK(gradcomm_state_save(path.c_str()));
+  std::vector<std::vector<float>> uninterrupted = runSteps(name, 10, 20);
+  std::vector<float> finalMemory = readMemory(name, 300);
+
+  ASSERT_OK(gradcomm_state_restore(path.c_str()));
+  uint64_t step = 0;
+  ASSERT_OK(gradcomm_state_step(name.c_str(), &step));
+  EXPECT_EQ(step, 10u);
+  std::vector<std::vector<float>> resumed = runSteps(name, 10, 20);
+  EXPECT_EQ(resumed, uninterrupted);
+  EXPECT_EQ(readMemory(name, 300), finalMemory);
+  std::remove(rankFile(path).c_str());
+}
+
+TEST(Checkpoint, BadFilesAreRejectedAndChangeNothing) {
+  std::string name = uniqueName("w");
+  std::string path = checkpointPath("bad");
+  runSteps(name, 0, 3);
+  ASSERT_OK(gradcomm_state_save(path.c_str()));
+  std::string good = readFile(rankFile(path));
+  ASSERT_GT(good.size(), 64u);
+  runSteps(name, 3, 5);
+  std::vector<float> liveMemory = readMemory(name, 300);
+
+  auto expectRejected = [&](const std::string &data, const std::string &why) {
+    writeFile(rankFile(path), data);
+    EXPECT_EQ(gradcomm_state_restore(path.c_str()), GRADCOMM_ERR_IO) << why;
+    EXPECT_TRUE(contains(gradcomm_last_error(), why))
+        << gradcomm_last_error() << " (expected: " << why << ")";
+    EXPECT_EQ(readMemory(name, 300), liveMemory);
+    uint64_t step = 0;
+    EXPECT_OK(gradcomm_state_step(name.c_str(), &step));
+    EXPECT_EQ(step, 5u);
+  };
+  std::string flipped = good;
+  flipped[good.size() / 2] ^= 0x40;
+  expectRejected(flipped, "checksum mismatch");
+  expectRejected(good.substr(0, good.size() / 2), "checksum mismatch");
+  expectRejected("GCSTATE", "not a GradComm state file");
+  expectRejected(std::string(100, 'x'), "not a GradComm state file");
+
+  // A file written by another rank / group size, checksum made valid.
+  std::string otherSize = good;
+  uint32_t size = 0;
+  std::memcpy(&size, otherSize.data() + 16, sizeof(size));
+  size += 1;
+  std::memcpy(otherSize.data() + 16, &size, sizeof(size));
+  uint64_t checksum = fnv1a(otherSize, otherSize.size() - 8);
+  std::memcpy(otherSize.data() + otherSize.size() - 8, &checksum, 8);
+  expectRejected(otherSize, "written by rank");
+
+  // Another format version.
+  std::string otherVersion = good;
+  otherVersion[8] = 9;
+  checksum = fnv1a(otherVersion, otherVersion.size() - 8);
+  std::memcpy(otherVersion.data() + otherVersion.size() - 8, &checksum, 8);
+  expectRejected(otherVersion, "format version 9");
+
+  std::remove(rankFile(path).c_str());
+  EXPECT_EQ(gradcomm_state_restore(path.c_str()), GRADCOMM_ERR_IO);
+  EXPECT_TRUE(contains(gradcomm_last_error(), "cannot open"));
+}
+
+TEST(Checkpoint, StateOfAnotherSizeIsRejected) {
+  std::string name = uniqueName("w");
+  std::string path = checkpointPath("size");
+  ASSERT_OK(gradcomm_state_declare(name.c_str(), 10));
+  ASSERT_OK(gradcomm_state_save(path.c_str()));
+  // A fresh registry where the same name is live with 11 elements.
+  ASSERT_OK(gradcomm_finalize());
+  ASSERT_OK(gradcomm_init());
+  ASSERT_OK(gradcomm_state_declare(name.c_str(), 11));
+  EXPECT_EQ(gradcomm_state_restore(path.c_str()), GRADCOMM_ERR_IO);
+  EXPECT_TRUE(
+      contains(gradcomm_last_error(), "has 10 elements in the file, 11 live"))
+      << gradcomm_last_error();
+  std::remove(rankFile(path).c_str());
+}
+
+TEST(State, DeclareResetAndErrors) {
+  std::string name = uniqueName("w");
+  ASSERT_OK(gradcomm_state_declare(name.c_str(), 4));
+  ASSERT_OK(gradcomm_state_declare(name.c_str(), 4));
+  EXPECT_EQ(gradcomm_state_declare(name.c_str(), 5), GRADCOMM_ERR_STATE);
+  EXPECT_EQ(gradcomm_state_declare("", 5), GRADCOMM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(gradcomm_state_declare("x", -1), GRADCOMM_ERR_INVALID_ARGUMENT);
+  runSteps(uniqueName("r"), 0, 2);
+  uint64_t step = 0;
+  ASSERT_OK(gradcomm_state_step(uniqueName("r").c_str(), &step));
+  EXPECT_EQ(step, 2u);
+  ASSERT_OK(gradcomm_state_reset(uniqueName("r").c_str()));
+  ASSERT_OK(gradcomm_state_step(uniqueName("r").c_str(), &step));
+  EXPECT_EQ(step, 0u);
+  EXPECT_EQ(readMemory(uniqueName("r"), 300), std::vector<float>(300, 0.0f));
+  EXPECT_EQ(gradcomm_state_reset("no such state"), GRADCOMM_ERR_STATE);
+  EXPECT_EQ(gradcomm_state_step("no such state", &step), GRADCOMM_ERR_STATE);
+  EXPECT_OK(gradcomm_state_reset(nullptr));
+}
+
+} // namespace
