@@ -116,6 +116,26 @@ TEST(SelectChunk, TopOnePerChunkLowerIndexOnTies) {
   EXPECT_EQ(indices[2], 20);
 }
 
+TEST(SelectChunkAndUpdate, EqualsSelectThenUpdate) {
+  for (int64_t chunk : {1, 7, 64, 1000}) {
+    const int64_t n = 4321, k = (n + chunk - 1) / chunk;
+    std::vector<float> m = gradient(9, 0, 0, n), g = gradient(9, 1, 0, n);
+    std::vector<float> m1 = m, values1(k), out1(n, 5.0f);
+    std::vector<int64_t> indices1(k);
+    cpu::selectChunk(m1.data(), g.data(), n, chunk, indices1.data());
+    cpu::gatherAndUpdate(m1.data(), g.data(), n, indices1.data(), k, 0.3f,
+                         values1.data(), out1.data());
+    std::vector<float> m2 = m, values2(k), out2(n, 5.0f);
+    std::vector<int64_t> indices2(k);
+    cpu::selectChunkAndUpdate(m2.data(), g.data(), n, chunk, 0.3f,
+                              indices2.data(), values2.data(), out2.data());
+    EXPECT_EQ(indices2, indices1) << "chunk " << chunk;
+    EXPECT_EQ(values2, values1);
+    EXPECT_EQ(m2, m1);
+    EXPECT_EQ(out2, out1);
+  }
+}
+
 TEST(GatherAndUpdate, ElementwiseLowPassForm) {
   const int64_t n = 257;
   std::vector<float> m = gradient(6, 0, 0, n), g = gradient(7, 0, 0, n);

@@ -98,27 +98,48 @@ bool gradcomm::cpu::selectExact(const float *m, const float *g, int64_t n,
   return bad != 0;
 }
 
+/// Index of the top-1 of |m + g| in [begin, end), ties to the lower index.
+static int64_t chunkArgmax(const float *m, const float *g, int64_t begin,
+                           int64_t end, uint32_t &bad) {
+  int64_t best = begin;
+  uint32_t bestKey = magnitudeKey(accumulated(m, g, begin));
+  bad |= magnitudeKey(g[begin]) >= kInfKey;
+  for (int64_t i = begin + 1; i < end; ++i) {
+    uint32_t key = magnitudeKey(accumulated(m, g, i));
+    bad |= magnitudeKey(g[i]) >= kInfKey;
+    // Strictly greater: ties keep the lower index.
+    if (key > bestKey) {
+      bestKey = key;
+      best = i;
+    }
+  }
+  return best;
+}
+
 bool gradcomm::cpu::selectChunk(const float *m, const float *g, int64_t n,
                                 int64_t chunkSize, int64_t *indices) {
   uint32_t bad = 0;
   int64_t chunk = 0;
+  for (int64_t begin = 0; begin < n; begin += chunkSize, ++chunk)
+    indices[chunk] =
+        chunkArgmax(m, g, begin, std::min(n, begin + chunkSize), bad);
+  return bad != 0;
+}
+
+void gradcomm::cpu::selectChunkAndUpdate(float *m, const float *g, int64_t n,
+                                         int64_t chunkSize, float beta,
+                                         int64_t *indices, float *values,
+                                         float *out) {
+  uint32_t bad = 0;
+  int64_t chunk = 0;
   for (int64_t begin = 0; begin < n; begin += chunkSize, ++chunk) {
     int64_t end = std::min(n, begin + chunkSize);
-    int64_t best = begin;
-    uint32_t bestKey = magnitudeKey(accumulated(m, g, begin));
-    bad |= magnitudeKey(g[begin]) >= kInfKey;
-    for (int64_t i = begin + 1; i < end; ++i) {
-      uint32_t key = magnitudeKey(accumulated(m, g, i));
-      bad |= magnitudeKey(g[i]) >= kInfKey;
-      // Strictly greater: ties keep the lower index.
-      if (key > bestKey) {
-        bestKey = key;
-        best = i;
-      }
-    }
-    indices[chunk] = best;
+    indices[chunk] = chunkArgmax(m, g, begin, end, bad);
+    // The chunk is still in L1: update it around its one selected index.
+    int64_t local = indices[chunk] - begin;
+    gatherAndUpdate(m + begin, g + begin, end - begin, &local, 1, beta,
+                    values + chunk, out ? out + begin : nullptr);
   }
-  return bad != 0;
 }
 
 void gradcomm::cpu::gather(const float *m, const float *g,

@@ -44,6 +44,13 @@ bool selectExact(const float *m, const float *g, int64_t n, int64_t k,
 bool selectChunk(const float *m, const float *g, int64_t n, int64_t chunkSize,
                  int64_t *indices);
 
+/// The leader's fused chunk path, one stream over m and g: selectChunk and
+/// gatherAndUpdate in a single DRAM pass (each chunk is selected, then
+/// updated while it is still in L1). Same results, bit for bit.
+void selectChunkAndUpdate(float *m, const float *g, int64_t n,
+                          int64_t chunkSize, float beta, int64_t *indices,
+                          float *values, float *out);
+
 /// values[j] = m[I_j] + g[I_j] for ascending indices I (no update).
 void gather(const float *m, const float *g, const int64_t *indices, int64_t k,
             float *values);

@@ -60,24 +60,27 @@ gradcomm_status validateBeta(const Call &call, float beta) {
 
 /// The leader's selection, the consistency check and the index broadcast:
 /// on return `state.indices` holds the leader's k indices on every rank.
+/// With `fusedUpdate` (the fused step), the leader's chunk selection also
+/// applies the memory update and fills `values` and zeroes `out` in the
+/// same pass, and `*updated` says so.
 gradcomm_status selectAndBroadcast(const Call &call, const CompressArgs &args,
                                    State &state,
-                                   std::initializer_list<CheckField> extra) {
+                                   const std::vector<CheckField> &extra,
+                                   float beta = 1.0f, float *out = nullptr,
+                                   bool *updated = nullptr) {
   const Context &ctx = context();
   const int leader = static_cast<int>(state.step % ctx.size);
+  const bool isLeader = ctx.rank == leader;
   state.indices.resize(args.k);
-  bool nonFinite;
-  if (ctx.rank == leader) {
+  state.values.resize(args.k);
+  bool nonFinite = false;
+  if (isLeader && args.selection == GRADCOMM_SELECT_EXACT) {
     static thread_local cpu::SelectScratch scratch;
-    nonFinite =
-        args.selection == GRADCOMM_SELECT_EXACT
-            ? cpu::selectExact(state.memory.data(), args.grad, args.count,
-                               args.k, state.indices.data(), scratch)
-            : cpu::selectChunk(state.memory.data(), args.grad, args.count,
-                               args.chunkSize, state.indices.data());
-  } else {
-    nonFinite =
-        ctx.consistencyCheck && cpu::anyNonFinite(args.grad, args.count);
+    // The non-finite scan rides along the histogram pass.
+    nonFinite = cpu::selectExact(state.memory.data(), args.grad, args.count,
+                                 args.k, state.indices.data(), scratch);
+  } else if (ctx.consistencyCheck) {
+    nonFinite = cpu::anyNonFinite(args.grad, args.count);
   }
   std::vector<CheckField> fields = {
       {"count", args.count},
@@ -87,7 +90,20 @@ gradcomm_status selectAndBroadcast(const Call &call, const CompressArgs &args,
        args.selection == GRADCOMM_SELECT_CHUNK ? args.chunkSize : 0},
       {"step", static_cast<int64_t>(state.step)}};
   fields.insert(fields.end(), extra.begin(), extra.end());
+  // Nothing is written before every rank agrees and all gradients are
+  // finite.
   GRADCOMM_RETURN_IF_ERROR(checkConsistency(call, fields, nonFinite));
+  if (isLeader && args.selection == GRADCOMM_SELECT_CHUNK) {
+    if (updated) {
+      cpu::selectChunkAndUpdate(state.memory.data(), args.grad, args.count,
+                                args.chunkSize, beta, state.indices.data(),
+                                state.values.data(), out);
+      *updated = true;
+    } else {
+      cpu::selectChunk(state.memory.data(), args.grad, args.count,
+                       args.chunkSize, state.indices.data());
+    }
+  }
   return broadcastIndices(call, state.indices.data(), args.k, leader);
 }
 
@@ -144,13 +160,15 @@ gradcomm_status gradcomm_scalecom_f32(const char *stateName, const float *grad,
     GRADCOMM_RETURN_IF_ERROR(lookupState(call, stateName, count, state));
 
     double start = now();
+    bool updated = false;
     GRADCOMM_RETURN_IF_ERROR(selectAndBroadcast(
         call, args, *state,
-        {{"beta", floatBits(beta)}, {"reduction", reduction}}));
-    state->values.resize(k);
-    cpu::gatherAndUpdate(state->memory.data(), grad, count,
-                         state->indices.data(), k, beta, state->values.data(),
-                         out);
+        {{"beta", floatBits(beta)}, {"reduction", reduction}}, beta, out,
+        &updated));
+    if (!updated)
+      cpu::gatherAndUpdate(state->memory.data(), grad, count,
+                           state->indices.data(), k, beta, state->values.data(),
+                           out);
     GRADCOMM_RETURN_IF_ERROR(
         reduceValues(call, state->values.data(), k, reduction));
     cpu::scatter(out, state->indices.data(), state->values.data(), k);
