@@ -1,0 +1,73 @@
+/*===- runtime_memref.h - GradComm runtime: entry points for MLIR code ----===*
+ *
+ * Part of the GradComm project.
+ *
+ * What compiled GradComm code calls. Tensors arrive as MLIR unranked memref
+ * descriptors, the way a `func.func` declared with `llvm.emit_c_interface`
+ * and `memref<*xf32>` arguments passes them: a pointer to {rank, pointer to
+ * the ranked descriptor {allocated, aligned, offset, sizes[rank],
+ * strides[rank]}} (CRunnerUtils' UnrankedMemRefType / StridedMemRefType).
+ * Any rank is accepted; layouts that are not contiguous row-major are
+ * rejected with GRADCOMM_ERR_INVALID_ARGUMENT. Enum arguments are the
+ * integer values of the enums in runtime.h (equal to the dialect's).
+ * Every function returns a gradcomm_status as int32_t.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef GRADCOMM_RUNTIME_MEMREF_H
+#define GRADCOMM_RUNTIME_MEMREF_H
+
+#include "gradcomm/runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#pragma GCC visibility push(default)
+
+/// MLIR's unranked memref descriptor.
+typedef struct gradcomm_unranked_memref {
+  int64_t rank;
+  void *descriptor;
+} gradcomm_unranked_memref;
+
+int32_t _mlir_ciface_gradcomm_rt_dense_all_reduce_f32(
+    const char *op_name, gradcomm_unranked_memref *data, int32_t reduction);
+
+int32_t _mlir_ciface_gradcomm_rt_scalecom_f32(const char *state,
+                                              gradcomm_unranked_memref *grad,
+                                              gradcomm_unranked_memref *out,
+                                              int64_t k, int32_t selection,
+                                              int64_t chunk_size, float beta,
+                                              int32_t reduction);
+
+/// `values`: k f32, `indices`: k i64.
+int32_t _mlir_ciface_gradcomm_rt_cltk_compress_f32(
+    const char *state, gradcomm_unranked_memref *grad, int64_t k,
+    int32_t selection, int64_t chunk_size, gradcomm_unranked_memref *values,
+    gradcomm_unranked_memref *indices);
+
+int32_t _mlir_ciface_gradcomm_rt_sparse_all_reduce_f32(
+    const char *op_name, gradcomm_unranked_memref *values,
+    gradcomm_unranked_memref *indices, gradcomm_unranked_memref *out,
+    int32_t reduction);
+
+int32_t _mlir_ciface_gradcomm_rt_memory_update_f32(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *indices, float beta);
+
+int32_t _mlir_ciface_gradcomm_rt_local_topk_all_gather_f32(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *out, int64_t k, int32_t reduction);
+
+int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_f32(
+    const char *state, gradcomm_unranked_memref *x, int32_t schedule,
+    float mixing, int64_t seed, int64_t period);
+
+#pragma GCC visibility pop
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* GRADCOMM_RUNTIME_MEMREF_H */

@@ -1,0 +1,217 @@
+//===- Memref.cpp - Entry points taking MLIR memref descriptors -----------===//
+//
+// Part of the GradComm project.
+//
+// Unpacks descriptors (checking they are contiguous row-major) and forwards
+// to the pointer + length entry points, so both ABIs share one
+// implementation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+#include "gradcomm/runtime_memref.h"
+
+#include <cstring>
+
+using namespace gradcomm;
+
+namespace {
+
+/// A contiguous view of a memref: its first element and element count.
+template <typename T> struct View {
+  T *data = nullptr;
+  int64_t count = 0;
+};
+
+/// Reads an unranked descriptor: {T *allocated, T *aligned, int64_t offset,
+/// int64_t sizes[rank], int64_t strides[rank]}.
+template <typename T>
+gradcomm_status unpack(const Call &call, const char *argument,
+                       const gradcomm_unranked_memref *memref, View<T> &view) {
+  if (!memref || !memref->descriptor)
+    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                     std::string("memref '") + argument + "' is null");
+  if (memref->rank < 0 || memref->rank > 32)
+    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                     std::string("memref '") + argument + "' has rank " +
+                         std::to_string(memref->rank));
+  auto *base = static_cast<char *>(memref->descriptor);
+  T *aligned;
+  int64_t offset;
+  std::memcpy(&aligned, base + sizeof(T *), sizeof(T *));
+  std::memcpy(&offset, base + 2 * sizeof(T *), sizeof(int64_t));
+  const auto *sizes =
+      reinterpret_cast<const int64_t *>(base + 2 * sizeof(T *) + 8);
+  const int64_t *strides = sizes + memref->rank;
+  int64_t count = 1, expectedStride = 1;
+  for (int64_t d = memref->rank - 1; d >= 0; --d) {
+    if (sizes[d] < 0)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       std::string("memref '") + argument +
+                           "' has a negative size");
+    // Dimensions of size 1 may carry any stride.
+    if (sizes[d] != 1 && strides[d] != expectedStride)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       std::string("memref '") + argument +
+                           "' is not contiguous row-major (dimension " +
+                           std::to_string(d) + " has stride " +
+                           std::to_string(strides[d]) + ", expected " +
+                           std::to_string(expectedStride) +
+                           "); copy it into a contiguous buffer first");
+    expectedStride *= sizes[d];
+    count *= sizes[d];
+  }
+  view.data = aligned ? aligned + offset : nullptr;
+  view.count = count;
+  return GRADCOMM_OK;
+}
+
+} // namespace
+
+int32_t _mlir_ciface_gradcomm_rt_dense_all_reduce_f32(
+    const char *opName, gradcomm_unranked_memref *data, int32_t reduction) {
+  View<float> view;
+  gradcomm_status status =
+      guarded("dense_all_reduce_f32", opName, [&](const Call &call) {
+        GRADCOMM_RETURN_IF_ERROR(unpack(call, "data", data, view));
+        return GRADCOMM_OK;
+      });
+  if (status != GRADCOMM_OK)
+    return status;
+  return gradcomm_dense_all_reduce_f32(
+      opName, view.data, view.count,
+      static_cast<gradcomm_reduction>(reduction));
+}
+
+int32_t _mlir_ciface_gradcomm_rt_scalecom_f32(const char *state,
+                                              gradcomm_unranked_memref *grad,
+                                              gradcomm_unranked_memref *out,
+                                              int64_t k, int32_t selection,
+                                              int64_t chunkSize, float beta,
+                                              int32_t reduction) {
+  View<float> g, o;
+  gradcomm_status status =
+      guarded("scalecom_f32", state, [&](const Call &call) {
+        GRADCOMM_RETURN_IF_ERROR(unpack(call, "grad", grad, g));
+        GRADCOMM_RETURN_IF_ERROR(unpack(call, "out", out, o));
+        if (g.count != o.count)
+          return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                           "'grad' has " + std::to_string(g.count) +
+                               " elements, 'out' " + std::to_string(o.count));
+        return GRADCOMM_OK;
+      });
+  if (status != GRADCOMM_OK)
+    return status;
+  return gradcomm_scalecom_f32(state, g.data, o.data, g.count, k,
+                               static_cast<gradcomm_selection>(selection),
+                               chunkSize, beta,
+                               static_cast<gradcomm_reduction>(reduction));
+}
+
+int32_t _mlir_ciface_gradcomm_rt_cltk_compress_f32(
+    const char *state, gradcomm_unranked_memref *grad, int64_t k,
+    int32_t selection, int64_t chunkSize, gradcomm_unranked_memref *values,
+    gradcomm_unranked_memref *indices) {
+  View<float> g, v;
+  View<int64_t> i;
+  gradcomm_status status =
+      guarded("cltk_compress_f32", state, [&](const Call &call) {
+        GRADCOMM_RETURN_IF_ERROR(unpack(call, "grad", grad, g));
+        GRADCOMM_RETURN_IF_ERROR(unpack(call, "values", values, v));
+        GRADCOMM_RETURN_IF_ERROR(unpack(call, "indices", indices, i));
+        if (v.count != k || i.count != k)
+          return call.fail(
+              GRADCOMM_ERR_INVALID_ARGUMENT,
+              "'values' and 'indices' must hold k = " + std::to_string(k) +
+                  " elements, got " + std::to_string(v.count) + " and " +
+                  std::to_string(i.count));
+        return GRADCOMM_OK;
+      });
+  if (status != GRADCOMM_OK)
+    return status;
+  return gradcomm_cltk_compress_f32(state, g.data, g.count, k,
+                                    static_cast<gradcomm_selection>(selection),
+                                    chunkSize, v.data, i.data);
+}
+
+int32_t _mlir_ciface_gradcomm_rt_sparse_all_reduce_f32(
+    const char *opName, gradcomm_unranked_memref *values,
+    gradcomm_unranked_memref *indices, gradcomm_unranked_memref *out,
+    int32_t reduction) {
+  View<float> v, o;
+  View<int64_t> i;
+  gradcomm_status status =
+      guarded("sparse_all_reduce_f32", opName, [&](const Call &call) {
+        GRADCOMM_RETURN_IF_ERROR(unpack(call, "values", values, v));
+        GRADCOMM_RETURN_IF_ERROR(unpack(call, "indices", indices, i));
+        GRADCOMM_RETURN_IF_ERROR(unpack(call, "out", out, o));
+        if (v.count != i.count)
+          return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                           "'values' has " + std::to_string(v.count) +
+                               " elements, 'indices' " +
+                               std::to_string(i.count));
+        return GRADCOMM_OK;
+      });
+  if (status != GRADCOMM_OK)
+    return status;
+  return gradcomm_sparse_all_reduce_f32(
+      opName, v.data, i.data, v.count, o.data, o.count,
+      static_cast<gradcomm_reduction>(reduction));
+}
+
+int32_t _mlir_ciface_gradcomm_rt_memory_update_f32(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *indices, float beta) {
+  View<float> g;
+  View<int64_t> i;
+  gradcomm_status status =
+      guarded("memory_update_f32", state, [&](const Call &call) {
+        GRADCOMM_RETURN_IF_ERROR(unpack(call, "grad", grad, g));
+        GRADCOMM_RETURN_IF_ERROR(unpack(call, "indices", indices, i));
+        return GRADCOMM_OK;
+      });
+  if (status != GRADCOMM_OK)
+    return status;
+  return gradcomm_memory_update_f32(state, g.data, g.count, i.data, i.count,
+                                    beta);
+}
+
+int32_t _mlir_ciface_gradcomm_rt_local_topk_all_gather_f32(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *out, int64_t k, int32_t reduction) {
+  View<float> g, o;
+  gradcomm_status status =
+      guarded("local_topk_all_gather_f32", state, [&](const Call &call) {
+        GRADCOMM_RETURN_IF_ERROR(unpack(call, "grad", grad, g));
+        GRADCOMM_RETURN_IF_ERROR(unpack(call, "out", out, o));
+        if (g.count != o.count)
+          return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                           "'grad' has " + std::to_string(g.count) +
+                               " elements, 'out' " + std::to_string(o.count));
+        return GRADCOMM_OK;
+      });
+  if (status != GRADCOMM_OK)
+    return status;
+  return gradcomm_local_topk_all_gather_f32(
+      state, g.data, o.data, g.count, k,
+      static_cast<gradcomm_reduction>(reduction), nullptr);
+}
+
+int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_f32(
+    const char *state, gradcomm_unranked_memref *x, int32_t schedule,
+    float mixing, int64_t seed, int64_t period) {
+  View<float> view;
+  gradcomm_status status =
+      guarded("gossip_exchange_f32", state, [&](const Call &call) {
+        GRADCOMM_RETURN_IF_ERROR(unpack(call, "x", x, view));
+        if (seed < 0)
+          return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                           "'seed' must be >= 0, got " + std::to_string(seed));
+        return GRADCOMM_OK;
+      });
+  if (status != GRADCOMM_OK)
+    return status;
+  return gradcomm_gossip_exchange_f32(
+      state, view.data, view.count, static_cast<gradcomm_schedule>(schedule),
+      mixing, static_cast<uint64_t>(seed), period);
+}

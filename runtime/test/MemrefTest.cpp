@@ -1,0 +1,140 @@
+//===- MemrefTest.cpp - Entry points taking MLIR memref descriptors -------===//
+//
+// Part of the GradComm project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+#include "gradcomm/runtime_memref.h"
+
+using namespace gradcomm::test;
+
+namespace {
+
+/// MLIR's ranked descriptor layout (StridedMemRefType<T, N>).
+template <typename T, int N> struct Descriptor {
+  T *allocated;
+  T *aligned;
+  int64_t offset;
+  int64_t sizes[N];
+  int64_t strides[N];
+};
+
+template <typename T, int N>
+gradcomm_unranked_memref unranked(Descriptor<T, N> &descriptor) {
+  return {N, &descriptor};
+}
+
+TEST(Memref, ContiguousTwoDimensionalWithOffset) {
+  World world;
+  std::vector<float> storage(3 + 4 * 5);
+  for (size_t i = 0; i < storage.size(); ++i)
+    storage[i] = static_cast<float>(i + world.rank);
+  Descriptor<float, 2> d{storage.data(), storage.data(), 3, {4, 5}, {5, 1}};
+  gradcomm_unranked_memref m = unranked(d);
+  ASSERT_OK(_mlir_ciface_gradcomm_rt_dense_all_reduce_f32("memref", &m,
+                                                          GRADCOMM_REDUCE_SUM));
+  // The 3 elements before the offset are untouched.
+  EXPECT_EQ(storage[0], static_cast<float>(world.rank));
+  for (int64_t i = 0; i < 20; ++i) {
+    float expected = 0.0f;
+    for (int r = 0; r < world.size; ++r)
+      expected += static_cast<float>(3 + i + r);
+    EXPECT_EQ(storage[3 + i], expected);
+  }
+}
+
+TEST(Memref, NonContiguousLayoutIsRejected) {
+  std::vector<float> storage(20, 1.0f);
+  // A transposed view: strides {1, 4}.
+  Descriptor<float, 2> d{storage.data(), storage.data(), 0, {5, 4}, {1, 5}};
+  gradcomm_unranked_memref m = unranked(d);
+  EXPECT_EQ(_mlir_ciface_gradcomm_rt_dense_all_reduce_f32("t", &m,
+                                                          GRADCOMM_REDUCE_SUM),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(gradcomm_last_error(),
+                       "memref 'data' is not contiguous row-major (dimension "
+                       "1 has stride 5, expected 1)"))
+      << gradcomm_last_error();
+  // Size-1 dimensions may carry any stride.
+  Descriptor<float, 2> row{
+      storage.data(), storage.data(), 0, {1, 20}, {999, 1}};
+  gradcomm_unranked_memref r = unranked(row);
+  EXPECT_OK(_mlir_ciface_gradcomm_rt_dense_all_reduce_f32(
+      "row", &r, GRADCOMM_REDUCE_AVERAGE));
+  EXPECT_EQ(_mlir_ciface_gradcomm_rt_dense_all_reduce_f32("null", nullptr,
+                                                          GRADCOMM_REDUCE_SUM),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+}
+
+TEST(Memref, ScaleComMatchesThePointerEntryPoint) {
+  World world;
+  const int64_t count = 600, k = 12;
+  std::string viaMemref = uniqueName("m"), viaPointer = uniqueName("p");
+  for (uint64_t step = 0; step < 4; ++step) {
+    std::vector<float> grad = gradient(50, world.rank, step, count);
+    std::vector<float> out1(count), out2(count);
+    Descriptor<float, 2> g{grad.data(), grad.data(), 0, {20, 30}, {30, 1}};
+    Descriptor<float, 2> o{out1.data(), out1.data(), 0, {20, 30}, {30, 1}};
+    gradcomm_unranked_memref gm = unranked(g), om = unranked(o);
+    ASSERT_OK(_mlir_ciface_gradcomm_rt_scalecom_f32(
+        viaMemref.c_str(), &gm, &om, k, GRADCOMM_SELECT_EXACT, 0, 0.5f,
+        GRADCOMM_REDUCE_AVERAGE));
+    ASSERT_OK(gradcomm_scalecom_f32(
+        viaPointer.c_str(), grad.data(), out2.data(), count, k,
+        GRADCOMM_SELECT_EXACT, 0, 0.5f, GRADCOMM_REDUCE_AVERAGE));
+    EXPECT_EQ(out1, out2);
+  }
+}
+
+TEST(Memref, UnfusedOpsWithIndexMemrefs) {
+  World world;
+  const int64_t count = 64, k = 8;
+  std::string name = uniqueName("w");
+  std::vector<float> grad = gradient(51, world.rank, 0, count), out(count);
+  std::vector<float> values(k);
+  std::vector<int64_t> indices(k);
+  Descriptor<float, 1> g{grad.data(), grad.data(), 0, {count}, {1}};
+  Descriptor<float, 1> o{out.data(), out.data(), 0, {count}, {1}};
+  Descriptor<float, 1> v{values.data(), values.data(), 0, {k}, {1}};
+  Descriptor<int64_t, 1> i{indices.data(), indices.data(), 0, {k}, {1}};
+  gradcomm_unranked_memref gm = unranked(g), om = unranked(o), vm = unranked(v),
+                           im = unranked(i);
+  ASSERT_OK(_mlir_ciface_gradcomm_rt_cltk_compress_f32(
+      name.c_str(), &gm, k, GRADCOMM_SELECT_CHUNK, 8, &vm, &im));
+  ASSERT_OK(_mlir_ciface_gradcomm_rt_sparse_all_reduce_f32(
+      "sar", &vm, &im, &om, GRADCOMM_REDUCE_SUM));
+  ASSERT_OK(
+      _mlir_ciface_gradcomm_rt_memory_update_f32(name.c_str(), &gm, &im, 1.0f));
+  uint64_t step = 0;
+  ASSERT_OK(gradcomm_state_step(name.c_str(), &step));
+  EXPECT_EQ(step, 1u);
+  EXPECT_TRUE(sameOnAllRanks(out));
+  // k disagrees with the values memref.
+  EXPECT_EQ(_mlir_ciface_gradcomm_rt_cltk_compress_f32(
+                name.c_str(), &gm, k + 1, GRADCOMM_SELECT_EXACT, 0, &vm, &im),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(gradcomm_last_error(), "must hold k = 9 elements"));
+}
+
+TEST(Memref, GossipAndLocalTopk) {
+  World world;
+  std::vector<float> x(6, static_cast<float>(world.rank));
+  Descriptor<float, 1> xd{x.data(), x.data(), 0, {6}, {1}};
+  gradcomm_unranked_memref xm = unranked(xd);
+  ASSERT_OK(_mlir_ciface_gradcomm_rt_gossip_exchange_f32(
+      uniqueName("g").c_str(), &xm, GRADCOMM_SCHEDULE_RING, 0.5f, 0, 1));
+  EXPECT_EQ(
+      _mlir_ciface_gradcomm_rt_gossip_exchange_f32(
+          uniqueName("g").c_str(), &xm, GRADCOMM_SCHEDULE_RING, 0.5f, -1, 1),
+      GRADCOMM_ERR_INVALID_ARGUMENT);
+  std::vector<float> grad = gradient(52, world.rank, 0, 6), out(6);
+  Descriptor<float, 1> g{grad.data(), grad.data(), 0, {6}, {1}};
+  Descriptor<float, 1> o{out.data(), out.data(), 0, {6}, {1}};
+  gradcomm_unranked_memref gm = unranked(g), om = unranked(o);
+  ASSERT_OK(_mlir_ciface_gradcomm_rt_local_topk_all_gather_f32(
+      uniqueName("l").c_str(), &gm, &om, 2, GRADCOMM_REDUCE_AVERAGE));
+  EXPECT_TRUE(sameOnAllRanks(out));
+}
+
+} // namespace
