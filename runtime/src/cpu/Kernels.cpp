@@ -99,46 +99,62 @@ bool gradcomm::cpu::selectExact(const float *m, const float *g, int64_t n,
 }
 
 /// Index of the top-1 of |m + g| in [begin, end), ties to the lower index.
+/// Two loops over the (L1-resident) chunk instead of one branchy one: a
+/// max reduction, then the first position holding the max. Keys are
+/// compared as int32 (the sign bit is clear): same order as unsigned.
 static int64_t chunkArgmax(const float *m, const float *g, int64_t begin,
-                           int64_t end, uint32_t &bad) {
-  int64_t best = begin;
-  uint32_t bestKey = magnitudeKey(accumulated(m, g, begin));
-  bad |= magnitudeKey(g[begin]) >= kInfKey;
-  for (int64_t i = begin + 1; i < end; ++i) {
-    uint32_t key = magnitudeKey(accumulated(m, g, i));
-    bad |= magnitudeKey(g[i]) >= kInfKey;
-    // Strictly greater: ties keep the lower index.
-    if (key > bestKey) {
-      bestKey = key;
-      best = i;
-    }
+                           int64_t end) {
+  int32_t maxKey = 0;
+  for (int64_t i = begin; i < end; ++i) {
+    int32_t key = static_cast<int32_t>(magnitudeKey(m[i] + g[i]));
+    maxKey = key > maxKey ? key : maxKey;
   }
-  return best;
+  for (int64_t i = begin; i < end; ++i)
+    if (static_cast<int32_t>(magnitudeKey(m[i] + g[i])) == maxKey)
+      return i;
+  return begin;
 }
 
-bool gradcomm::cpu::selectChunk(const float *m, const float *g, int64_t n,
+void gradcomm::cpu::selectChunk(const float *m, const float *g, int64_t n,
                                 int64_t chunkSize, int64_t *indices) {
-  uint32_t bad = 0;
   int64_t chunk = 0;
   for (int64_t begin = 0; begin < n; begin += chunkSize, ++chunk)
-    indices[chunk] =
-        chunkArgmax(m, g, begin, std::min(n, begin + chunkSize), bad);
-  return bad != 0;
+    indices[chunk] = chunkArgmax(m, g, begin, std::min(n, begin + chunkSize));
+}
+
+/// m = m + beta * g (and out = 0) on [begin, end): the run between
+/// selected indices. Restrict pointers let it vectorize without alias
+/// checks.
+static inline void updateRun(float *__restrict m, const float *__restrict g,
+                             float *__restrict out, int64_t begin, int64_t end,
+                             float beta) {
+  if (out) {
+    for (int64_t i = begin; i < end; ++i) {
+      m[i] = m[i] + beta * g[i];
+      out[i] = 0.0f;
+    }
+    return;
+  }
+  for (int64_t i = begin; i < end; ++i)
+    m[i] = m[i] + beta * g[i];
 }
 
 void gradcomm::cpu::selectChunkAndUpdate(float *m, const float *g, int64_t n,
                                          int64_t chunkSize, float beta,
                                          int64_t *indices, float *values,
                                          float *out) {
-  uint32_t bad = 0;
+  const float keep = 1.0f - beta;
   int64_t chunk = 0;
   for (int64_t begin = 0; begin < n; begin += chunkSize, ++chunk) {
     int64_t end = std::min(n, begin + chunkSize);
-    indices[chunk] = chunkArgmax(m, g, begin, end, bad);
-    // The chunk is still in L1: update it around its one selected index.
-    int64_t local = indices[chunk] - begin;
-    gatherAndUpdate(m + begin, g + begin, end - begin, &local, 1, beta,
-                    values + chunk, out ? out + begin : nullptr);
+    int64_t best = chunkArgmax(m, g, begin, end);
+    indices[chunk] = best;
+    // The chunk is still in L1: one plain loop updates all of it, then the
+    // selected element is set from its saved old memory.
+    const float selectedMemory = m[best];
+    values[chunk] = selectedMemory + g[best];
+    updateRun(m, g, out, begin, end, beta);
+    m[best] = keep * selectedMemory;
   }
 }
 
@@ -155,21 +171,17 @@ void gradcomm::cpu::gatherAndUpdate(float *m, const float *g, int64_t n,
   int64_t begin = 0;
   // Streams the runs between selected indices; each run is a plain
   // vectorizable loop.
-  for (int64_t j = 0; j <= k; ++j) {
-    int64_t end = j < k ? indices[j] : n;
-    for (int64_t i = begin; i < end; ++i)
-      m[i] = m[i] + beta * g[i];
-    if (out)
-      std::memset(out + begin, 0, sizeof(float) * (end - begin));
-    if (j == k)
-      break;
+  for (int64_t j = 0; j < k; ++j) {
+    const int64_t selected = indices[j];
+    updateRun(m, g, out, begin, selected, beta);
     if (values)
-      values[j] = m[end] + g[end];
-    m[end] = keep * m[end];
+      values[j] = m[selected] + g[selected];
+    m[selected] = keep * m[selected];
     if (out)
-      out[end] = 0.0f;
-    begin = end + 1;
+      out[selected] = 0.0f;
+    begin = selected + 1;
   }
+  updateRun(m, g, out, begin, n, beta);
 }
 
 void gradcomm::cpu::scatter(float *out, const int64_t *indices,

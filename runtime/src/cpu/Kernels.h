@@ -39,9 +39,8 @@ bool selectExact(const float *m, const float *g, int64_t n, int64_t k,
 
 /// Top-1 of |m + g| in each chunk of `chunkSize` consecutive elements (the
 /// last chunk may be shorter), ties to the lower index: ceil(n / chunkSize)
-/// indices, ascending, in one streaming pass. Returns true if some g is
-/// NaN/Inf.
-bool selectChunk(const float *m, const float *g, int64_t n, int64_t chunkSize,
+/// indices, ascending, in one streaming pass.
+void selectChunk(const float *m, const float *g, int64_t n, int64_t chunkSize,
                  int64_t *indices);
 
 /// The leader's fused chunk path, one stream over m and g: selectChunk and

@@ -1,0 +1,156 @@
+//===- KernelsBench.cpp - CPU kernel bandwidth against memcpy -------------===//
+//
+// Part of the GradComm project.
+//
+// BENCHMARKS.md section 1: every figure is a ratio against a copy measured
+// in the same run. Each benchmark reports `bytes_per_second` counting the
+// bytes the kernel must move (reads + writes); bench/cpu/run.sh turns them
+// into ratios. Not a test.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+using namespace gradcomm::cpu;
+
+namespace {
+
+constexpr float kBeta = 0.5f;
+constexpr int64_t kRatio = 100;
+
+std::vector<float> randomVector(int64_t n, uint64_t seed) {
+  std::vector<float> v(n);
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (int64_t i = 0; i < n; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    v[i] = static_cast<float>(static_cast<int64_t>(x >> 40) - (1 << 23)) /
+           static_cast<float>(1 << 23);
+  }
+  return v;
+}
+
+void setBytes(benchmark::State &state, double bytesPerElement) {
+  state.counters["bytes_per_second"] =
+      benchmark::Counter(bytesPerElement * static_cast<double>(state.range(0)) *
+                             static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
+}
+
+/// Calibration: memcpy moves 4 B read + 4 B written per element.
+void BM_Copy(benchmark::State &state) {
+  const int64_t n = state.range(0);
+  std::vector<float> src = randomVector(n, 1), dst(n);
+  for (auto _ : state) {
+    std::memcpy(dst.data(), src.data(), sizeof(float) * n);
+    benchmark::DoNotOptimize(dst.data());
+    benchmark::ClobberMemory();
+  }
+  setBytes(state, 8);
+}
+
+/// Leader, chunk selection: select + gather + low-pass update + zero the
+/// output in one pass. Reads m, g; writes m, out: 16 B per element.
+void BM_FusedChunk(benchmark::State &state) {
+  const int64_t n = state.range(0), k = (n + kRatio - 1) / kRatio;
+  std::vector<float> m = randomVector(n, 2), g = randomVector(n, 3), out(n);
+  std::vector<float> values(k);
+  std::vector<int64_t> indices(k);
+  for (auto _ : state) {
+    selectChunkAndUpdate(m.data(), g.data(), n, kRatio, kBeta, indices.data(),
+                         values.data(), out.data());
+    benchmark::ClobberMemory();
+  }
+  setBytes(state, 16);
+}
+
+/// Non-leader: gather + low-pass update + zero the output, indices known.
+/// 16 B per element.
+void BM_FusedUpdate(benchmark::State &state) {
+  const int64_t n = state.range(0), k = (n + kRatio - 1) / kRatio;
+  std::vector<float> m = randomVector(n, 4), g = randomVector(n, 5), out(n);
+  std::vector<float> values(k);
+  std::vector<int64_t> indices(k);
+  for (int64_t j = 0; j < k; ++j)
+    indices[j] = j * kRatio;
+  for (auto _ : state) {
+    gatherAndUpdate(m.data(), g.data(), n, indices.data(), k, kBeta,
+                    values.data(), out.data());
+    benchmark::ClobberMemory();
+  }
+  setBytes(state, 16);
+}
+
+/// Leader, exact selection alone (top N/100 of |m + g|): two read passes
+/// over m and g. Reported against the 4 B per element of one input read.
+void BM_ExactSelect(benchmark::State &state) {
+  const int64_t n = state.range(0), k = (n + kRatio - 1) / kRatio;
+  std::vector<float> m = randomVector(n, 6), g = randomVector(n, 7);
+  std::vector<int64_t> indices(k);
+  SelectScratch scratch;
+  for (auto _ : state) {
+    selectExact(m.data(), g.data(), n, k, indices.data(), scratch);
+    benchmark::DoNotOptimize(indices.data());
+  }
+  setBytes(state, 4);
+}
+
+/// Leader, exact path end to end: selection + fused update.
+void BM_FusedExact(benchmark::State &state) {
+  const int64_t n = state.range(0), k = (n + kRatio - 1) / kRatio;
+  std::vector<float> m = randomVector(n, 8), g = randomVector(n, 9), out(n);
+  std::vector<float> values(k);
+  std::vector<int64_t> indices(k);
+  SelectScratch scratch;
+  for (auto _ : state) {
+    selectExact(m.data(), g.data(), n, k, indices.data(), scratch);
+    gatherAndUpdate(m.data(), g.data(), n, indices.data(), k, kBeta,
+                    values.data(), out.data());
+    benchmark::ClobberMemory();
+  }
+  setBytes(state, 16);
+}
+
+/// The baseline selection: std::nth_element on |m + g| materialized (the
+/// materialization is not timed).
+void BM_NthElement(benchmark::State &state) {
+  const int64_t n = state.range(0), k = (n + kRatio - 1) / kRatio;
+  std::vector<float> m = randomVector(n, 6), g = randomVector(n, 7);
+  std::vector<float> keys(n);
+  for (auto _ : state) {
+    state.PauseTiming();
+    for (int64_t i = 0; i < n; ++i)
+      keys[i] = std::fabs(m[i] + g[i]);
+    state.ResumeTiming();
+    std::nth_element(keys.begin(), keys.begin() + (k - 1), keys.end(),
+                     std::greater<float>());
+    benchmark::DoNotOptimize(keys.data());
+  }
+  setBytes(state, 4);
+}
+
+void sizes(benchmark::internal::Benchmark *b) {
+  // 1M (cache-resident on these VMs), 16M and 256M (DRAM).
+  for (int64_t n : {int64_t(1) << 20, int64_t(1) << 24, int64_t(1) << 28})
+    b->Arg(n);
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+} // namespace
+
+BENCHMARK(BM_Copy)->Apply(sizes);
+BENCHMARK(BM_FusedChunk)->Apply(sizes);
+BENCHMARK(BM_FusedUpdate)->Apply(sizes);
+BENCHMARK(BM_ExactSelect)->Apply(sizes);
+BENCHMARK(BM_FusedExact)->Apply(sizes);
+BENCHMARK(BM_NthElement)->Apply(sizes);
+
+BENCHMARK_MAIN();
