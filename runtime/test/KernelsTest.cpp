@@ -77,6 +77,30 @@ TEST(SelectExact, ManyValuesInOneBucket) {
   EXPECT_EQ(runExact(m, g, 777), referenceTopk(m, g, 777));
 }
 
+TEST(SelectExact, SampledPathMatchesFullSort) {
+  // Large enough for the sampled threshold; several k, and data whose
+  // large values sit in one region.
+  const int64_t n = 3 * cpu::kSampledSelectMinElements + 17;
+  std::vector<float> m = gradient(11, 0, 0, n), g = gradient(12, 0, 0, n);
+  for (int64_t i = n / 3; i < n / 3 + 500; ++i)
+    g[i] *= 50.0f;
+  for (int64_t k : {int64_t(1), int64_t(100), n / 100, n / 7})
+    EXPECT_EQ(runExact(m, g, k), referenceTopk(m, g, k)) << "k " << k;
+}
+
+TEST(SelectExact, MisleadingSampleFallsBackAndStaysExact) {
+  // Big values exactly where the sample looks: the estimated threshold is
+  // too high, fewer than k survive, and the radix select must take over.
+  const int64_t n = 2 * cpu::kSampledSelectMinElements;
+  std::vector<float> m(n, 0.0f), g = gradient(13, 0, 0, n);
+  const int64_t blockLength = n / cpu::kSampleFraction / cpu::kSampleBlocks;
+  for (int64_t block = 0; block < cpu::kSampleBlocks; ++block)
+    for (int64_t j = 0; j < blockLength; ++j)
+      g[block * (n / cpu::kSampleBlocks) + j] += 100.0f;
+  const int64_t k = n / 2;
+  EXPECT_EQ(runExact(m, g, k), referenceTopk(m, g, k));
+}
+
 TEST(SelectExact, ReportsNonFiniteGradients) {
   std::vector<float> m(64, 0.0f), g = gradient(3, 0, 0, 64);
   std::vector<int64_t> indices(4);

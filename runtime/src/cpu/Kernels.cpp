@@ -7,7 +7,9 @@
 #include "Kernels.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <functional>
 
 using namespace gradcomm::cpu;
 
@@ -27,11 +29,21 @@ constexpr int kBucketShift = 16;
 constexpr int64_t kNumBuckets = int64_t(1) << (31 - kBucketShift);
 
 inline float accumulated(const float *m, const float *g, int64_t i) {
-  return m ? m[i] + g[i] : g[i];
+  return m[i] + g[i];
 }
 
 } // namespace
 
+/// The hot kernels are compiled twice, for AVX2 and for baseline x86-64,
+/// and the loader picks the best one the CPU has. No FMA is involved
+/// (-ffp-contract=off), so both versions produce the same bits.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define GRADCOMM_HOT_KERNEL __attribute__((target_clones("avx2", "default")))
+#else
+#define GRADCOMM_HOT_KERNEL
+#endif
+
+GRADCOMM_HOT_KERNEL
 bool gradcomm::cpu::anyNonFinite(const float *g, int64_t n) {
   // Branch-free OR so the loop vectorizes.
   uint32_t bad = 0;
@@ -40,9 +52,102 @@ bool gradcomm::cpu::anyNonFinite(const float *g, int64_t n) {
   return bad != 0;
 }
 
+/// Larger key first; equal keys: lower index first.
+static bool betterCandidate(const std::pair<uint32_t, int64_t> &a,
+                            const std::pair<uint32_t, int64_t> &b) {
+  return a.first != b.first ? a.first > b.first : a.second < b.second;
+}
+
+/// Picks the best k of `candidates` (collected in ascending index order)
+/// and writes their indices ascending: the k-th best is found on a copy,
+/// then one in-order pass keeps everything at least as good, so no sort.
+static void
+takeBest(const std::vector<std::pair<uint32_t, int64_t>> &candidates,
+         std::vector<std::pair<uint32_t, int64_t>> &copy, int64_t k,
+         int64_t *indices) {
+  copy.assign(candidates.begin(), candidates.end());
+  std::nth_element(copy.begin(), copy.begin() + (k - 1), copy.end(),
+                   betterCandidate);
+  const std::pair<uint32_t, int64_t> cutoff = copy[k - 1];
+  int64_t out = 0;
+  for (const auto &candidate : candidates)
+    if (!betterCandidate(cutoff, candidate))
+      indices[out++] = candidate.second;
+}
+
+/// Radix select (see selectExact).
+static bool selectExactRadix(const float *m, const float *g, int64_t n,
+                             int64_t k, int64_t *indices,
+                             SelectScratch &scratch);
+
+GRADCOMM_HOT_KERNEL
 bool gradcomm::cpu::selectExact(const float *m, const float *g, int64_t n,
                                 int64_t k, int64_t *indices,
                                 SelectScratch &scratch) {
+  if (n < kSampledSelectMinElements)
+    return selectExactRadix(m, g, n, k, indices, scratch);
+
+  // Sample: contiguous blocks spread evenly, so reading them is cheap.
+  std::vector<uint32_t> &sample = scratch.sample;
+  sample.clear();
+  const int64_t blockLength = n / kSampleFraction / kSampleBlocks;
+  for (int64_t block = 0; block < kSampleBlocks; ++block) {
+    const int64_t start = block * (n / kSampleBlocks);
+    for (int64_t i = start; i < start + blockLength; ++i)
+      sample.push_back(magnitudeKey(accumulated(m, g, i)));
+  }
+  // Aim for 1.2 k survivors plus a few standard deviations of slack.
+  const double expected = static_cast<double>(k) * sample.size() / n;
+  int64_t rank =
+      static_cast<int64_t>(1.2 * expected + 3.0 * std::sqrt(expected) + 8.0);
+  rank = std::min<int64_t>(rank, static_cast<int64_t>(sample.size()));
+  std::nth_element(sample.begin(), sample.begin() + (rank - 1), sample.end(),
+                   std::greater<uint32_t>());
+  const uint32_t threshold = sample[rank - 1];
+
+  auto &candidates = scratch.candidates;
+  candidates.clear();
+  candidates.reserve(static_cast<size_t>(1.5 * k) + 64);
+  // Blocks of 16: a branch-free test that vectorizes (keys compared as
+  // int32, the sign bit being clear), and the scalar collection only for
+  // the few blocks with a survivor.
+  constexpr int64_t kBlock = 16;
+  const int32_t limit = static_cast<int32_t>(threshold);
+  int32_t bad = 0;
+  int64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    const float *__restrict mb = m + i;
+    const float *__restrict gb = g + i;
+    int32_t hit = 0;
+    for (int64_t j = 0; j < kBlock; ++j) {
+      int32_t key = static_cast<int32_t>(magnitudeKey(mb[j] + gb[j]));
+      int32_t gradientKey = static_cast<int32_t>(magnitudeKey(gb[j]));
+      hit |= key >= limit;
+      bad |= gradientKey >= static_cast<int32_t>(kInfKey);
+    }
+    if (!hit)
+      continue;
+    for (int64_t j = 0; j < kBlock; ++j) {
+      uint32_t key = magnitudeKey(mb[j] + gb[j]);
+      if (key >= threshold)
+        candidates.push_back({key, i + j});
+    }
+  }
+  for (; i < n; ++i) {
+    bad |= magnitudeKey(g[i]) >= kInfKey;
+    uint32_t key = magnitudeKey(m[i] + g[i]);
+    if (key >= threshold)
+      candidates.push_back({key, i});
+  }
+  if (static_cast<int64_t>(candidates.size()) < k)
+    return selectExactRadix(m, g, n, k, indices, scratch);
+  takeBest(candidates, scratch.ranked, k, indices);
+  return bad != 0;
+}
+
+static bool selectExactRadix(const float *m, const float *g, int64_t n,
+                             int64_t k, int64_t *indices,
+                             SelectScratch &scratch) {
   std::vector<int64_t> &histogram = scratch.histogram;
   histogram.assign(kNumBuckets, 0);
   uint32_t bad = 0;
@@ -99,22 +204,28 @@ bool gradcomm::cpu::selectExact(const float *m, const float *g, int64_t n,
 }
 
 /// Index of the top-1 of |m + g| in [begin, end), ties to the lower index.
-/// Two loops over the (L1-resident) chunk instead of one branchy one: a
-/// max reduction, then the first position holding the max. Keys are
-/// compared as int32 (the sign bit is clear): same order as unsigned.
+/// Two branch-free reductions over the (L1-resident) chunk, both of which
+/// vectorize: the max key, then the min offset holding it. Keys and offsets
+/// are int32 (the sign bit of a key is clear: same order as unsigned).
 static int64_t chunkArgmax(const float *m, const float *g, int64_t begin,
                            int64_t end) {
+  const float *mc = m + begin, *gc = g + begin;
+  const int32_t length = static_cast<int32_t>(end - begin);
   int32_t maxKey = 0;
-  for (int64_t i = begin; i < end; ++i) {
-    int32_t key = static_cast<int32_t>(magnitudeKey(m[i] + g[i]));
+  for (int32_t i = 0; i < length; ++i) {
+    int32_t key = static_cast<int32_t>(magnitudeKey(mc[i] + gc[i]));
     maxKey = key > maxKey ? key : maxKey;
   }
-  for (int64_t i = begin; i < end; ++i)
-    if (static_cast<int32_t>(magnitudeKey(m[i] + g[i])) == maxKey)
-      return i;
-  return begin;
+  int32_t first = length;
+  for (int32_t i = 0; i < length; ++i) {
+    int32_t key = static_cast<int32_t>(magnitudeKey(mc[i] + gc[i]));
+    int32_t candidate = key == maxKey ? i : length;
+    first = candidate < first ? candidate : first;
+  }
+  return begin + first;
 }
 
+GRADCOMM_HOT_KERNEL
 void gradcomm::cpu::selectChunk(const float *m, const float *g, int64_t n,
                                 int64_t chunkSize, int64_t *indices) {
   int64_t chunk = 0;
@@ -139,6 +250,7 @@ static inline void updateRun(float *__restrict m, const float *__restrict g,
     m[i] = m[i] + beta * g[i];
 }
 
+GRADCOMM_HOT_KERNEL
 void gradcomm::cpu::selectChunkAndUpdate(float *m, const float *g, int64_t n,
                                          int64_t chunkSize, float beta,
                                          int64_t *indices, float *values,
@@ -164,6 +276,7 @@ void gradcomm::cpu::gather(const float *m, const float *g,
     values[j] = m[indices[j]] + g[indices[j]];
 }
 
+GRADCOMM_HOT_KERNEL
 void gradcomm::cpu::gatherAndUpdate(float *m, const float *g, int64_t n,
                                     const int64_t *indices, int64_t k,
                                     float beta, float *values, float *out) {
@@ -190,6 +303,7 @@ void gradcomm::cpu::scatter(float *out, const int64_t *indices,
     out[indices[j]] = values[j];
 }
 
+GRADCOMM_HOT_KERNEL
 void gradcomm::cpu::mix(float *x, const float *peer, int64_t n, float a) {
   const float keep = 1.0f - a;
   for (int64_t i = 0; i < n; ++i)

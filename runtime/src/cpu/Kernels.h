@@ -25,15 +25,31 @@ struct SelectScratch {
   std::vector<int64_t> histogram;
   std::vector<int64_t> above;
   std::vector<std::pair<uint32_t, int64_t>> candidates;
+  std::vector<uint32_t> sample;
+  std::vector<std::pair<uint32_t, int64_t>> ranked;
 };
+
+/// Exact selection on inputs of at least this many elements first tries a
+/// threshold estimated from a sample (one streaming pass); smaller inputs,
+/// and the rare sample that overestimates the threshold, take the radix
+/// select (two passes).
+inline constexpr int64_t kSampledSelectMinElements = int64_t(1) << 16;
+/// The sample is this many contiguous blocks, block j starting at
+/// j * (n / kSampleBlocks), together n / kSampleFraction elements.
+inline constexpr int64_t kSampleBlocks = 64;
+inline constexpr int64_t kSampleFraction = 64;
 
 /// True when any of `g[0..n)` is NaN or Inf.
 bool anyNonFinite(const float *g, int64_t n);
 
-/// Exact top-k of |m + g| (m may be null: |g|): writes the k indices in
-/// ascending order. Ties go to the lower index. Radix select on the float
-/// bits: one histogram pass, one collection pass, then a partial sort of
-/// the threshold bucket only. Returns true if some g is NaN/Inf.
+/// Exact top-k of |m + g|: writes the k indices in
+/// ascending order. Ties go to the lower index. Not a sort: a threshold T
+/// is estimated from a sample, one streaming pass collects every element
+/// with |p| >= T (about 1.2 k of them), and a partial sort of those picks
+/// the k. The result is exact whatever the sample: if fewer than k pass,
+/// a radix select on the float bits (histogram pass, collection pass,
+/// partial sort of the threshold bucket) decides. Returns true if some g is
+/// NaN/Inf.
 bool selectExact(const float *m, const float *g, int64_t n, int64_t k,
                  int64_t *indices, SelectScratch &scratch);
 
