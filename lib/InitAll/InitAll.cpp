@@ -6,6 +6,7 @@
 
 #include "gradcomm/InitAll.h"
 
+#include "gradcomm/Conversion/Passes.h"
 #include "gradcomm/Dialect/GradComm/IR/GradCommDialect.h"
 #include "gradcomm/Dialect/GradComm/Transforms/Passes.h"
 #include "gradcomm/Pipelines/Pipelines.h"
@@ -22,5 +23,6 @@ void mlir::gradcomm::registerAllGradCommDialects(DialectRegistry &registry) {
 void mlir::gradcomm::registerAllGradCommPasses() {
   registerAllPasses();
   registerGradCommTransformsPasses();
+  registerGradCommConversionPasses();
   registerGradCommPipelines();
 }

@@ -6,6 +6,8 @@
 
 #include "gradcomm/Pipelines/Pipelines.h"
 
+#include "gradcomm/Conversion/Passes.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
@@ -41,7 +43,40 @@ void mlir::gradcomm::buildScaleComPipeline(
   pm.addPass(createScaleComRewritePass(options.toPassOptions()));
 }
 
+void mlir::gradcomm::buildLoweringPipeline(
+    OpPassManager &pm, const LoweringPipelineOptions &options) {
+  pm.addPass(createConvertGradCommToRuntimePass());
+  if (options.exportCInterface)
+    pm.addPass(createExportCInterfacePass());
+  // The upstream part, as the textual pipeline a user would type, so it
+  // reads like the documentation.
+  const char *upstream =
+      "func.func(convert-elementwise-to-linalg),"
+      "one-shot-bufferize{bufferize-function-boundaries=1 "
+      "function-boundary-type-conversion=identity-layout-map "
+      "unknown-type-conversion=identity-layout-map},"
+      "buffer-deallocation-pipeline,"
+      "convert-bufferization-to-memref,"
+      "func.func(convert-linalg-to-loops),"
+      "convert-scf-to-cf,"
+      "expand-strided-metadata,"
+      "lower-affine,"
+      "finalize-memref-to-llvm,"
+      "convert-arith-to-llvm,"
+      "convert-index-to-llvm,"
+      "convert-func-to-llvm,"
+      "convert-cf-to-llvm,"
+      "reconcile-unrealized-casts";
+  if (failed(parsePassPipeline(upstream, pm)))
+    llvm::report_fatal_error("gradcomm: the lowering pipeline does not parse");
+}
+
 void mlir::gradcomm::registerGradCommPipelines() {
+  PassPipelineRegistration<LoweringPipelineOptions>(
+      "gradcomm-to-llvm-pipeline",
+      "Lower gradcomm ops and shard.all_reduce to runtime calls, bufferize "
+      "and lower everything to the LLVM dialect",
+      buildLoweringPipeline);
   PassPipelineRegistration<ScaleComPipelineOptions>(
       "gradcomm-scalecom-pipeline",
       "Partition an annotated single-device step (sharding-propagation, "

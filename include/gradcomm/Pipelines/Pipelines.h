@@ -67,6 +67,24 @@ void buildScaleComPipeline(OpPassManager &pm,
 /// The partitioning prefix every GradComm pipeline shares.
 void buildPartitionPipeline(OpPassManager &pm);
 
+/// Options of `gradcomm-to-llvm-pipeline`.
+struct LoweringPipelineOptions
+    : public PassPipelineOptions<LoweringPipelineOptions> {
+  Option<bool> exportCInterface{
+      *this, "export-c-interface",
+      llvm::cl::desc("Give public functions a _mlir_ciface_ entry point"),
+      llvm::cl::init(true)};
+};
+
+/// From tensor IR with gradcomm ops and shard.all_reduce (the output of the
+/// ScaleCom or gossip pipeline, or hand-written SPMD IR) to the LLVM
+/// dialect: convert-gradcomm-to-runtime, elementwise arith on tensors to
+/// linalg, One-Shot Bufferize (function
+/// boundaries included, identity layouts), buffer deallocation, and the
+/// standard lowering of linalg, scf, memref, arith, index, func and cf.
+void buildLoweringPipeline(OpPassManager &pm,
+                           const LoweringPipelineOptions &options);
+
 /// Registers every GradComm pipeline with the pass registry.
 void registerGradCommPipelines();
 

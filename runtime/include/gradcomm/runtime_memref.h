@@ -64,6 +64,20 @@ int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_f32(
     const char *state, gradcomm_unranked_memref *x, int32_t schedule,
     float mixing, int64_t seed, int64_t period);
 
+/// Stops the job when `status` is a failure: prints gradcomm_last_error()
+/// (op, rank, cause) to stderr and calls MPI_Abort. Generated code passes
+/// every status through it.
+void gradcomm_rt_check(int32_t status);
+
+/// Stops the job unless the runtime's group has `expected` ranks: a step
+/// compiled for a grid of n processes must run on n.
+void gradcomm_rt_expect_group_size(int64_t expected);
+
+/// This rank and the group size (shard.process_multi_index,
+/// shard.grid_shape); stop the job if the runtime cannot start.
+int64_t gradcomm_rt_rank(void);
+int64_t gradcomm_rt_size(void);
+
 #pragma GCC visibility pop
 
 #ifdef __cplusplus

@@ -11,6 +11,8 @@
 #include "Internal.h"
 #include "gradcomm/runtime_memref.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 using namespace gradcomm;
@@ -214,4 +216,49 @@ int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_f32(
   return gradcomm_gossip_exchange_f32(
       state, view.data, view.count, static_cast<gradcomm_schedule>(schedule),
       mixing, static_cast<uint64_t>(seed), period);
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers generated code calls
+//===----------------------------------------------------------------------===//
+
+void gradcomm_rt_check(int32_t status) {
+  if (status == GRADCOMM_OK)
+    return;
+  std::fprintf(stderr, "%s\n", gradcomm_last_error());
+  std::fflush(stderr);
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized)
+    MPI_Abort(context().initialized ? context().comm : MPI_COMM_WORLD, status);
+  std::abort();
+}
+
+void gradcomm_rt_expect_group_size(int64_t expected) {
+  gradcomm_rt_check(
+      guarded("expect_group_size", nullptr, [&](const Call &call) {
+        GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+        if (context().size != expected)
+          return call.fail(GRADCOMM_ERR_MISMATCH,
+                           "the step was compiled for a group of " +
+                               std::to_string(expected) +
+                               " ranks but runs on " +
+                               std::to_string(context().size) +
+                               "; recompile for this grid or launch " +
+                               std::to_string(expected) + " ranks");
+        return GRADCOMM_OK;
+      }));
+}
+
+int64_t gradcomm_rt_rank(void) {
+  int rank = 0;
+  gradcomm_rt_check(gradcomm_rank(&rank));
+  return rank;
+}
+
+int64_t gradcomm_rt_size(void) {
+  int size = 0;
+  gradcomm_rt_check(gradcomm_size(&size));
+  return size;
 }

@@ -87,4 +87,24 @@ def ScaleComRewritePass : Pass<"gradcomm-scalecom", "::mlir::ModuleOp"> {
   ];
 }
 
+def ExportCInterfacePass
+    : Pass<"gradcomm-export-c-interface", "::mlir::ModuleOp"> {
+  let summary = "Give every public function a C interface "
+                "(`llvm.emit_c_interface`)";
+  let description = [{
+    Marks each public `func.func` definition with `llvm.emit_c_interface`,
+    so `convert-func-to-llvm` emits `_mlir_ciface_<name>`, which takes memref
+    descriptors by pointer: the entry point a C or C++ trainer calls
+    (`gradcomm-compile --emit-header` declares it).
+
+    ```mlir
+    func.func @step(%w: memref<4xf32>) -> memref<4xf32>
+    // becomes
+    func.func @step(%w: memref<4xf32>) -> memref<4xf32>
+        attributes {llvm.emit_c_interface}
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // GRADCOMM_DIALECT_GRADCOMM_TRANSFORMS_PASSES_TD
