@@ -27,6 +27,7 @@ ScaleComRewritePassOptions ScaleComPipelineOptions::toPassOptions() const {
   options.exclude.assign(exclude.begin(), exclude.end());
   options.include.assign(include.begin(), include.end());
   options.report = report;
+  options.compressor = compressor;
   return options;
 }
 

@@ -53,6 +53,10 @@ struct ScaleComPipelineOptions
   Option<bool> report{*this, "report",
                       llvm::cl::desc("Remark per all-reduce: what and why"),
                       llvm::cl::init(false)};
+  Option<std::string> compressor{
+      *this, "compressor",
+      llvm::cl::desc("cltk (ScaleCom) or local-topk (all-gather baseline)"),
+      llvm::cl::init("cltk")};
 
   /// The same values as the options of the `gradcomm-scalecom` pass.
   ScaleComRewritePassOptions toPassOptions() const;

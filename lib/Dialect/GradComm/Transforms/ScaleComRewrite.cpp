@@ -120,6 +120,10 @@ LogicalResult ScaleComRewritePass::validateOptions() {
     return module.emitError() << "gradcomm-scalecom: option 'chunk-size' "
                                  "must be >= 1 (or 0 for round(ratio)), got "
                               << int64_t(chunkSize);
+  if (compressor != "cltk" && compressor != "local-topk")
+    return module.emitError() << "gradcomm-scalecom: option 'compressor' "
+                                 "must be cltk or local-topk, got '"
+                              << compressor << "'";
   if (minElements < 0)
     return module.emitError()
            << "gradcomm-scalecom: option 'min-elements' must be >= 0, got "
@@ -300,24 +304,31 @@ void ScaleComRewritePass::rewrite(shard::AllReduceOp op,
   auto stateRef = FlatSymbolRefAttr::get(state.getSymNameAttr());
 
   OpBuilder b(op);
-  Type f32 = b.getF32Type();
-  auto valuesType = RankedTensorType::get({plan.k}, f32);
-  auto indicesType = RankedTensorType::get({plan.k}, b.getI64Type());
-  IntegerAttr chunkAttr =
-      plan.chunkSize ? b.getI64IntegerAttr(*plan.chunkSize) : IntegerAttr();
-  auto compress = CltkCompressOp::create(
-      b, op.getLoc(), valuesType, indicesType, op.getInput(), stateRef,
-      op.getGridAttr(), op.getGridAxesAttr(), b.getI64IntegerAttr(plan.k),
-      SelectionAttr::get(ctx, plan.selection), chunkAttr);
   Reduction reduction = op.getReduction() == shard::ReductionKind::Average
                             ? Reduction::Average
                             : Reduction::Sum;
-  auto reduced = SparseAllReduceOp::create(
-      b, op.getLoc(), type, compress.getValues(), compress.getIndices(),
-      op.getGridAttr(), op.getGridAxesAttr(),
-      ReductionAttr::get(ctx, reduction));
-  MemoryUpdateOp::create(b, op.getLoc(), op.getInput(), compress.getIndices(),
-                         stateRef, b.getF64FloatAttr(plan.beta));
+  Value replacement;
+  if (compressor == "local-topk") {
+    replacement = LocalTopkAllGatherOp::create(
+        b, op.getLoc(), type, op.getInput(), stateRef, op.getGridAttr(),
+        op.getGridAxesAttr(), b.getI64IntegerAttr(plan.k),
+        ReductionAttr::get(ctx, reduction));
+  } else {
+    auto valuesType = RankedTensorType::get({plan.k}, b.getF32Type());
+    auto indicesType = RankedTensorType::get({plan.k}, b.getI64Type());
+    IntegerAttr chunkAttr =
+        plan.chunkSize ? b.getI64IntegerAttr(*plan.chunkSize) : IntegerAttr();
+    auto compress = CltkCompressOp::create(
+        b, op.getLoc(), valuesType, indicesType, op.getInput(), stateRef,
+        op.getGridAttr(), op.getGridAxesAttr(), b.getI64IntegerAttr(plan.k),
+        SelectionAttr::get(ctx, plan.selection), chunkAttr);
+    replacement = SparseAllReduceOp::create(
+        b, op.getLoc(), type, compress.getValues(), compress.getIndices(),
+        op.getGridAttr(), op.getGridAxesAttr(),
+        ReductionAttr::get(ctx, reduction));
+    MemoryUpdateOp::create(b, op.getLoc(), op.getInput(), compress.getIndices(),
+                           stateRef, b.getF64FloatAttr(plan.beta));
+  }
 
   if (report)
     op->emitRemark() << "gradcomm-scalecom: compressed " << type
@@ -329,7 +340,7 @@ void ScaleComRewritePass::rewrite(shard::AllReduceOp op,
                                         : std::string())
                      << ", beta = " << formatNumber(plan.beta) << ", state @"
                      << state.getSymName();
-  op.getResult().replaceAllUsesWith(reduced.getResult());
+  op.getResult().replaceAllUsesWith(replacement);
   op.erase();
 }
 

@@ -83,7 +83,11 @@ def ScaleComRewritePass : Pass<"gradcomm-scalecom", "::mlir::ModuleOp"> {
     ListOption<"include", "include", "std::string",
                "When given, only these parameters' gradients are compressed">,
     Option<"report", "report", "bool", "false",
-           "Emit a remark per all-reduce saying what was done and why">
+           "Emit a remark per all-reduce saying what was done and why">,
+    Option<"compressor", "compressor", "std::string", "\"cltk\"",
+           "cltk (ScaleCom) or local-topk (the all-gather baseline, exact "
+           "local top-k with plain error feedback: selection and beta do "
+           "not apply)">
   ];
 }
 
