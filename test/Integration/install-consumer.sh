@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs GradComm into a scratch prefix, builds examples/ against it as an
+# outside project would (find_package(GradComm), gradcomm_compile_step), and
+# runs one of its trainers with its reference check.
+#   install-consumer.sh <build-dir> <examples-dir> <mpiexec> <scratch-dir>
+set -euo pipefail
+build=$1 examples=$2 mpiexec=$3 scratch=$4
+rm -rf "$scratch"
+cmake --install "$build" --prefix "$scratch/prefix" >/dev/null
+cmake -G Ninja -S "$examples" -B "$scratch/build" \
+  -DCMAKE_PREFIX_PATH="$scratch/prefix" -DGRADCOMM_EXAMPLE_RANKS=2 >/dev/null
+cmake --build "$scratch/build" --target linear-regression-scalecom-exact-np2 \
+  >/dev/null
+"$mpiexec" -n 2 "$scratch/build/linear-regression/linear-regression-scalecom-exact-np2" \
+  --steps 5 --reference scalecom --quiet
