@@ -22,7 +22,7 @@ func.func @not_gradients(%w: tensor<2048xf32>, %loss: tensor<1xf32>, %m: tensor<
   %ic = shard.all_reduce %i on @grid grid_axes = [0] reduction = sum
       : tensor<2048xi32> -> tensor<2048xi32>
   // A reduction over two grid axes.
-  // expected-remark @+1 {{gradcomm-scalecom: left dense: reduces over 2 grid axes; ScaleCom needs exactly one}}
+  // expected-remark @+1 {{gradcomm-scalecom: left dense: reduces over 2 grid axes; exactly one is needed}}
   %two = shard.all_reduce %g on @grid grid_axes = [0, 1] reduction = average
       : tensor<2048xf32> -> tensor<2048xf32>
   %u = arith.subf %w, %two : tensor<2048xf32>

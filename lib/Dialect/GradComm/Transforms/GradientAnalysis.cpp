@@ -6,13 +6,17 @@
 
 #include "gradcomm/Dialect/GradComm/Transforms/GradientAnalysis.h"
 
+#include "gradcomm/Dialect/GradComm/IR/GradCommOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
+
+#include <cstdio>
 
 using namespace mlir;
 using namespace mlir::gradcomm;
@@ -77,7 +81,7 @@ GradientUse mlir::gradcomm::analyzeGradient(Value reduced) {
       if (user->hasTrait<OpTrait::ReturnLike>() &&
           isa_and_nonnull<FunctionOpInterface>(user->getParentOp())) {
         if (parameter)
-          return {true, parameter};
+          return {true, parameter, &use};
         continue;
       }
       if (!isElementwiseOp(user) || !useCarriesData(use))
@@ -125,4 +129,67 @@ std::string mlir::gradcomm::sanitizeSymbolName(StringRef name) {
   if (result.empty() || llvm::isDigit(result.front()))
     result.insert(result.begin(), '_');
   return result;
+}
+
+std::optional<std::string>
+mlir::gradcomm::whyNotRewritable(shard::AllReduceOp op) {
+  if (op.getReduction() != shard::ReductionKind::Sum &&
+      op.getReduction() != shard::ReductionKind::Average)
+    return ("reduction '" + shard::stringifyReductionKind(op.getReduction()) +
+            "' is not a gradient reduction (sum or average)")
+        .str();
+  auto type = dyn_cast<RankedTensorType>(op.getInput().getType());
+  if (!type || op.getResult().getType() != type)
+    return std::string(
+        "not a tensor all-reduce with equal input and result types");
+  if (!type.hasStaticShape())
+    return std::string("dynamic shape");
+  if (!isa<FloatType>(type.getElementType()))
+    return std::string("element type is not floating point");
+  if (op.getGridAxes().size() != 1)
+    return ("reduces over " + Twine(op.getGridAxes().size()) +
+            " grid axes; exactly one is needed")
+        .str();
+  return std::nullopt;
+}
+
+FailureOr<std::optional<double>>
+mlir::gradcomm::readNumberOverride(Operation *op, BlockArgument parameter,
+                                   StringRef name, StringRef pass) {
+  Attribute attr = lookupOverride(op, parameter, name);
+  if (!attr)
+    return std::optional<double>();
+  if (auto f = dyn_cast<FloatAttr>(attr))
+    return std::optional<double>(f.getValueAsDouble());
+  if (auto i = dyn_cast<IntegerAttr>(attr))
+    return std::optional<double>(static_cast<double>(i.getInt()));
+  return op->emitError() << pass << ": '" << name
+                         << "' must be a number, got " << attr;
+}
+
+FailureOr<std::optional<std::string>>
+mlir::gradcomm::readStringOverride(Operation *op, BlockArgument parameter,
+                                   StringRef name, StringRef pass) {
+  Attribute attr = lookupOverride(op, parameter, name);
+  if (!attr)
+    return std::optional<std::string>();
+  if (auto s = dyn_cast<StringAttr>(attr))
+    return std::optional<std::string>(s.str());
+  return op->emitError() << pass << ": '" << name
+                         << "' must be a string, got " << attr;
+}
+
+std::string mlir::gradcomm::formatNumber(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%g", value);
+  return buffer;
+}
+
+void mlir::gradcomm::insertDeclaration(SymbolTable &symbolTable,
+                                       Operation *op) {
+  Block &body = symbolTable.getOp()->getRegion(0).front();
+  auto firstOther = llvm::find_if(body, [](Operation &declaration) {
+    return !isa<shard::GridOp, StateOp>(declaration);
+  });
+  symbolTable.insert(op, firstOther);
 }

@@ -67,38 +67,16 @@ private:
 
 } // namespace
 
-/// `value` as a person writes it ("0.5", "100"), for diagnostics.
-static std::string formatNumber(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%g", value);
-  return buffer;
-}
+static constexpr llvm::StringLiteral kPass = "gradcomm-scalecom";
 
-/// A numeric override (`gradcomm.ratio`, ...): absent, a number, or an
-/// error when the attribute is not a number.
 static FailureOr<std::optional<double>>
 readNumber(Operation *op, BlockArgument parameter, StringRef name) {
-  Attribute attr = lookupOverride(op, parameter, name);
-  if (!attr)
-    return std::optional<double>();
-  if (auto f = dyn_cast<FloatAttr>(attr))
-    return std::optional<double>(f.getValueAsDouble());
-  if (auto i = dyn_cast<IntegerAttr>(attr))
-    return std::optional<double>(static_cast<double>(i.getInt()));
-  return op->emitError() << "gradcomm-scalecom: '" << name
-                         << "' must be a number, got " << attr;
+  return readNumberOverride(op, parameter, name, kPass);
 }
 
-/// A string override (`gradcomm.policy`, `gradcomm.selection`).
 static FailureOr<std::optional<std::string>>
 readString(Operation *op, BlockArgument parameter, StringRef name) {
-  Attribute attr = lookupOverride(op, parameter, name);
-  if (!attr)
-    return std::optional<std::string>();
-  if (auto s = dyn_cast<StringAttr>(attr))
-    return std::optional<std::string>(s.str());
-  return op->emitError() << "gradcomm-scalecom: '" << name
-                         << "' must be a string, got " << attr;
+  return readStringOverride(op, parameter, name, kPass);
 }
 
 LogicalResult ScaleComRewritePass::validateOptions() {
@@ -207,21 +185,9 @@ FailureOr<Decision> ScaleComRewritePass::decide(shard::AllReduceOp op) {
     return decision;
   };
 
-  if (op.getReduction() != shard::ReductionKind::Sum &&
-      op.getReduction() != shard::ReductionKind::Average)
-    return dense("reduction '" +
-                 shard::stringifyReductionKind(op.getReduction()) +
-                 "' is not a gradient reduction (sum or average)");
-  auto type = dyn_cast<RankedTensorType>(op.getInput().getType());
-  if (!type || op.getResult().getType() != type)
-    return dense("not a tensor all-reduce with equal input and result types");
-  if (!type.hasStaticShape())
-    return dense("dynamic shape");
-  if (!isa<FloatType>(type.getElementType()))
-    return dense("element type is not floating point");
-  if (op.getGridAxes().size() != 1)
-    return dense("reduces over " + Twine(op.getGridAxes().size()) +
-                 " grid axes; ScaleCom needs exactly one");
+  if (std::optional<std::string> reason = whyNotRewritable(op))
+    return dense(*reason);
+  auto type = cast<RankedTensorType>(op.getInput().getType());
 
   GradientUse use = analyzeGradient(op.getResult());
   decision.parameter = use.parameter;
@@ -275,7 +241,6 @@ FailureOr<Decision> ScaleComRewritePass::decide(shard::AllReduceOp op) {
 void ScaleComRewritePass::rewrite(shard::AllReduceOp op,
                                   const Decision &decision,
                                   SymbolTable &symbolTable) {
-  ModuleOp module = getOperation();
   MLIRContext *ctx = &getContext();
   auto type = cast<RankedTensorType>(op.getInput().getType());
   const CompressionPlan &plan = decision.plan;
@@ -290,17 +255,12 @@ void ScaleComRewritePass::rewrite(shard::AllReduceOp op,
     base =
         (func ? func.getName().str() : std::string("module")) + "_all_reduce";
   }
-  // After the grids and states already declared, so declarations stay
-  // together at the top.
-  Block *body = module.getBody();
-  auto firstOther = llvm::find_if(*body, [](Operation &declaration) {
-    return !isa<shard::GridOp, StateOp>(declaration);
-  });
-  OpBuilder moduleBuilder(body, firstOther);
-  auto state =
-      StateOp::create(moduleBuilder, op.getLoc(),
-                      sanitizeSymbolName(base + "_grad"), TypeAttr::get(type));
-  symbolTable.insert(state);
+  // Created unattached, then placed with the other declarations.
+  OpBuilder declarationBuilder(ctx);
+  auto state = StateOp::create(declarationBuilder, op.getLoc(),
+                               sanitizeSymbolName(base + "_grad"),
+                               TypeAttr::get(type));
+  insertDeclaration(symbolTable, state);
   auto stateRef = FlatSymbolRefAttr::get(state.getSymNameAttr());
 
   OpBuilder b(op);
