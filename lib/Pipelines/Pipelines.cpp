@@ -31,6 +31,25 @@ ScaleComRewritePassOptions ScaleComPipelineOptions::toPassOptions() const {
   return options;
 }
 
+GossipRewritePassOptions GossipPipelineOptions::toPassOptions() const {
+  GossipRewritePassOptions options;
+  options.schedule = schedule;
+  options.mixing = mixing;
+  options.seed = seed;
+  options.period = period;
+  options.minElements = minElements;
+  options.exclude.assign(exclude.begin(), exclude.end());
+  options.include.assign(include.begin(), include.end());
+  options.report = report;
+  return options;
+}
+
+void mlir::gradcomm::buildGossipPipeline(OpPassManager &pm,
+                                         const GossipPipelineOptions &options) {
+  buildPartitionPipeline(pm);
+  pm.addPass(createGossipRewritePass(options.toPassOptions()));
+}
+
 void mlir::gradcomm::buildPartitionPipeline(OpPassManager &pm) {
   // Both are function passes upstream (STYLE.md).
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
@@ -73,6 +92,11 @@ void mlir::gradcomm::buildLoweringPipeline(
 }
 
 void mlir::gradcomm::registerGradCommPipelines() {
+  PassPipelineRegistration<GossipPipelineOptions>(
+      "gradcomm-gossip-pipeline",
+      "Partition an annotated single-device step and rewrite its gradient "
+      "all-reduces and updates into gossiping SGD",
+      buildGossipPipeline);
   PassPipelineRegistration<LoweringPipelineOptions>(
       "gradcomm-to-llvm-pipeline",
       "Lower gradcomm ops and shard.all_reduce to runtime calls, bufferize "

@@ -152,16 +152,21 @@ static LogicalResult buildPipeline(PassManager &pm, ModuleOp module) {
     break;
   }
   case Strategy::Gossip: {
-    std::string pipeline =
-        "gradcomm-gossip{schedule=" + schedule +
-        " mixing=" + std::to_string(mixing) + " seed=" + std::to_string(seed) +
-        " period=" + std::to_string(period) +
-        " min-elements=0 report=" + (report ? "true" : "false") + "}";
-    if (failed(parsePassPipeline(pipeline, pm))) {
-      llvm::errs() << "gradcomm-compile: the gossip strategy is not "
-                      "available in this build\n";
+    gradcomm::GossipPipelineOptions options;
+    std::optional<gradcomm::Schedule> parsed =
+        gradcomm::symbolizeSchedule(schedule);
+    if (!parsed) {
+      llvm::errs() << "gradcomm-compile: --schedule must be matching, ring "
+                      "or hypercube, got '"
+                   << schedule << "'\n";
       return failure();
     }
+    options.schedule = *parsed;
+    options.mixing = mixing;
+    options.seed = seed;
+    options.period = period;
+    options.report = report;
+    pm.addPass(gradcomm::createGossipRewritePass(options.toPassOptions()));
     break;
   }
   }

@@ -68,6 +68,44 @@ struct ScaleComPipelineOptions
 void buildScaleComPipeline(OpPassManager &pm,
                            const ScaleComPipelineOptions &options);
 
+/// Options of `gradcomm-gossip-pipeline`: those of `gradcomm-gossip`.
+struct GossipPipelineOptions
+    : public PassPipelineOptions<GossipPipelineOptions> {
+  Option<Schedule> schedule{
+      *this, "schedule", llvm::cl::desc("Peer schedule"),
+      llvm::cl::init(Schedule::Matching),
+      llvm::cl::values(
+          clEnumValN(Schedule::Matching, "matching", "shared-seed matching"),
+          clEnumValN(Schedule::Ring, "ring", "alternating neighbours"),
+          clEnumValN(Schedule::Hypercube, "hypercube", "i XOR 2^(t mod d)"))};
+  Option<double> mixing{*this, "mixing",
+                        llvm::cl::desc("Mixing weight in (0, 1)"),
+                        llvm::cl::init(0.5)};
+  Option<int64_t> seed{*this, "seed", llvm::cl::desc("Shared seed"),
+                       llvm::cl::init(0)};
+  Option<int64_t> period{*this, "period",
+                         llvm::cl::desc("Exchange every p steps"),
+                         llvm::cl::init(1)};
+  Option<int64_t> minElements{
+      *this, "min-elements",
+      llvm::cl::desc("Smaller parameters keep their dense all-reduce"),
+      llvm::cl::init(0)};
+  ListOption<std::string> exclude{*this, "exclude",
+                                  llvm::cl::desc("Parameters kept dense")};
+  ListOption<std::string> include{
+      *this, "include", llvm::cl::desc("Only these parameters are gossiped")};
+  Option<bool> report{*this, "report",
+                      llvm::cl::desc("Remark per all-reduce: what and why"),
+                      llvm::cl::init(false)};
+
+  /// The same values as the options of the `gradcomm-gossip` pass.
+  GossipRewritePassOptions toPassOptions() const;
+};
+
+/// Partitioning (as buildScaleComPipeline) followed by `gradcomm-gossip`.
+void buildGossipPipeline(OpPassManager &pm,
+                         const GossipPipelineOptions &options);
+
 /// The partitioning prefix every GradComm pipeline shares.
 void buildPartitionPipeline(OpPassManager &pm);
 

@@ -163,8 +163,8 @@ mlir::gradcomm::readNumberOverride(Operation *op, BlockArgument parameter,
     return std::optional<double>(f.getValueAsDouble());
   if (auto i = dyn_cast<IntegerAttr>(attr))
     return std::optional<double>(static_cast<double>(i.getInt()));
-  return op->emitError() << pass << ": '" << name
-                         << "' must be a number, got " << attr;
+  return op->emitError() << pass << ": '" << name << "' must be a number, got "
+                         << attr;
 }
 
 FailureOr<std::optional<std::string>>
@@ -175,8 +175,8 @@ mlir::gradcomm::readStringOverride(Operation *op, BlockArgument parameter,
     return std::optional<std::string>();
   if (auto s = dyn_cast<StringAttr>(attr))
     return std::optional<std::string>(s.str());
-  return op->emitError() << pass << ": '" << name
-                         << "' must be a string, got " << attr;
+  return op->emitError() << pass << ": '" << name << "' must be a string, got "
+                         << attr;
 }
 
 std::string mlir::gradcomm::formatNumber(double value) {

@@ -257,9 +257,9 @@ void ScaleComRewritePass::rewrite(shard::AllReduceOp op,
   }
   // Created unattached, then placed with the other declarations.
   OpBuilder declarationBuilder(ctx);
-  auto state = StateOp::create(declarationBuilder, op.getLoc(),
-                               sanitizeSymbolName(base + "_grad"),
-                               TypeAttr::get(type));
+  auto state =
+      StateOp::create(declarationBuilder, op.getLoc(),
+                      sanitizeSymbolName(base + "_grad"), TypeAttr::get(type));
   insertDeclaration(symbolTable, state);
   auto stateRef = FlatSymbolRefAttr::get(state.getSymNameAttr());
 

@@ -8,6 +8,7 @@
 #define GRADCOMM_DIALECT_GRADCOMM_TRANSFORMS_PASSES_H
 
 #include "gradcomm/Dialect/GradComm/IR/GradCommOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 

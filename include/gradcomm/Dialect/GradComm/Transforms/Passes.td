@@ -91,6 +91,70 @@ def ScaleComRewritePass : Pass<"gradcomm-scalecom", "::mlir::ModuleOp"> {
   ];
 }
 
+def GossipRewritePass : Pass<"gradcomm-gossip", "::mlir::ModuleOp"> {
+  let summary = "Rewrite gradient all-reduce + parameter update into a local "
+                "step followed by a gossip exchange (gossiping SGD)";
+  let description = [{
+    For each gradient `shard.all_reduce` (the same gradient test as
+    `gradcomm-scalecom`: the result reaches a returned parameter update
+    through elementwise ops, or the op or parameter is marked
+    `gradcomm.policy = "gossip"`):
+
+    * the all-reduce is replaced by its unbiased local estimate, so the
+      expected update is unchanged: `average` of g_i becomes g_i, `sum`
+      becomes n * g_i (n = the grid axis size, which must be static);
+    * the updated parameter (the returned value) passes through
+      `gradcomm.gossip_exchange` with a counter-only state
+      `@<parameter>_gossip` before it is returned.
+
+    Every other all-reduce stays dense, and `report=true` says why.
+    Per-op/per-argument overrides: `gradcomm.policy` ("dense" | "gossip"),
+    `gradcomm.schedule`, `gradcomm.mixing`, `gradcomm.period`.
+
+    ```mlir
+    %r = shard.all_reduce %g on @grid grid_axes = [0] reduction = average
+        : tensor<64xf32> -> tensor<64xf32>
+    %u = arith.subf %w, %r : tensor<64xf32>
+    return %u : tensor<64xf32>
+    ```
+
+    becomes
+
+    ```mlir
+    %u = arith.subf %w, %g : tensor<64xf32>
+    %x = gradcomm.gossip_exchange %u state @step_arg0_gossip on @grid
+        grid_axes = [0] schedule = matching mixing = 0.5 seed = 0 period = 1
+        : tensor<64xf32>
+    return %x : tensor<64xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::gradcomm::GradCommDialect",
+                           "::mlir::arith::ArithDialect"];
+  let options = [
+    Option<"schedule", "schedule", "::mlir::gradcomm::Schedule",
+           "::mlir::gradcomm::Schedule::Matching", "Peer schedule",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::gradcomm::Schedule::Matching, "matching",
+                        "shared-seed random perfect matching"),
+             clEnumValN(::mlir::gradcomm::Schedule::Ring, "ring",
+                        "alternating left/right neighbour"),
+             clEnumValN(::mlir::gradcomm::Schedule::Hypercube, "hypercube",
+                        "rank XOR 2^(step mod log2 n)"))}]>,
+    Option<"mixing", "mixing", "double", "0.5",
+           "Mixing weight a in (0, 1): x = (1 - a) x + a x_peer">,
+    Option<"seed", "seed", "int64_t", "0", "Shared seed of the matching">,
+    Option<"period", "period", "int64_t", "1", "Exchange every p steps">,
+    Option<"minElements", "min-elements", "int64_t", "0",
+           "Parameters with fewer elements keep their dense all-reduce">,
+    ListOption<"exclude", "exclude", "std::string",
+               "Parameters (gradcomm.name or argN) kept dense">,
+    ListOption<"include", "include", "std::string",
+               "When given, only these parameters are gossiped">,
+    Option<"report", "report", "bool", "false",
+           "Emit a remark per all-reduce saying what was done and why">
+  ];
+}
+
 def ExportCInterfacePass
     : Pass<"gradcomm-export-c-interface", "::mlir::ModuleOp"> {
   let summary = "Give every public function a C interface "

@@ -1,0 +1,240 @@
+//===- GossipRewrite.cpp - gradient all-reduce -> local step + gossip -----===//
+//
+// Part of the GradComm project.
+//
+// ARCHITECTURE.md section 3. See the pass description in Passes.td and
+// docs/gossip.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gradcomm/Dialect/GradComm/IR/GradCommOps.h"
+#include "gradcomm/Dialect/GradComm/Transforms/GradientAnalysis.h"
+#include "gradcomm/Dialect/GradComm/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+
+namespace mlir::gradcomm {
+#define GEN_PASS_DEF_GOSSIPREWRITEPASS
+#include "gradcomm/Dialect/GradComm/Transforms/Passes.h.inc"
+} // namespace mlir::gradcomm
+
+using namespace mlir;
+using namespace mlir::gradcomm;
+
+static constexpr llvm::StringLiteral kPass = "gradcomm-gossip";
+
+namespace {
+
+/// The exchange parameters resolved for one parameter.
+struct GossipPlan {
+  Schedule schedule = Schedule::Matching;
+  double mixing = 0.5;
+  int64_t period = 1;
+};
+
+class GossipRewritePass
+    : public gradcomm::impl::GossipRewritePassBase<GossipRewritePass> {
+public:
+  using Base::Base;
+  void runOnOperation() override;
+
+private:
+  LogicalResult validateOptions();
+  /// Gossip plan for `op`, a reason to stay dense, or failure (diagnosed).
+  FailureOr<std::optional<GossipPlan>>
+  decide(shard::AllReduceOp op, const GradientUse &use, std::string &reason);
+};
+
+} // namespace
+
+LogicalResult GossipRewritePass::validateOptions() {
+  ModuleOp module = getOperation();
+  if (!(mixing > 0.0 && mixing < 1.0))
+    return module.emitError() << kPass << ": option 'mixing' must be in (0, "
+                              << "1), got " << formatNumber(mixing);
+  if (period < 1)
+    return module.emitError() << kPass << ": option 'period' must be >= 1, "
+                              << "got " << int64_t(period);
+  if (seed < 0)
+    return module.emitError()
+           << kPass << ": option 'seed' must be >= 0, got " << int64_t(seed);
+  if (minElements < 0)
+    return module.emitError() << kPass << ": option 'min-elements' must be "
+                              << ">= 0, got " << int64_t(minElements);
+  return success();
+}
+
+FailureOr<std::optional<GossipPlan>>
+GossipRewritePass::decide(shard::AllReduceOp op, const GradientUse &use,
+                          std::string &reason) {
+  auto dense = [&](const Twine &why) {
+    reason = why.str();
+    return std::optional<GossipPlan>();
+  };
+  if (std::optional<std::string> why = whyNotRewritable(op))
+    return dense(*why);
+  FailureOr<std::optional<std::string>> policy =
+      readStringOverride(op, use.parameter, policy_attr::kPolicy, kPass);
+  if (failed(policy))
+    return failure();
+  if (*policy && **policy != "dense" && **policy != "gossip" &&
+      **policy != "scalecom")
+    return op->emitError() << kPass << ": '" << policy_attr::kPolicy
+                           << "' must be \"dense\", \"scalecom\" or "
+                              "\"gossip\", got \""
+                           << **policy << "\"";
+  if (*policy && **policy != "gossip")
+    return dense("marked gradcomm.policy = \"" + **policy + "\"");
+  // Gossip rewrites the update itself, so even a marked all-reduce needs one.
+  if (!use.isGradient)
+    return dense("not a gradient: the result does not reach a returned "
+                 "parameter update through elementwise ops");
+  std::string name = parameterName(use.parameter);
+  if (!include.empty() && !llvm::is_contained(include, name))
+    return dense("parameter '" + name + "' is not in 'include'");
+  if (llvm::is_contained(exclude, name))
+    return dense("parameter '" + name + "' is in 'exclude'");
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  if (!type.getElementType().isF32()) {
+    op->emitWarning() << kPass << ": " << type.getElementType()
+                      << " parameter left dense: gossip supports f32 only";
+    return dense("element type is not f32");
+  }
+  if (!*policy && type.getNumElements() < minElements)
+    return dense(Twine(type.getNumElements()) + " elements < min-elements (" +
+                 Twine(int64_t(minElements)) + ")");
+  if (op.getReduction() == shard::ReductionKind::Sum) {
+    auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
+        op, op.getGridAttr());
+    int64_t size =
+        grid ? grid.getShape()[op.getGridAxes()[0]] : ShapedType::kDynamic;
+    if (ShapedType::isDynamic(size))
+      return dense("a sum over a grid axis of dynamic size has no static "
+                   "local estimate n * g");
+  }
+
+  GossipPlan plan;
+  plan.schedule = schedule;
+  plan.mixing = mixing;
+  plan.period = period;
+  FailureOr<std::optional<std::string>> scheduleOverride =
+      readStringOverride(op, use.parameter, policy_attr::kSchedule, kPass);
+  FailureOr<std::optional<double>> mixingOverride =
+      readNumberOverride(op, use.parameter, policy_attr::kMixing, kPass);
+  FailureOr<std::optional<double>> periodOverride =
+      readNumberOverride(op, use.parameter, policy_attr::kPeriod, kPass);
+  if (failed(scheduleOverride) || failed(mixingOverride) ||
+      failed(periodOverride))
+    return failure();
+  if (*scheduleOverride) {
+    std::optional<Schedule> parsed = symbolizeSchedule(**scheduleOverride);
+    if (!parsed)
+      return op->emitError()
+             << kPass << ": '" << policy_attr::kSchedule
+             << "' must be \"matching\", \"ring\" or \"hypercube\", got \""
+             << **scheduleOverride << "\"";
+    plan.schedule = *parsed;
+  }
+  auto grid =
+      SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, op.getGridAttr());
+  int64_t groupSize =
+      grid ? grid.getShape()[op.getGridAxes()[0]] : ShapedType::kDynamic;
+  if (plan.schedule == Schedule::Hypercube &&
+      !ShapedType::isDynamic(groupSize) && !llvm::isPowerOf2_64(groupSize))
+    return op->emitError() << kPass << ": the hypercube schedule needs a "
+                           << "power-of-two group, got " << groupSize;
+  plan.mixing = mixingOverride->value_or(plan.mixing);
+  if (!(plan.mixing > 0.0 && plan.mixing < 1.0))
+    return op->emitError() << kPass << ": 'mixing' must be in (0, 1), got "
+                           << formatNumber(plan.mixing);
+  plan.period = periodOverride->has_value()
+                    ? static_cast<int64_t>(**periodOverride)
+                    : plan.period;
+  if (plan.period < 1)
+    return op->emitError() << kPass << ": 'period' must be >= 1, got "
+                           << plan.period;
+  return std::optional<GossipPlan>(plan);
+}
+
+void GossipRewritePass::runOnOperation() {
+  if (failed(validateOptions()))
+    return signalPassFailure();
+  ModuleOp module = getOperation();
+  MLIRContext *ctx = &getContext();
+  SmallVector<shard::AllReduceOp> allReduces;
+  module.walk([&](shard::AllReduceOp op) { allReduces.push_back(op); });
+
+  SymbolTable symbolTable(module);
+  // One exchange per returned parameter, even if several gradients feed it.
+  llvm::DenseSet<OpOperand *> exchanged;
+  bool failedAny = false;
+  for (shard::AllReduceOp op : allReduces) {
+    GradientUse use = analyzeGradient(op.getResult());
+    std::string reason;
+    FailureOr<std::optional<GossipPlan>> plan = decide(op, use, reason);
+    if (failed(plan)) {
+      failedAny = true;
+      continue;
+    }
+    if (!*plan) {
+      if (report)
+        op->emitRemark() << kPass << ": left dense: " << reason;
+      continue;
+    }
+
+    // The unbiased local estimate of the reduced gradient.
+    OpBuilder b(op);
+    Value local = op.getInput();
+    int64_t groupSize = 1;
+    if (op.getReduction() == shard::ReductionKind::Sum) {
+      auto grid = symbolTable.lookup<shard::GridOp>(op.getGrid());
+      groupSize = grid.getShape()[op.getGridAxes()[0]];
+      auto type = cast<RankedTensorType>(local.getType());
+      Value n = arith::ConstantOp::create(
+          b, op.getLoc(),
+          DenseElementsAttr::get(type, b.getF32FloatAttr(groupSize)));
+      local = arith::MulFOp::create(b, op.getLoc(), local, n);
+    }
+    op.getResult().replaceAllUsesWith(local);
+
+    OpOperand *update = use.update;
+    std::string name = parameterName(use.parameter);
+    if (exchanged.insert(update).second) {
+      OpBuilder declarationBuilder(ctx);
+      auto state =
+          StateOp::create(declarationBuilder, op.getLoc(),
+                          sanitizeSymbolName(name + "_gossip"), TypeAttr());
+      insertDeclaration(symbolTable, state);
+      OpBuilder atReturn(update->getOwner());
+      auto exchange = GossipExchangeOp::create(
+          atReturn, op.getLoc(), update->get().getType(), update->get(),
+          FlatSymbolRefAttr::get(state.getSymNameAttr()), op.getGridAttr(),
+          op.getGridAxesAttr(), ScheduleAttr::get(ctx, (*plan)->schedule),
+          atReturn.getF64FloatAttr((*plan)->mixing),
+          atReturn.getI64IntegerAttr(seed),
+          atReturn.getI64IntegerAttr((*plan)->period));
+      update->set(exchange.getResult());
+      if (report)
+        op->emitRemark() << kPass << ": gossiped parameter '" << name
+                         << "': local gradient"
+                         << (groupSize > 1 ? " * " + std::to_string(groupSize)
+                                           : std::string())
+                         << ", schedule = "
+                         << stringifySchedule((*plan)->schedule)
+                         << ", mixing = " << formatNumber((*plan)->mixing)
+                         << ", period = " << (*plan)->period << ", state @"
+                         << state.getSymName();
+    } else if (report) {
+      op->emitRemark() << kPass << ": local gradient for parameter '" << name
+                       << "', already exchanged";
+    }
+    op.erase();
+  }
+  if (failedAny)
+    signalPassFailure();
+}
