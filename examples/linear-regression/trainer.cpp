@@ -41,11 +41,17 @@ constexpr int kBatch = 8;               // rows per rank
 constexpr int kIn = 64;                 // features
 constexpr int kOut = 32;                // outputs
 constexpr float kScale = 9.765625e-04f; // 2^-10, as in step.mlir.in
-constexpr const char *kWeightState = "step_arg0_grad";
+/// The runtime's counter names for the weight's communication: the
+/// gradient's (dense, ScaleCom, local top-k) or the parameter's (gossip).
+constexpr const char *kWeightOps[] = {"step_arg0_grad", "step_arg0_gossip"};
 
 struct Options {
   int steps = 20;
-  std::string reference = "none"; // none | dense | scalecom
+  std::string reference = "none"; // none | dense | scalecom | gossip
+  std::string schedule = "matching";
+  float mixing = 0.5f;
+  uint64_t seed = 0;
+  bool consensus = false;
   int64_t k = 128;
   std::string selection = "exact";
   int64_t chunk = 0;
@@ -61,7 +67,8 @@ struct Options {
                "trainer: %s\nusage: trainer [--steps N] [--reference "
                "none|dense|scalecom] [--k K] [--selection exact|chunk] "
                "[--chunk C] [--beta B] [--save-after S --checkpoint P] "
-               "[--resume P] [--quiet]\n",
+               "[--resume P] [--schedule S --mixing A --seed N] "
+               "[--consensus] [--quiet]\n",
                why);
   std::exit(2);
 }
@@ -95,12 +102,20 @@ Options parse(int argc, char **argv) {
       o.resume = value();
     else if (a == "--quiet")
       o.quiet = true;
+    else if (a == "--schedule")
+      o.schedule = value();
+    else if (a == "--mixing")
+      o.mixing = std::stof(value());
+    else if (a == "--seed")
+      o.seed = std::stoull(value());
+    else if (a == "--consensus")
+      o.consensus = true;
     else
       usage(("unknown argument " + a).c_str());
   }
   if (o.reference != "none" && o.reference != "dense" &&
-      o.reference != "scalecom")
-    usage("--reference must be none, dense or scalecom");
+      o.reference != "scalecom" && o.reference != "gossip")
+    usage("--reference must be none, dense, scalecom or gossip");
   return o;
 }
 
@@ -145,6 +160,8 @@ gradcomm_memref_f32_1d view1d(std::vector<float> &data) {
 /// the local gradients have the same bits as the compiled ones.
 struct Reference {
   std::vector<float> w, b, memory;
+  /// Gossip: this rank's weights after its local step, before mixing.
+  std::vector<float> afterLocalStep;
   uint64_t step = 0;
 
   Reference() : w(kIn * kOut, 0.0f), b(kOut, 0.0f), memory(kIn * kOut, 0.0f) {}
@@ -171,6 +188,11 @@ struct Reference {
       for (int j = 0; j < kOut; ++j)
         gb[j] += e[r * kOut + j];
 
+    if (o.reference == "gossip") {
+      gossip(o, gw, gb, size);
+      ++step;
+      return;
+    }
     std::vector<float> reduced(kIn * kOut, 0.0f);
     if (o.reference == "dense") {
       reduced = gw;
@@ -186,6 +208,37 @@ struct Reference {
     for (int j = 0; j < kOut; ++j)
       b[j] = b[j] - gb[j] * kScale;
     ++step;
+  }
+
+  /// Gossiping SGD (ARCHITECTURE.md section 3): a local step with the
+  /// unbiased estimate n * g of the summed gradient, then pairwise mixing
+  /// with the schedule's peer (the runtime's documented schedule function).
+  void gossip(const Options &o, const std::vector<float> &gw,
+              const std::vector<float> &gb, int size) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const float n = static_cast<float>(size);
+    for (int i = 0; i < kIn * kOut; ++i)
+      w[i] = w[i] - (gw[i] * n) * kScale;
+    for (int j = 0; j < kOut; ++j)
+      b[j] = b[j] - (gb[j] * n) * kScale;
+    afterLocalStep = w;
+    int peer = -1;
+    gradcomm_schedule schedule = o.schedule == "ring" ? GRADCOMM_SCHEDULE_RING
+                                 : o.schedule == "hypercube"
+                                     ? GRADCOMM_SCHEDULE_HYPERCUBE
+                                     : GRADCOMM_SCHEDULE_MATCHING;
+    gradcomm_gossip_peer(schedule, o.seed, step, rank, size, &peer);
+    if (peer < 0)
+      return;
+    for (std::vector<float> *x : {&w, &b}) {
+      std::vector<float> theirs(x->size());
+      MPI_Sendrecv(x->data(), static_cast<int>(x->size()), MPI_FLOAT, peer, 7,
+                   theirs.data(), static_cast<int>(x->size()), MPI_FLOAT, peer,
+                   7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      for (size_t i = 0; i < x->size(); ++i)
+        (*x)[i] = (1.0f - o.mixing) * (*x)[i] + o.mixing * theirs[i];
+    }
   }
 
   /// ARCHITECTURE.md section 2, written from the text: accumulate, the
@@ -248,6 +301,18 @@ uint64_t hashBits(const std::vector<float> &data) {
   return hash;
 }
 
+/// The mean over ranks of each element, in double.
+std::vector<double> replicaMean(const std::vector<float> &x) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::vector<double> mean(x.begin(), x.end());
+  MPI_Allreduce(MPI_IN_PLACE, mean.data(), static_cast<int>(mean.size()),
+                MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  for (double &v : mean)
+    v /= size;
+  return mean;
+}
+
 bool sameOnAllRanks(uint64_t hash) {
   uint64_t min = 0, max = 0;
   MPI_Allreduce(&hash, &min, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
@@ -300,12 +365,17 @@ int main(int argc, char **argv) {
   // Identical initial weights on every rank (zero; a trainer with random
   // initialization would broadcast rank 0's).
   std::vector<float> w(kIn * kOut, 0.0f), b(kOut, 0.0f);
+  // --consensus: replicas start apart (w = rank) and see zero data, so only
+  // the gossip exchanges move them.
+  if (o.consensus)
+    std::fill(w.begin(), w.end(), static_cast<float>(rank));
   int first = 0;
   if (!o.resume.empty()) {
     check(gradcomm_state_restore(o.resume.c_str()));
     first = loadWeights(o.resume, rank, w, b);
   }
   Reference reference;
+  reference.w = w;
   if (o.reference != "none" && first != 0)
     usage("--reference and --resume do not mix");
 
@@ -314,6 +384,14 @@ int main(int argc, char **argv) {
   int failures = 0;
   for (int step = first; step < o.steps; ++step) {
     makeBatch(rank, step, x, t);
+    if (o.consensus) {
+      std::fill(x.begin(), x.end(), 0.0f);
+      std::fill(t.begin(), t.end(), 0.0f);
+    }
+    const bool gossip = o.reference == "gossip" || o.consensus;
+    // All-reduce SGD and ScaleCom promise bit-identical replicas.
+    const bool identicalReplicas =
+        o.reference == "dense" || o.reference == "scalecom";
     gradcomm_memref_f32_2d wd = view2d(w, kIn, kOut),
                            xd = view2d(x, kBatch, kIn),
                            td = view2d(t, kBatch, kOut);
@@ -344,7 +422,30 @@ int main(int argc, char **argv) {
         ++failures;
       }
     }
-    if (!sameOnAllRanks(hashBits(w))) {
+    if (o.reference == "gossip") {
+      // Doubly stochastic mixing: the mean of the replicas moves only by
+      // the mean of the local updates, i.e. equals the mean of the
+      // replicas after their local steps, before mixing.
+      std::vector<double> meanAfter = replicaMean(w);
+      std::vector<double> meanLocal = replicaMean(reference.afterLocalStep);
+      double worst = 0.0;
+      for (size_t i = 0; i < w.size(); ++i)
+        worst = std::max(worst, std::fabs(meanAfter[i] - meanLocal[i]));
+      if (worst > 1e-6) {
+        if (rank == 0)
+          std::fprintf(stderr,
+                       "step %d: the replica mean moved %g beyond the mean "
+                       "local update\n",
+                       step, worst);
+        ++failures;
+      }
+    }
+    double distance = 0.0;
+    check(gradcomm_consensus_distance_f32(
+        w.data(), static_cast<int64_t>(w.size()), &distance));
+    if (gossip && rank == 0 && !o.quiet)
+      std::printf("step %3d  consensus distance %.6g\n", step, distance);
+    if (identicalReplicas && !sameOnAllRanks(hashBits(w))) {
       if (rank == 0)
         std::fprintf(stderr, "step %d: replicas differ across ranks\n", step);
       ++failures;
@@ -357,8 +458,17 @@ int main(int argc, char **argv) {
     }
   }
 
+  if (o.consensus && !sameOnAllRanks(hashBits(w))) {
+    if (rank == 0)
+      std::fprintf(stderr, "replicas did not reach consensus\n");
+    ++failures;
+  }
   gradcomm_op_stats stats{};
-  check(gradcomm_stats_get(kWeightState, &stats));
+  for (const char *name : kWeightOps) {
+    check(gradcomm_stats_get(name, &stats));
+    if (stats.calls)
+      break;
+  }
   int anyFailure = 0;
   MPI_Allreduce(&failures, &anyFailure, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (rank == 0) {
@@ -366,7 +476,7 @@ int main(int argc, char **argv) {
     std::printf("weights-hash %016llx\n",
                 static_cast<unsigned long long>(hashBits(w)));
     std::printf(
-        "weight-gradient bytes sent per step: values %llu, indices "
+        "weight bytes sent per step: values %llu, indices "
         "%llu (calls %llu)\n",
         static_cast<unsigned long long>(stats.value_bytes_sent /
                                         std::max<uint64_t>(1, stats.calls)),

@@ -250,3 +250,48 @@ TEST(Schedule, MatchingDependsOnSeedAndStepOnly) {
 }
 
 } // namespace
+
+namespace {
+
+/// The table in docs/gossip.md, as the runtime's public API prints it: who
+/// pairs with whom for n = 4 over steps 0..3 (and n = 3, matching).
+std::string scheduleTable(gradcomm_schedule schedule, int size) {
+  std::string table;
+  for (uint64_t step = 0; step < 4; ++step) {
+    table += "step " + std::to_string(step) + ":";
+    for (int rank = 0; rank < size; ++rank) {
+      int peer = -2;
+      EXPECT_EQ(gradcomm_gossip_peer(schedule, 0, step, rank, size, &peer),
+                GRADCOMM_OK);
+      table += " " + std::to_string(rank) + "->" +
+               (peer < 0 ? std::string("-") : std::to_string(peer));
+    }
+    table += "\n";
+  }
+  return table;
+}
+
+TEST(Schedule, DocumentedTables) {
+  EXPECT_EQ(scheduleTable(GRADCOMM_SCHEDULE_MATCHING, 4),
+            "step 0: 0->2 1->3 2->0 3->1\n"
+            "step 1: 0->1 1->0 2->3 3->2\n"
+            "step 2: 0->1 1->0 2->3 3->2\n"
+            "step 3: 0->3 1->2 2->1 3->0\n");
+  EXPECT_EQ(scheduleTable(GRADCOMM_SCHEDULE_RING, 4),
+            "step 0: 0->1 1->0 2->3 3->2\n"
+            "step 1: 0->3 1->2 2->1 3->0\n"
+            "step 2: 0->1 1->0 2->3 3->2\n"
+            "step 3: 0->3 1->2 2->1 3->0\n");
+  EXPECT_EQ(scheduleTable(GRADCOMM_SCHEDULE_HYPERCUBE, 4),
+            "step 0: 0->1 1->0 2->3 3->2\n"
+            "step 1: 0->2 1->3 2->0 3->1\n"
+            "step 2: 0->1 1->0 2->3 3->2\n"
+            "step 3: 0->2 1->3 2->0 3->1\n");
+  EXPECT_EQ(scheduleTable(GRADCOMM_SCHEDULE_MATCHING, 3),
+            "step 0: 0->1 1->0 2->-\n"
+            "step 1: 0->2 1->- 2->0\n"
+            "step 2: 0->- 1->2 2->1\n"
+            "step 3: 0->2 1->- 2->0\n");
+}
+
+} // namespace
