@@ -1,0 +1,148 @@
+//===- GpuBench.cu - CUDA kernel bandwidth, selection, NCCL overhead ------===//
+//
+// Part of the GradComm project.
+//
+// BENCHMARKS.md section 3, on one GPU: each kernel as a fraction of a
+// device-to-device copy measured in the same run, the exact selection's
+// time (bench/gpu/topk.py times torch.topk on the same data), and the
+// per-call overhead of a one-rank NCCL all-reduce. Writes CSV to argv[1].
+// Not a test.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaKernels.h"
+
+#include <nccl.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+#define CHECK_CUDA(expr)                                                       \
+  do {                                                                         \
+    cudaError_t e = (expr);                                                    \
+    if (e != cudaSuccess) {                                                    \
+      std::fprintf(stderr, "%s: %s\n", #expr, cudaGetErrorString(e));          \
+      std::exit(1);                                                            \
+    }                                                                          \
+  } while (0)
+
+/// Median of `repetitions` timings (ms) of `body` with CUDA events.
+template <typename Body> double timeMs(Body body, int repetitions = 11) {
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  body(); // warm-up
+  std::vector<float> samples;
+  for (int r = 0; r < repetitions; ++r) {
+    cudaEventRecord(start);
+    body();
+    cudaEventRecord(stop);
+    cudaEventSynchronize(stop);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    samples.push_back(ms);
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string out = argc > 1 ? argv[1] : "gpu-out";
+  std::ofstream kernels(out + "/kernels.csv");
+  kernels << "n,kernel,ms,gbytes_per_s,fraction_of_copy\n";
+  for (int64_t n : {int64_t(1) << 24, int64_t(1) << 28}) {
+    const int64_t k = (n + 99) / 100;
+    std::vector<float> host(n);
+    uint64_t x = 1;
+    for (int64_t i = 0; i < n; ++i) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      host[i] = float(int64_t(x >> 40) - (1 << 23)) / float(1 << 23);
+    }
+    float *m, *g, *outBuffer, *values, *copy;
+    int64_t *indices;
+    uint32_t *marks;
+    CHECK_CUDA(cudaMalloc(&m, 4 * n));
+    CHECK_CUDA(cudaMalloc(&g, 4 * n));
+    CHECK_CUDA(cudaMalloc(&outBuffer, 4 * n));
+    CHECK_CUDA(cudaMalloc(&copy, 4 * n));
+    CHECK_CUDA(cudaMalloc(&values, 4 * k));
+    CHECK_CUDA(cudaMalloc(&indices, 8 * k));
+    CHECK_CUDA(cudaMalloc(&marks, 4 * n));
+    CHECK_CUDA(cudaMemset(marks, 0, 4 * n));
+    CHECK_CUDA(cudaMemcpy(g, host.data(), 4 * n, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemset(m, 0, 4 * n));
+
+    double copyMs = timeMs(
+        [&] { cudaMemcpyAsync(copy, g, 4 * n, cudaMemcpyDeviceToDevice); });
+    double copyBw = 8.0 * n / (copyMs * 1e6);
+    auto row = [&](const char *name, double ms, double bytesPerElement) {
+      double bw = bytesPerElement * n / (ms * 1e6);
+      kernels << n << "," << name << "," << ms << "," << bw << ","
+              << bw / copyBw << "\n";
+    };
+    row("d2d_copy", copyMs, 8);
+    row("fused_chunk", timeMs([&] {
+          gradcomm::cuda::selectChunk(m, g, n, 100, indices, 0.5f, values,
+                                      outBuffer, true, nullptr);
+        }),
+        16);
+    uint32_t stamp = 1;
+    row("fused_update", timeMs([&] {
+          gradcomm::cuda::gatherAndUpdate(m, g, n, indices, k, 0.5f, values,
+                                          outBuffer, marks, ++stamp, nullptr);
+        }),
+        16);
+    gradcomm::cuda::SelectScratch scratch;
+    row("exact_select", timeMs([&] {
+          gradcomm::cuda::selectExact(m, g, n, k, indices, scratch, nullptr);
+        }),
+        8);
+    // The same data for torch.topk (m is zero, so |m + g| = |g|).
+    if (n == (int64_t(1) << 24)) {
+      std::ofstream raw(out + "/topk_input.f32", std::ios::binary);
+      raw.write(reinterpret_cast<const char *>(host.data()), 4 * n);
+    }
+    cudaFree(m);
+    cudaFree(g);
+    cudaFree(outBuffer);
+    cudaFree(copy);
+    cudaFree(values);
+    cudaFree(indices);
+    cudaFree(marks);
+  }
+
+  // One-rank NCCL: the per-call overhead of a tiny all-reduce.
+  std::ofstream nccl(out + "/nccl.csv");
+  nccl << "count,us_per_call\n";
+  ncclComm_t comm;
+  int device = 0;
+  if (ncclCommInitAll(&comm, 1, &device) == ncclSuccess) {
+    float *buffer;
+    CHECK_CUDA(cudaMalloc(&buffer, 4 << 20));
+    cudaStream_t stream;
+    cudaStreamCreate(&stream);
+    for (size_t count : {size_t(1), size_t(1024), size_t(1) << 20}) {
+      double ms = timeMs([&] {
+        for (int i = 0; i < 100; ++i)
+          ncclAllReduce(buffer, buffer, count, ncclFloat, ncclSum, comm,
+                        stream);
+        cudaStreamSynchronize(stream);
+      });
+      nccl << count << "," << ms * 10.0 << "\n";
+    }
+    ncclCommDestroy(comm);
+  }
+  std::printf("wrote %s/kernels.csv and %s/nccl.csv\n", out.c_str(),
+              out.c_str());
+  return 0;
+}

@@ -1,0 +1,386 @@
+//===- CudaKernels.cu - GradComm CUDA kernels -----------------------------===//
+//
+// Part of the GradComm project.
+//
+// Compiled with --fmad=false: `m + beta * g` is a rounded multiply and a
+// rounded add, as on the CPU, so both backends give the same bits. Integer
+// atomics only (counts), so every result is deterministic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaKernels.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace gradcomm::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+/// Elements per block of the ordered compaction.
+constexpr int kTile = 4096;
+
+__device__ __forceinline__ uint32_t magnitudeKey(float x) {
+  return __float_as_uint(x) & 0x7fffffffu;
+}
+
+int blocksFor(int64_t n, int64_t perBlock) {
+  int64_t blocks = (n + perBlock - 1) / perBlock;
+  return static_cast<int>(
+      std::min<int64_t>(std::max<int64_t>(blocks, 1), 65535LL * 32));
+}
+
+__global__ void nonFiniteKernel(const float *g, int64_t n, int *flag) {
+  int bad = 0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    bad |= magnitudeKey(g[i]) >= 0x7f800000u;
+  if (__syncthreads_or(bad) && threadIdx.x == 0)
+    atomicOr(flag, 1);
+}
+
+__global__ void keysKernel(const float *m, const float *g, int64_t n,
+                           uint32_t *keys) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    keys[i] = magnitudeKey(m[i] + g[i]);
+}
+
+/// Histogram of the 8-bit digit at `shift` among keys whose higher bits
+/// equal `prefix` (under `mask`).
+__global__ void histogramKernel(const uint32_t *keys, int64_t n,
+                                uint32_t prefix, uint32_t mask, int shift,
+                                unsigned long long *histogram) {
+  __shared__ unsigned int local[256];
+  for (int d = threadIdx.x; d < 256; d += blockDim.x)
+    local[d] = 0;
+  __syncthreads();
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    uint32_t key = keys[i];
+    if ((key & mask) == prefix)
+      atomicAdd(&local[(key >> shift) & 0xffu], 1u);
+  }
+  __syncthreads();
+  for (int d = threadIdx.x; d < 256; d += blockDim.x)
+    if (local[d])
+      atomicAdd(&histogram[d], static_cast<unsigned long long>(local[d]));
+}
+
+/// Per tile of kTile elements: how many keys are > threshold and == it.
+__global__ void countKernel(const uint32_t *keys, int64_t n, uint32_t threshold,
+                            unsigned long long *counts) {
+  int64_t begin = int64_t(blockIdx.x) * kTile;
+  int64_t end = min(n, begin + kTile);
+  unsigned long long greater = 0, equal = 0;
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    greater += keys[i] > threshold;
+    equal += keys[i] == threshold;
+  }
+  __shared__ unsigned long long sums[2][kThreads];
+  sums[0][threadIdx.x] = greater;
+  sums[1][threadIdx.x] = equal;
+  __syncthreads();
+  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) {
+      sums[0][threadIdx.x] += sums[0][threadIdx.x + stride];
+      sums[1][threadIdx.x] += sums[1][threadIdx.x + stride];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    counts[2 * blockIdx.x] = sums[0][0];
+    counts[2 * blockIdx.x + 1] = sums[1][0];
+  }
+}
+
+/// Exclusive block scan of one value per thread (blockDim == kThreads).
+__device__ unsigned long long blockExclusiveScan(unsigned long long value,
+                                                 unsigned long long *shared,
+                                                 unsigned long long *total) {
+  shared[threadIdx.x] = value;
+  __syncthreads();
+  for (int offset = 1; offset < kThreads; offset *= 2) {
+    unsigned long long add =
+        threadIdx.x >= offset ? shared[threadIdx.x - offset] : 0;
+    __syncthreads();
+    shared[threadIdx.x] += add;
+    __syncthreads();
+  }
+  unsigned long long inclusive = shared[threadIdx.x];
+  *total = shared[kThreads - 1];
+  __syncthreads();
+  return inclusive - value;
+}
+
+/// Writes the selected indices in ascending order: all keys > threshold
+/// and the first `needEqual` keys == threshold. `offsets` holds each
+/// tile's exclusive prefix of (greater, equal) counts.
+__global__ void writeKernel(const uint32_t *keys, int64_t n, uint32_t threshold,
+                            unsigned long long needEqual,
+                            const unsigned long long *offsets,
+                            int64_t *indices) {
+  __shared__ unsigned long long scanGreater[kThreads];
+  __shared__ unsigned long long scanEqual[kThreads];
+  int64_t begin = int64_t(blockIdx.x) * kTile;
+  int64_t end = min(n, begin + kTile);
+  unsigned long long greaterBefore = offsets[2 * blockIdx.x];
+  unsigned long long equalBefore = offsets[2 * blockIdx.x + 1];
+  for (int64_t base = begin; base < end; base += kThreads) {
+    int64_t i = base + threadIdx.x;
+    uint32_t key = i < end ? keys[i] : 0;
+    unsigned long long isGreater = i < end && key > threshold;
+    unsigned long long isEqual = i < end && key == threshold;
+    unsigned long long totalGreater, totalEqual;
+    unsigned long long g =
+        blockExclusiveScan(isGreater, scanGreater, &totalGreater);
+    unsigned long long e = blockExclusiveScan(isEqual, scanEqual, &totalEqual);
+    unsigned long long equalRank = equalBefore + e;
+    if (isGreater || (isEqual && equalRank < needEqual)) {
+      unsigned long long position =
+          greaterBefore + g + min(equalRank, needEqual);
+      indices[position] = i;
+    }
+    greaterBefore += totalGreater;
+    equalBefore += totalEqual;
+  }
+}
+
+/// One block per chunk: the top-1 (packed as key << 32 | ~offset, so the
+/// max is the largest key at the lowest offset), then optionally the
+/// chunk's memory update.
+__global__ void chunkKernel(float *m, const float *g, int64_t n,
+                            int64_t chunkSize, int64_t *indices, float beta,
+                            float keep, float *values, float *out,
+                            bool update) {
+  int64_t begin = int64_t(blockIdx.x) * chunkSize;
+  int64_t end = min(n, begin + chunkSize);
+  unsigned long long best = 0;
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    unsigned long long packed =
+        (static_cast<unsigned long long>(magnitudeKey(m[i] + g[i])) << 32) |
+        (0xffffffffull - static_cast<unsigned long long>(i - begin));
+    best = max(best, packed);
+  }
+  __shared__ unsigned long long reduce[kThreads];
+  reduce[threadIdx.x] = best;
+  __syncthreads();
+  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride)
+      reduce[threadIdx.x] =
+          max(reduce[threadIdx.x], reduce[threadIdx.x + stride]);
+    __syncthreads();
+  }
+  int64_t selected =
+      begin + static_cast<int64_t>(0xffffffffull - (reduce[0] & 0xffffffffull));
+  if (threadIdx.x == 0)
+    indices[blockIdx.x] = selected;
+  if (!update)
+    return;
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    if (i == selected) {
+      values[blockIdx.x] = m[i] + g[i];
+      m[i] = keep * m[i];
+    } else {
+      m[i] = m[i] + beta * g[i];
+    }
+    if (out)
+      out[i] = 0.0f;
+  }
+}
+
+__global__ void markAndGatherKernel(const float *m, const float *g,
+                                    const int64_t *indices, int64_t k,
+                                    float *values, uint32_t *marks,
+                                    uint32_t stamp) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < k;
+       j += int64_t(gridDim.x) * blockDim.x) {
+    int64_t i = indices[j];
+    if (values)
+      values[j] = m[i] + g[i];
+    marks[i] = stamp;
+  }
+}
+
+__global__ void updateKernel(float *m, const float *g, int64_t n, float beta,
+                             float keep, float *out, const uint32_t *marks,
+                             uint32_t stamp) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    m[i] = marks[i] == stamp ? keep * m[i] : m[i] + beta * g[i];
+    if (out)
+      out[i] = 0.0f;
+  }
+}
+
+__global__ void scatterKernel(float *out, const int64_t *indices,
+                              const float *values, int64_t k, float divisor) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < k;
+       j += int64_t(gridDim.x) * blockDim.x)
+    out[indices[j]] = divisor == 1.0f ? values[j] : values[j] / divisor;
+}
+
+__global__ void mixKernel(float *x, const float *peer, int64_t n, float a,
+                          float keep) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    x[i] = keep * x[i] + a * peer[i];
+}
+
+__global__ void divideKernel(float *x, int64_t n, float divisor) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    x[i] = x[i] / divisor;
+}
+
+template <typename T>
+cudaError_t grow(T *&buffer, int64_t &capacity, int64_t needed) {
+  if (capacity >= needed)
+    return cudaSuccess;
+  cudaFree(buffer);
+  buffer = nullptr;
+  capacity = 0;
+  cudaError_t error = cudaMalloc(&buffer, sizeof(T) * needed);
+  if (error == cudaSuccess)
+    capacity = needed;
+  return error;
+}
+
+#define GRADCOMM_CUDA_TRY(expr)                                                \
+  do {                                                                         \
+    cudaError_t gradcommError = (expr);                                        \
+    if (gradcommError != cudaSuccess)                                          \
+      return gradcommError;                                                    \
+  } while (false)
+
+} // namespace
+
+SelectScratch::~SelectScratch() {
+  cudaFree(keys);
+  cudaFree(counters);
+}
+
+std::string errorText(cudaError_t error, const char *what) {
+  if (error == cudaSuccess)
+    return {};
+  return std::string(what) + ": " + cudaGetErrorString(error);
+}
+
+cudaError_t anyNonFinite(const float *g, int64_t n, bool *result,
+                         cudaStream_t stream) {
+  int *flag = nullptr;
+  GRADCOMM_CUDA_TRY(cudaMallocAsync(&flag, sizeof(int), stream));
+  GRADCOMM_CUDA_TRY(cudaMemsetAsync(flag, 0, sizeof(int), stream));
+  nonFiniteKernel<<<blocksFor(n, kThreads * 8), kThreads, 0, stream>>>(g, n,
+                                                                       flag);
+  int host = 0;
+  GRADCOMM_CUDA_TRY(cudaMemcpyAsync(&host, flag, sizeof(int),
+                                    cudaMemcpyDeviceToHost, stream));
+  GRADCOMM_CUDA_TRY(cudaFreeAsync(flag, stream));
+  GRADCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+  *result = host != 0;
+  return cudaGetLastError();
+}
+
+cudaError_t selectExact(const float *m, const float *g, int64_t n, int64_t k,
+                        int64_t *indices, SelectScratch &scratch,
+                        cudaStream_t stream) {
+  const int tiles = static_cast<int>((n + kTile - 1) / kTile);
+  GRADCOMM_CUDA_TRY(grow(scratch.keys, scratch.keyCapacity, n));
+  GRADCOMM_CUDA_TRY(grow(scratch.counters, scratch.counterCapacity,
+                         std::max<int64_t>(256, 2 * int64_t(tiles))));
+  const int blocks = blocksFor(n, kThreads * 8);
+  keysKernel<<<blocks, kThreads, 0, stream>>>(m, g, n, scratch.keys);
+
+  // Radix select, most significant digit first: the exact k-th largest key
+  // and how many keys equal to it belong to the top k.
+  uint32_t prefix = 0, mask = 0;
+  unsigned long long remaining = static_cast<unsigned long long>(k);
+  std::vector<unsigned long long> histogram(256);
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    GRADCOMM_CUDA_TRY(cudaMemsetAsync(
+        scratch.counters, 0, 256 * sizeof(unsigned long long), stream));
+    histogramKernel<<<blocks, kThreads, 0, stream>>>(
+        scratch.keys, n, prefix, mask, shift, scratch.counters);
+    GRADCOMM_CUDA_TRY(cudaMemcpyAsync(histogram.data(), scratch.counters,
+                                      256 * sizeof(unsigned long long),
+                                      cudaMemcpyDeviceToHost, stream));
+    GRADCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+    int digit = 255;
+    for (; digit > 0; --digit) {
+      if (histogram[digit] >= remaining)
+        break;
+      remaining -= histogram[digit];
+    }
+    prefix |= static_cast<uint32_t>(digit) << shift;
+    mask |= 0xffu << shift;
+  }
+
+  // Ordered compaction: per-tile counts, their exclusive prefix (on the
+  // host: one value pair per 4096 elements), then the ordered write.
+  countKernel<<<tiles, kThreads, 0, stream>>>(scratch.keys, n, prefix,
+                                              scratch.counters);
+  std::vector<unsigned long long> counts(2 * size_t(tiles));
+  GRADCOMM_CUDA_TRY(cudaMemcpyAsync(counts.data(), scratch.counters,
+                                    counts.size() * sizeof(counts[0]),
+                                    cudaMemcpyDeviceToHost, stream));
+  GRADCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+  unsigned long long greater = 0, equal = 0;
+  for (int t = 0; t < tiles; ++t) {
+    unsigned long long g = counts[2 * t], e = counts[2 * t + 1];
+    counts[2 * t] = greater;
+    counts[2 * t + 1] = equal;
+    greater += g;
+    equal += e;
+  }
+  GRADCOMM_CUDA_TRY(cudaMemcpyAsync(scratch.counters, counts.data(),
+                                    counts.size() * sizeof(counts[0]),
+                                    cudaMemcpyHostToDevice, stream));
+  writeKernel<<<tiles, kThreads, 0, stream>>>(
+      scratch.keys, n, prefix, remaining, scratch.counters, indices);
+  GRADCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+  return cudaGetLastError();
+}
+
+cudaError_t selectChunk(float *m, const float *g, int64_t n, int64_t chunkSize,
+                        int64_t *indices, float beta, float *values, float *out,
+                        bool update, cudaStream_t stream) {
+  int64_t chunks = (n + chunkSize - 1) / chunkSize;
+  chunkKernel<<<static_cast<unsigned>(chunks), kThreads, 0, stream>>>(
+      m, g, n, chunkSize, indices, beta, 1.0f - beta, values, out, update);
+  return cudaGetLastError();
+}
+
+cudaError_t gatherAndUpdate(float *m, const float *g, int64_t n,
+                            const int64_t *indices, int64_t k, float beta,
+                            float *values, float *out, uint32_t *marks,
+                            uint32_t stamp, cudaStream_t stream) {
+  markAndGatherKernel<<<blocksFor(k, kThreads), kThreads, 0, stream>>>(
+      m, g, indices, k, values, marks, stamp);
+  updateKernel<<<blocksFor(n, kThreads * 8), kThreads, 0, stream>>>(
+      m, g, n, beta, 1.0f - beta, out, marks, stamp);
+  return cudaGetLastError();
+}
+
+cudaError_t scatter(float *out, const int64_t *indices, const float *values,
+                    int64_t k, float divisor, cudaStream_t stream) {
+  scatterKernel<<<blocksFor(k, kThreads), kThreads, 0, stream>>>(
+      out, indices, values, k, divisor);
+  return cudaGetLastError();
+}
+
+cudaError_t mix(float *x, const float *peer, int64_t n, float a,
+                cudaStream_t stream) {
+  mixKernel<<<blocksFor(n, kThreads * 8), kThreads, 0, stream>>>(x, peer, n, a,
+                                                                 1.0f - a);
+  return cudaGetLastError();
+}
+
+cudaError_t divide(float *x, int64_t n, float divisor, cudaStream_t stream) {
+  divideKernel<<<blocksFor(n, kThreads * 8), kThreads, 0, stream>>>(x, n,
+                                                                    divisor);
+  return cudaGetLastError();
+}
+
+} // namespace gradcomm::cuda

@@ -1,0 +1,74 @@
+//===- CudaKernels.h - GradComm CUDA kernels (host API) ---------*- C++ -*-===//
+//
+// Part of the GradComm project.
+//
+// The CUDA twins of src/cpu/Kernels.h. Every pointer is a device pointer;
+// every call is enqueued on `stream`. Built with --fmad=false, so results
+// are bit-identical to the CPU kernels (tested by CudaKernelsTest when a GPU
+// is present).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GRADCOMM_RUNTIME_CUDA_CUDAKERNELS_H
+#define GRADCOMM_RUNTIME_CUDA_CUDAKERNELS_H
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+namespace gradcomm::cuda {
+
+/// Device scratch of the exact selection, grown on demand and reused.
+struct SelectScratch {
+  uint32_t *keys = nullptr;
+  int64_t keyCapacity = 0;
+  unsigned long long *counters = nullptr; // histogram / block counts
+  int64_t counterCapacity = 0;
+  ~SelectScratch();
+};
+
+/// A CUDA error as "what: cudaGetErrorString" or empty on success.
+std::string errorText(cudaError_t error, const char *what);
+
+/// True when some g is NaN/Inf (synchronizes `stream`).
+cudaError_t anyNonFinite(const float *g, int64_t n, bool *result,
+                         cudaStream_t stream);
+
+/// Exact top-k of |m + g|, ties to the lower index, indices ascending:
+/// four 8-bit radix passes find the k-th key, then an ordered compaction
+/// writes the indices. Not a sort. Synchronizes `stream`.
+cudaError_t selectExact(const float *m, const float *g, int64_t n, int64_t k,
+                        int64_t *indices, SelectScratch &scratch,
+                        cudaStream_t stream);
+
+/// Top-1 of |m + g| per chunk (ties to the lower index) and, with `values`
+/// and `out` non-null, the fused memory update of that chunk in the same
+/// kernel: the leader's one-pass chunk path.
+cudaError_t selectChunk(float *m, const float *g, int64_t n, int64_t chunkSize,
+                        int64_t *indices, float beta, float *values, float *out,
+                        bool update, cudaStream_t stream);
+
+/// values[j] = m[I_j] + g[I_j]; then m = m + beta g outside I and
+/// m = (1 - beta) m at I; out = 0 when non-null. `marks` is a device array
+/// of n uint32 used to flag I (left set to `stamp` at I: pass a new stamp
+/// each call).
+cudaError_t gatherAndUpdate(float *m, const float *g, int64_t n,
+                            const int64_t *indices, int64_t k, float beta,
+                            float *values, float *out, uint32_t *marks,
+                            uint32_t stamp, cudaStream_t stream);
+
+/// out[I_j] = values[j] / divisor (divisor 1: a plain scatter).
+cudaError_t scatter(float *out, const int64_t *indices, const float *values,
+                    int64_t k, float divisor, cudaStream_t stream);
+
+/// x = (1 - a) x + a peer.
+cudaError_t mix(float *x, const float *peer, int64_t n, float a,
+                cudaStream_t stream);
+
+/// x = x / divisor (the average after a summing all-reduce).
+cudaError_t divide(float *x, int64_t n, float divisor, cudaStream_t stream);
+
+} // namespace gradcomm::cuda
+
+#endif // GRADCOMM_RUNTIME_CUDA_CUDAKERNELS_H

@@ -1,0 +1,163 @@
+//===- CudaKernelsTest.cpp - CUDA kernels against the CPU kernels ---------===//
+//
+// Part of the GradComm project.
+//
+// Same inputs on both backends, same indices and bits expected. Needs a GPU:
+// without one the program exits 77, which ctest reports as skipped.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaKernels.h"
+#include "Kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <numeric>
+#include <vector>
+
+namespace {
+
+std::vector<float> data(int64_t n, uint64_t seed) {
+  std::vector<float> v(n);
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (int64_t i = 0; i < n; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    v[i] = float(int64_t(x >> 40) - (1 << 23)) / float(1 << 23);
+  }
+  return v;
+}
+
+/// A device copy of a host vector, freed at scope exit.
+template <typename T> struct Device {
+  T *ptr = nullptr;
+  size_t count = 0;
+  explicit Device(size_t n) : count(n) {
+    EXPECT_EQ(cudaMalloc(&ptr, sizeof(T) * std::max<size_t>(n, 1)),
+              cudaSuccess);
+  }
+  explicit Device(const std::vector<T> &host) : Device(host.size()) {
+    EXPECT_EQ(
+        cudaMemcpy(ptr, host.data(), sizeof(T) * count, cudaMemcpyHostToDevice),
+        cudaSuccess);
+  }
+  ~Device() { cudaFree(ptr); }
+  std::vector<T> host() const {
+    std::vector<T> out(count);
+    EXPECT_EQ(
+        cudaMemcpy(out.data(), ptr, sizeof(T) * count, cudaMemcpyDeviceToHost),
+        cudaSuccess);
+    return out;
+  }
+};
+
+TEST(CudaKernels, ExactSelectionMatchesCpu) {
+  for (int64_t n : {1000, 65536 * 3 + 5, 1 << 22}) {
+    std::vector<float> m = data(n, 1), g = data(n, 2);
+    // Ties: a run of equal magnitudes of both signs.
+    for (int64_t i = 100; i < 400; ++i)
+      g[i] = (i % 2 ? 0.75f : -0.75f) - m[i] * 0.0f;
+    for (int64_t k : {int64_t(1), n / 100 + 1, n / 3}) {
+      std::vector<int64_t> expected(k);
+      gradcomm::cpu::SelectScratch cpuScratch;
+      gradcomm::cpu::selectExact(m.data(), g.data(), n, k, expected.data(),
+                                 cpuScratch);
+      Device<float> dm(m), dg(g);
+      Device<int64_t> indices(static_cast<size_t>(k));
+      gradcomm::cuda::SelectScratch scratch;
+      ASSERT_EQ(gradcomm::cuda::selectExact(dm.ptr, dg.ptr, n, k, indices.ptr,
+                                            scratch, nullptr),
+                cudaSuccess);
+      EXPECT_EQ(indices.host(), expected) << "n " << n << " k " << k;
+    }
+  }
+}
+
+TEST(CudaKernels, ChunkSelectionAndFusedUpdateMatchCpu) {
+  const int64_t n = 1000003;
+  for (int64_t chunk : {1, 16, 100, 4096}) {
+    const int64_t k = (n + chunk - 1) / chunk;
+    std::vector<float> m = data(n, 3), g = data(n, 4);
+    std::vector<float> cpuM = m, cpuValues(k), cpuOut(n, 9.0f);
+    std::vector<int64_t> cpuIndices(k);
+    gradcomm::cpu::selectChunkAndUpdate(cpuM.data(), g.data(), n, chunk, 0.3f,
+                                        cpuIndices.data(), cpuValues.data(),
+                                        cpuOut.data());
+    Device<float> dm(m), dg(g), values(static_cast<size_t>(k)),
+        out(std::vector<float>(n, 9.0f));
+    Device<int64_t> indices(static_cast<size_t>(k));
+    ASSERT_EQ(gradcomm::cuda::selectChunk(dm.ptr, dg.ptr, n, chunk, indices.ptr,
+                                          0.3f, values.ptr, out.ptr, true,
+                                          nullptr),
+              cudaSuccess);
+    EXPECT_EQ(indices.host(), cpuIndices) << "chunk " << chunk;
+    EXPECT_EQ(values.host(), cpuValues);
+    EXPECT_EQ(dm.host(), cpuM);
+    EXPECT_EQ(out.host(), cpuOut);
+  }
+}
+
+TEST(CudaKernels, GatherUpdateScatterMixMatchCpu) {
+  const int64_t n = 1 << 20, k = 5000;
+  std::vector<float> m = data(n, 5), g = data(n, 6);
+  std::vector<int64_t> idx(k);
+  for (int64_t j = 0; j < k; ++j)
+    idx[j] = j * (n / k) + (j % 7);
+  std::vector<float> cpuM = m, cpuValues(k), cpuOut(n, 1.0f);
+  gradcomm::cpu::gatherAndUpdate(cpuM.data(), g.data(), n, idx.data(), k, 0.5f,
+                                 cpuValues.data(), cpuOut.data());
+  Device<float> dm(m), dg(g), values(static_cast<size_t>(k)),
+      out(std::vector<float>(n, 1.0f));
+  Device<int64_t> indices(idx);
+  Device<uint32_t> marks(std::vector<uint32_t>(n, 0));
+  for (uint32_t stamp : {1u}) {
+    ASSERT_EQ(gradcomm::cuda::gatherAndUpdate(dm.ptr, dg.ptr, n, indices.ptr, k,
+                                              0.5f, values.ptr, out.ptr,
+                                              marks.ptr, stamp, nullptr),
+              cudaSuccess);
+  }
+  EXPECT_EQ(dm.host(), cpuM);
+  EXPECT_EQ(values.host(), cpuValues);
+  EXPECT_EQ(out.host(), cpuOut);
+
+  gradcomm::cpu::scatter(cpuOut.data(), idx.data(), cpuValues.data(), k);
+  ASSERT_EQ(gradcomm::cuda::scatter(out.ptr, indices.ptr, values.ptr, k, 1.0f,
+                                    nullptr),
+            cudaSuccess);
+  EXPECT_EQ(out.host(), cpuOut);
+
+  std::vector<float> x = data(n, 7), peer = data(n, 8), cpuX = x;
+  gradcomm::cpu::mix(cpuX.data(), peer.data(), n, 0.3f);
+  Device<float> dx(x), dpeer(peer);
+  ASSERT_EQ(gradcomm::cuda::mix(dx.ptr, dpeer.ptr, n, 0.3f, nullptr),
+            cudaSuccess);
+  EXPECT_EQ(dx.host(), cpuX);
+}
+
+TEST(CudaKernels, NonFiniteScan) {
+  std::vector<float> g = data(10000, 9);
+  Device<float> clean(g);
+  bool bad = true;
+  ASSERT_EQ(gradcomm::cuda::anyNonFinite(clean.ptr, 10000, &bad, nullptr),
+            cudaSuccess);
+  EXPECT_FALSE(bad);
+  g[1234] = std::numeric_limits<float>::infinity();
+  Device<float> dirty(g);
+  ASSERT_EQ(gradcomm::cuda::anyNonFinite(dirty.ptr, 10000, &bad, nullptr),
+            cudaSuccess);
+  EXPECT_TRUE(bad);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("no CUDA device: CUDA kernel tests skipped\n");
+    return 77;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
