@@ -82,6 +82,7 @@ void mlir::gradcomm::buildLoweringPipeline(
       "expand-strided-metadata,"
       "lower-affine,"
       "finalize-memref-to-llvm,"
+      "convert-math-to-llvm,"
       "convert-arith-to-llvm,"
       "convert-index-to-llvm,"
       "convert-func-to-llvm,"

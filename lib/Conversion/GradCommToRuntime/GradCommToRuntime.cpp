@@ -430,10 +430,22 @@ public:
              EraseDeclarationPattern<shard::GridOp>>(context);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    dropPolicyAttributes();
   }
 
 private:
+  /// The `gradcomm.*` argument attributes (names, policies) are consumed by
+  /// now; LLVM translation would warn about them.
+  void dropPolicyAttributes() {
+    getOperation().walk([](FunctionOpInterface func) {
+      for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+        for (NamedAttribute attr : func.getArgAttrs(i))
+          if (attr.getName().getValue().starts_with("gradcomm."))
+            func.removeArgAttr(i, attr.getName());
+    });
+  }
+
   /// Checks what the runtime cannot do (diagnostics, not a failed
   /// legalization), names every communication op for the runtime, and adds
   /// the group-size check at the entry of every communicating function.
@@ -498,9 +510,12 @@ LogicalResult ConvertGradCommToRuntimePass::prepare() {
         }
         size = checkGroup(op, reduce.getGridAttr(), reduce.getGridAxes());
         GradientUse use = analyzeGradient(reduce.getResult());
-        name = use.parameter
-                   ? parameterName(use.parameter) + "_grad"
-                   : (func.getName() + "_all_reduce_" + Twine(counter)).str();
+        // Named like the ScaleCom state of the same gradient, so counters
+        // line up whichever strategy ran.
+        name = sanitizeSymbolName(
+            use.parameter
+                ? parameterName(use.parameter) + "_grad"
+                : (func.getName() + "_all_reduce_" + Twine(counter)).str());
       } else if (auto sparse = dyn_cast<SparseAllReduceOp>(op)) {
         size = checkGroup(op, sparse.getGridAttr(), sparse.getGridAxes());
         auto compress = sparse.getValues().getDefiningOp<CltkCompressOp>();
