@@ -68,6 +68,20 @@ gradcomm_status unpack(const Call &call, const char *argument,
   return GRADCOMM_OK;
 }
 
+/// Unpacks a gradient and its same-sized output.
+gradcomm_status unpackGradAndOut(const Call &call,
+                                 const gradcomm_unranked_memref *grad,
+                                 const gradcomm_unranked_memref *out,
+                                 View<float> &g, View<float> &o) {
+  GRADCOMM_RETURN_IF_ERROR(unpack(call, "grad", grad, g));
+  GRADCOMM_RETURN_IF_ERROR(unpack(call, "out", out, o));
+  if (g.count != o.count)
+    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                     "'grad' has " + std::to_string(g.count) +
+                         " elements, 'out' " + std::to_string(o.count));
+  return GRADCOMM_OK;
+}
+
 } // namespace
 
 int32_t _mlir_ciface_gradcomm_rt_dense_all_reduce_f32(
@@ -94,13 +108,7 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_f32(const char *state,
   View<float> g, o;
   gradcomm_status status =
       guarded("scalecom_f32", state, [&](const Call &call) {
-        GRADCOMM_RETURN_IF_ERROR(unpack(call, "grad", grad, g));
-        GRADCOMM_RETURN_IF_ERROR(unpack(call, "out", out, o));
-        if (g.count != o.count)
-          return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                           "'grad' has " + std::to_string(g.count) +
-                               " elements, 'out' " + std::to_string(o.count));
-        return GRADCOMM_OK;
+        return unpackGradAndOut(call, grad, out, g, o);
       });
   if (status != GRADCOMM_OK)
     return status;
@@ -184,13 +192,7 @@ int32_t _mlir_ciface_gradcomm_rt_local_topk_all_gather_f32(
   View<float> g, o;
   gradcomm_status status =
       guarded("local_topk_all_gather_f32", state, [&](const Call &call) {
-        GRADCOMM_RETURN_IF_ERROR(unpack(call, "grad", grad, g));
-        GRADCOMM_RETURN_IF_ERROR(unpack(call, "out", out, o));
-        if (g.count != o.count)
-          return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                           "'grad' has " + std::to_string(g.count) +
-                               " elements, 'out' " + std::to_string(o.count));
-        return GRADCOMM_OK;
+        return unpackGradAndOut(call, grad, out, g, o);
       });
   if (status != GRADCOMM_OK)
     return status;
