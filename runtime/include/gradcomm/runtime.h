@@ -47,7 +47,17 @@ typedef enum gradcomm_status {
   GRADCOMM_ERR_IO = 8,
   /// A named state does not exist, or exists with another size.
   GRADCOMM_ERR_STATE = 9,
+  /// The operation or backend is not available here (message says why).
+  GRADCOMM_ERR_UNSUPPORTED = 10,
 } gradcomm_status;
+
+/// Where tensors live and which kernels and transport run.
+typedef enum gradcomm_backend {
+  /// Host pointers, CPU kernels, MPI.
+  GRADCOMM_BACKEND_CPU = 0,
+  /// Device pointers, CUDA kernels, NCCL (libgradcomm_runtime_cuda.so).
+  GRADCOMM_BACKEND_CUDA = 1,
+} gradcomm_backend;
 
 /// How a collective combines the contributions of the group. Values match
 /// the `gradcomm` dialect's Reduction enum.
@@ -95,6 +105,16 @@ gradcomm_status gradcomm_init(void);
 /// initialized it. The runtime can be initialized again afterwards unless
 /// MPI was finalized.
 gradcomm_status gradcomm_finalize(void);
+
+/// Selects the backend (default: GRADCOMM_BACKEND env, `cpu` or `cuda`,
+/// else cpu). Switching needs no live state (finalize or reset first). The
+/// CUDA backend loads libgradcomm_runtime_cuda.so and bootstraps NCCL over
+/// the MPI communicator; without the library, a device or a driver this is
+/// GRADCOMM_ERR_UNSUPPORTED with the reason. With the CUDA backend, tensor
+/// pointers are device pointers; the fused ScaleCom step, dense all-reduce,
+/// gossip, state and checkpoints are supported.
+gradcomm_status gradcomm_set_backend(gradcomm_backend backend);
+gradcomm_status gradcomm_get_backend(gradcomm_backend *backend);
 
 /// This rank's index in, and the size of, the runtime's communicator.
 gradcomm_status gradcomm_rank(int *rank);

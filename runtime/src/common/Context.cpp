@@ -16,6 +16,18 @@ Context &gradcomm::context() {
   return ctx;
 }
 
+/// GRADCOMM_BACKEND=cpu|cuda picks the backend at initialization.
+static gradcomm_status backendFromEnvironment(const Call &call) {
+  const char *name = std::getenv("GRADCOMM_BACKEND");
+  if (!name || std::string(name).empty() || std::string(name) == "cpu")
+    return GRADCOMM_OK;
+  if (std::string(name) != "cuda")
+    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                     "GRADCOMM_BACKEND must be cpu or cuda, got '" +
+                         std::string(name) + "'");
+  return gradcomm_set_backend(GRADCOMM_BACKEND_CUDA);
+}
+
 /// Binds the runtime to `comm`. MPI errors must come back as codes, not
 /// abort the job, so every message can name the op and the rank.
 static gradcomm_status bind(const Call &call, MPI_Comm comm, bool ownsMpi) {
@@ -54,7 +66,8 @@ gradcomm_status Call::ensureInitialized() const {
       return fail(GRADCOMM_ERR_NOT_INITIALIZED, "MPI_Init_thread failed");
     ownsMpi = true;
   }
-  return bind(*this, MPI_COMM_WORLD, ownsMpi);
+  GRADCOMM_RETURN_IF_ERROR(bind(*this, MPI_COMM_WORLD, ownsMpi));
+  return backendFromEnvironment(*this);
 }
 
 gradcomm_status gradcomm_init(void) {
@@ -84,7 +97,8 @@ gradcomm_status gradcomm_init_with_comm(MPI_Comm comm) {
                        "already initialized on another communicator; call "
                        "gradcomm_finalize first");
     }
-    return bind(call, comm, /*ownsMpi=*/false);
+    GRADCOMM_RETURN_IF_ERROR(bind(call, comm, /*ownsMpi=*/false));
+    return backendFromEnvironment(call);
   });
 }
 
@@ -94,6 +108,7 @@ gradcomm_status gradcomm_finalize(void) {
     if (!ctx.initialized)
       return GRADCOMM_OK;
     bool ownsMpi = ctx.ownsMpi;
+    releaseCudaBackend();
     ctx = Context();
     if (ownsMpi)
       return call.mpi(MPI_Finalize(), "MPI_Finalize");

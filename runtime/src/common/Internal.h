@@ -9,6 +9,7 @@
 #ifndef GRADCOMM_RUNTIME_INTERNAL_H
 #define GRADCOMM_RUNTIME_INTERNAL_H
 
+#include "CudaBackendTable.h"
 #include "gradcomm/runtime.h"
 
 #include <mpi.h>
@@ -31,7 +32,12 @@ struct State {
   /// Elements of the memory; 0 for a counter-only state.
   int64_t count = 0;
   uint64_t step = 0;
+  /// The memory on the CPU backend.
   std::vector<float> memory;
+  /// The memory on the CUDA backend (device pointer).
+  float *device = nullptr;
+  /// Where the backend keeps the memory.
+  float *data() { return device ? device : memory.data(); }
   /// Per-state scratch, reused across steps so the hot path does not
   /// allocate: leader indices and this rank's k values.
   std::vector<int64_t> indices;
@@ -48,6 +54,12 @@ struct Context {
   int rank = 0;
   int size = 1;
   bool consistencyCheck = true;
+  gradcomm_backend backend = GRADCOMM_BACKEND_CPU;
+  /// The loaded CUDA backend, when `backend` is CUDA.
+  const CudaBackendTable *cuda = nullptr;
+  /// Handles a trainer handed in for the CUDA backend (runtime_cuda.h).
+  void *ncclComm = nullptr;
+  void *cudaStream = nullptr;
   std::map<std::string, State> states;
   std::map<std::string, gradcomm_op_stats> stats;
 };
@@ -96,6 +108,18 @@ gradcomm_status guarded(const char *operation, const char *opName,
 /// Fails (GRADCOMM_ERR_STATE) if it exists with another count.
 gradcomm_status lookupState(const Call &call, const char *name, int64_t count,
                             State *&state);
+
+/// True when the CUDA backend is selected.
+inline bool usingCuda() { return context().backend == GRADCOMM_BACKEND_CUDA; }
+
+/// Turns a CUDA backend return code and message into a status.
+gradcomm_status cudaStatus(const Call &call, int rc, const char *error);
+
+/// GRADCOMM_ERR_UNSUPPORTED for an operation the CUDA backend lacks.
+gradcomm_status unsupportedOnCuda(const Call &call);
+
+/// Frees every state's device memory and shuts the CUDA backend down.
+void releaseCudaBackend();
 
 /// One value the ranks of a collective must agree on.
 struct CheckField {

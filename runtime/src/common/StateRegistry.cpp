@@ -76,6 +76,35 @@ std::string rankPath(const char *path) {
   return std::string(path) + ".rank" + std::to_string(context().rank);
 }
 
+/// A host copy of a state's memory (staged from the device on CUDA).
+gradcomm_status hostMemory(const Call &call, const State &state,
+                           std::vector<float> &host) {
+  if (!state.device) {
+    host = state.memory;
+    return GRADCOMM_OK;
+  }
+  host.resize(state.count);
+  char error[kErrorSize] = {0};
+  return cudaStatus(
+      call,
+      context().cuda->toHost(host.data(), state.device, state.count, error),
+      error);
+}
+
+/// Writes `host` into a state's memory (through the device on CUDA).
+gradcomm_status setMemory(const Call &call, State &state,
+                          const std::vector<float> &host) {
+  if (!state.device) {
+    state.memory = host;
+    return GRADCOMM_OK;
+  }
+  char error[kErrorSize] = {0};
+  return cudaStatus(
+      call,
+      context().cuda->fromHost(state.device, host.data(), state.count, error),
+      error);
+}
+
 } // namespace
 
 gradcomm_status gradcomm_state_declare(const char *name, int64_t count) {
@@ -92,22 +121,21 @@ gradcomm_status gradcomm_state_declare(const char *name, int64_t count) {
 gradcomm_status gradcomm_state_reset(const char *name) {
   return guarded("state_reset", name, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-    auto reset = [](State &state) {
-      std::fill(state.memory.begin(), state.memory.end(), 0.0f);
+    auto reset = [&](State &state) {
       state.step = 0;
+      return setMemory(call, state, std::vector<float>(state.count, 0.0f));
     };
     auto &states = context().states;
     if (!name) {
       for (auto &entry : states)
-        reset(entry.second);
+        GRADCOMM_RETURN_IF_ERROR(reset(entry.second));
       return GRADCOMM_OK;
     }
     auto it = states.find(name);
     if (it == states.end())
       return call.fail(GRADCOMM_ERR_STATE,
                        "no state named '" + std::string(name) + "'");
-    reset(it->second);
-    return GRADCOMM_OK;
+    return reset(it->second);
   });
 }
 
@@ -142,7 +170,9 @@ gradcomm_status gradcomm_state_read(const char *name, float *out,
                            " elements, asked for " + std::to_string(count));
     if (count > 0) {
       GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
-      std::copy(it->second.memory.begin(), it->second.memory.end(), out);
+      std::vector<float> host;
+      GRADCOMM_RETURN_IF_ERROR(hostMemory(call, it->second, host));
+      std::copy(host.begin(), host.end(), out);
     }
     return GRADCOMM_OK;
   });
@@ -158,13 +188,15 @@ gradcomm_status gradcomm_state_save(const char *path) {
     put<uint32_t>(buffer, static_cast<uint32_t>(ctx.rank));
     put<uint32_t>(buffer, static_cast<uint32_t>(ctx.size));
     put<uint64_t>(buffer, ctx.states.size());
+    std::vector<float> host;
     for (const auto &[name, state] : ctx.states) {
+      GRADCOMM_RETURN_IF_ERROR(hostMemory(call, state, host));
       put<uint32_t>(buffer, static_cast<uint32_t>(name.size()));
       buffer.append(name);
       put<uint64_t>(buffer, state.step);
       put<uint64_t>(buffer, static_cast<uint64_t>(state.count));
-      buffer.append(reinterpret_cast<const char *>(state.memory.data()),
-                    sizeof(float) * state.memory.size());
+      buffer.append(reinterpret_cast<const char *>(host.data()),
+                    sizeof(float) * host.size());
     }
     put<uint64_t>(buffer, fnv1a(buffer.data(), buffer.size()));
 
@@ -254,6 +286,25 @@ gradcomm_status gradcomm_state_restore(const char *path) {
     }
     if (!reader.done())
       return corrupt("trailing bytes after the last state");
+    if (usingCuda()) {
+      // Stage into fresh device memory; on failure free it and keep the
+      // live state.
+      char error[kErrorSize] = {0};
+      for (auto &[name, state] : restored) {
+        int rc = ctx.cuda->allocate(&state.device, state.count, error);
+        if (rc == 0)
+          rc = ctx.cuda->fromHost(state.device, state.memory.data(),
+                                  state.count, error);
+        if (rc != 0) {
+          for (auto &entry : restored)
+            ctx.cuda->release(entry.second.device);
+          return cudaStatus(call, rc, error);
+        }
+        state.memory.clear();
+      }
+      for (auto &entry : ctx.states)
+        ctx.cuda->release(entry.second.device);
+    }
     ctx.states = std::move(restored);
     return GRADCOMM_OK;
   });

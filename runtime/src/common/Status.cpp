@@ -35,6 +35,8 @@ const char *gradcomm_status_name(gradcomm_status status) {
     return "GRADCOMM_ERR_IO";
   case GRADCOMM_ERR_STATE:
     return "GRADCOMM_ERR_STATE";
+  case GRADCOMM_ERR_UNSUPPORTED:
+    return "GRADCOMM_ERR_UNSUPPORTED";
   }
   return "GRADCOMM_ERR_UNKNOWN";
 }

@@ -19,7 +19,13 @@ gradcomm_status gradcomm::lookupState(const Call &call, const char *name,
   if (it == states.end()) {
     State fresh;
     fresh.count = count;
-    fresh.memory.assign(count, 0.0f);
+    if (usingCuda()) {
+      char error[kErrorSize] = {0};
+      GRADCOMM_RETURN_IF_ERROR(cudaStatus(
+          call, context().cuda->allocate(&fresh.device, count, error), error));
+    } else {
+      fresh.memory.assign(count, 0.0f);
+    }
     it = states.emplace(name, std::move(fresh)).first;
   } else if (it->second.count != count) {
     return call.fail(GRADCOMM_ERR_STATE,

@@ -23,8 +23,17 @@ gradcomm_status gradcomm_dense_all_reduce_f32(const char *opName, float *data,
         call, {{"count", count}, {"reduction", reduction}}, false));
     const Context &ctx = context();
     double start = now();
-    GRADCOMM_RETURN_IF_ERROR(allReduceSum(call, data, count));
-    if (reduction == GRADCOMM_REDUCE_AVERAGE) {
+    if (usingCuda()) {
+      char error[kErrorSize] = {0};
+      GRADCOMM_RETURN_IF_ERROR(cudaStatus(
+          call,
+          ctx.cuda->denseAllReduce(data, count,
+                                   reduction == GRADCOMM_REDUCE_AVERAGE, error),
+          error));
+    } else {
+      GRADCOMM_RETURN_IF_ERROR(allReduceSum(call, data, count));
+    }
+    if (!usingCuda() && reduction == GRADCOMM_REDUCE_AVERAGE) {
       // Divide (not multiply by 1/n) so the result is the correctly rounded
       // mean of the sum, as a reference computes it.
       const float groupSize = static_cast<float>(ctx.size);

@@ -87,14 +87,20 @@ gradcomm_status gradcomm_gossip_exchange_f32(const char *stateName, float *x,
     int peer = schedulePeer(schedule, seed, step / period, ctx.rank, ctx.size);
     if (peer < 0)
       return GRADCOMM_OK;
-    static thread_local std::vector<float> received;
-    received.resize(count);
-    GRADCOMM_RETURN_IF_ERROR(
-        call.mpi(MPI_Sendrecv(x, static_cast<int>(count), MPI_FLOAT, peer, 0,
-                              received.data(), static_cast<int>(count),
-                              MPI_FLOAT, peer, 0, ctx.comm, MPI_STATUS_IGNORE),
-                 "MPI_Sendrecv"));
-    cpu::mix(x, received.data(), count, mixing);
+    if (usingCuda()) {
+      char error[kErrorSize] = {0};
+      GRADCOMM_RETURN_IF_ERROR(cudaStatus(
+          call, ctx.cuda->gossip(x, count, peer, mixing, error), error));
+    } else {
+      static thread_local std::vector<float> received;
+      received.resize(count);
+      GRADCOMM_RETURN_IF_ERROR(call.mpi(
+          MPI_Sendrecv(x, static_cast<int>(count), MPI_FLOAT, peer, 0,
+                       received.data(), static_cast<int>(count), MPI_FLOAT,
+                       peer, 0, ctx.comm, MPI_STATUS_IGNORE),
+          "MPI_Sendrecv"));
+      cpu::mix(x, received.data(), count, mixing);
+    }
     stats.messages += 1;
     stats.value_bytes_sent += sizeof(float) * count;
     stats.value_bytes_received += sizeof(float) * count;
@@ -107,6 +113,8 @@ gradcomm_status gradcomm_consensus_distance_f32(const float *x, int64_t count,
                                                 double *distance) {
   return guarded("consensus_distance_f32", nullptr, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    if (usingCuda())
+      return unsupportedOnCuda(call);
     GRADCOMM_RETURN_IF_ERROR(requireRange(call, "count", count, 1, INT_MAX));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "x", x));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "distance", distance));

@@ -20,6 +20,8 @@ gradcomm_status gradcomm_local_topk_all_gather_f32(
     int64_t k, gradcomm_reduction reduction, int64_t *unionSize) {
   return guarded("local_topk_all_gather_f32", stateName, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    if (usingCuda())
+      return unsupportedOnCuda(call);
     GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
     GRADCOMM_RETURN_IF_ERROR(
         requireRange(call, "count", count, 1, INT64_MAX / 2));

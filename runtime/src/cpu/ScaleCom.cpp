@@ -58,6 +58,45 @@ gradcomm_status validateBeta(const Call &call, float beta) {
   return GRADCOMM_OK;
 }
 
+/// What every rank of a compression must agree on.
+std::vector<CheckField> compressFields(const CompressArgs &args,
+                                       const State &state) {
+  return {{"count", args.count},
+          {"k", args.k},
+          {"selection", args.selection},
+          {"chunk_size",
+           args.selection == GRADCOMM_SELECT_CHUNK ? args.chunkSize : 0},
+          {"step", static_cast<int64_t>(state.step)}};
+}
+
+/// The fused step on the CUDA backend: the same checks, then one call into
+/// the backend (device kernels + NCCL).
+gradcomm_status cudaScalecom(const Call &call, const CompressArgs &args,
+                             State &state, float beta,
+                             gradcomm_reduction reduction, float *out) {
+  const Context &ctx = context();
+  char error[kErrorSize] = {0};
+  int nonFinite = 0;
+  if (ctx.consistencyCheck)
+    GRADCOMM_RETURN_IF_ERROR(cudaStatus(
+        call, ctx.cuda->anyNonFinite(args.grad, args.count, &nonFinite, error),
+        error));
+  std::vector<CheckField> fields = compressFields(args, state);
+  fields.push_back({"beta", floatBits(beta)});
+  fields.push_back({"reduction", reduction});
+  GRADCOMM_RETURN_IF_ERROR(checkConsistency(call, fields, nonFinite != 0));
+  const int leader = static_cast<int>(state.step % ctx.size);
+  GRADCOMM_RETURN_IF_ERROR(cudaStatus(
+      call,
+      ctx.cuda->scalecom(
+          state.device, args.grad, out, args.count, args.k, args.selection,
+          args.selection == GRADCOMM_SELECT_CHUNK ? args.chunkSize : 0, beta,
+          reduction == GRADCOMM_REDUCE_AVERAGE, leader, error),
+      error));
+  state.step += 1;
+  return GRADCOMM_OK;
+}
+
 /// The leader's selection, the consistency check and the index broadcast:
 /// on return `state.indices` holds the leader's k indices on every rank.
 /// With `fusedUpdate` (the fused step), the leader's chunk selection also
@@ -82,13 +121,7 @@ gradcomm_status selectAndBroadcast(const Call &call, const CompressArgs &args,
   } else if (ctx.consistencyCheck) {
     nonFinite = cpu::anyNonFinite(args.grad, args.count);
   }
-  std::vector<CheckField> fields = {
-      {"count", args.count},
-      {"k", args.k},
-      {"selection", args.selection},
-      {"chunk_size",
-       args.selection == GRADCOMM_SELECT_CHUNK ? args.chunkSize : 0},
-      {"step", static_cast<int64_t>(state.step)}};
+  std::vector<CheckField> fields = compressFields(args, state);
   fields.insert(fields.end(), extra.begin(), extra.end());
   // Nothing is written before every rank agrees and all gradients are
   // finite.
@@ -160,6 +193,16 @@ gradcomm_status gradcomm_scalecom_f32(const char *stateName, const float *grad,
     GRADCOMM_RETURN_IF_ERROR(lookupState(call, stateName, count, state));
 
     double start = now();
+    if (usingCuda()) {
+      GRADCOMM_RETURN_IF_ERROR(
+          cudaScalecom(call, args, *state, beta, reduction, out));
+      gradcomm_op_stats &stats = opStats(stateName);
+      stats.calls += 1;
+      countCompress(stats, k);
+      countValueReduce(stats, k);
+      stats.seconds += now() - start;
+      return GRADCOMM_OK;
+    }
     bool updated = false;
     GRADCOMM_RETURN_IF_ERROR(selectAndBroadcast(
         call, args, *state,
@@ -191,6 +234,8 @@ gradcomm_status gradcomm_cltk_compress_f32(const char *stateName,
                                            int64_t *indices) {
   return guarded("cltk_compress_f32", stateName, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    if (usingCuda())
+      return unsupportedOnCuda(call);
     CompressArgs args{stateName, grad, count, k, selection, chunkSize};
     GRADCOMM_RETURN_IF_ERROR(validateCompress(call, args));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "values", values));
@@ -215,6 +260,8 @@ gradcomm_sparse_all_reduce_f32(const char *opName, const float *values,
                                int64_t count, gradcomm_reduction reduction) {
   return guarded("sparse_all_reduce_f32", opName, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    if (usingCuda())
+      return unsupportedOnCuda(call);
     GRADCOMM_RETURN_IF_ERROR(
         requireRange(call, "count", count, 1, INT64_MAX / 2));
     GRADCOMM_RETURN_IF_ERROR(requireRange(call, "k", k, 1, count));
@@ -250,6 +297,8 @@ gradcomm_status gradcomm_memory_update_f32(const char *stateName,
                                            float beta) {
   return guarded("memory_update_f32", stateName, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    if (usingCuda())
+      return unsupportedOnCuda(call);
     GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
     GRADCOMM_RETURN_IF_ERROR(
         requireRange(call, "count", count, 1, INT64_MAX / 2));

@@ -1,0 +1,138 @@
+//===- Backend.cpp - Backend selection and the CUDA backend's loading -----===//
+//
+// Part of the GradComm project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+#include "gradcomm/runtime_cuda.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+
+using namespace gradcomm;
+
+namespace {
+
+/// dlopen's handle of libgradcomm_runtime_cuda.so (kept loaded once
+/// loaded: its table may be reused after a finalize).
+void *cudaLibrary = nullptr;
+
+/// Loads the CUDA backend library from next to this library (or the
+/// loader's search path) and returns its table.
+const CudaBackendTable *loadCudaBackend(std::string &why) {
+  if (!cudaLibrary) {
+    Dl_info info;
+    std::string path = kCudaBackendLibrary;
+    if (dladdr(reinterpret_cast<void *>(&gradcomm_set_backend), &info) &&
+        info.dli_fname) {
+      std::string self = info.dli_fname;
+      size_t slash = self.rfind('/');
+      if (slash != std::string::npos)
+        path = self.substr(0, slash + 1) + kCudaBackendLibrary;
+    }
+    cudaLibrary = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!cudaLibrary)
+      cudaLibrary = dlopen(kCudaBackendLibrary, RTLD_NOW | RTLD_LOCAL);
+    if (!cudaLibrary) {
+      const char *error = dlerror();
+      why = std::string("the CUDA backend is not available (") +
+            (error ? error : kCudaBackendLibrary) +
+            "); GradComm builds it when nvcc is found";
+      return nullptr;
+    }
+  }
+  auto *table = static_cast<const CudaBackendTable *>(
+      dlsym(cudaLibrary, kCudaBackendSymbol));
+  if (!table || table->version != kCudaBackendVersion) {
+    why = "libgradcomm_runtime_cuda.so does not match this runtime";
+    return nullptr;
+  }
+  return table;
+}
+
+} // namespace
+
+gradcomm_status gradcomm::cudaStatus(const Call &call, int rc,
+                                     const char *error) {
+  if (rc == 0)
+    return GRADCOMM_OK;
+  return call.fail(GRADCOMM_ERR_INTERNAL,
+                   std::string("cuda backend: ") + error);
+}
+
+gradcomm_status gradcomm::unsupportedOnCuda(const Call &call) {
+  return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                   "not supported by the cuda backend yet (the fused "
+                   "ScaleCom step, dense all-reduce, gossip and state are)");
+}
+
+void gradcomm::releaseCudaBackend() {
+  Context &ctx = context();
+  if (!ctx.cuda)
+    return;
+  for (auto &entry : ctx.states)
+    ctx.cuda->release(entry.second.device);
+  ctx.cuda->shutdown();
+  ctx.cuda = nullptr;
+}
+
+gradcomm_status gradcomm_set_backend(gradcomm_backend backend) {
+  return guarded("set_backend", nullptr, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    Context &ctx = context();
+    if (backend != GRADCOMM_BACKEND_CPU && backend != GRADCOMM_BACKEND_CUDA)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "unknown backend " +
+                           std::to_string(static_cast<int>(backend)));
+    if (backend == ctx.backend)
+      return GRADCOMM_OK;
+    if (!ctx.states.empty())
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "cannot switch backends with live state (" +
+                           std::to_string(ctx.states.size()) +
+                           " states); call gradcomm_finalize first");
+    if (backend == GRADCOMM_BACKEND_CPU) {
+      releaseCudaBackend();
+      ctx.backend = backend;
+      return GRADCOMM_OK;
+    }
+    std::string why;
+    const CudaBackendTable *table = loadCudaBackend(why);
+    if (!table)
+      return call.fail(GRADCOMM_ERR_UNSUPPORTED, why);
+    char error[kErrorSize] = {0};
+    if (table->init(ctx.comm, ctx.rank, ctx.size, ctx.ncclComm, ctx.cudaStream,
+                    error) != 0)
+      return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                       std::string("cannot start the cuda backend: ") + error);
+    ctx.cuda = table;
+    ctx.backend = backend;
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_get_backend(gradcomm_backend *backend) {
+  return guarded("get_backend", nullptr, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "backend", backend));
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    *backend = context().backend;
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_cuda_use_handles(void *ncclComm, void *cudaStream) {
+  return guarded("cuda_use_handles", nullptr, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    Context &ctx = context();
+    if (ctx.cuda)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "the cuda backend is already running; hand in the "
+                       "handles before selecting it");
+    ctx.ncclComm = ncclComm;
+    ctx.cudaStream = cudaStream;
+    return GRADCOMM_OK;
+  });
+}

@@ -1,0 +1,58 @@
+//===- CudaBackendTable.h - The CUDA backend's function table ---*- C++ -*-===//
+//
+// Part of the GradComm project.
+//
+// libgradcomm_runtime does not link CUDA or NCCL: a trainer that never asks
+// for the CUDA backend needs neither. `gradcomm_set_backend(CUDA)` loads
+// libgradcomm_runtime_cuda.so (built when nvcc is found) and takes this table
+// from it. Every entry returns 0 on success, or fills `error` (at most
+// kErrorSize bytes, NUL-terminated) and returns non-zero. Pointers are
+// device pointers; calls complete before they return.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GRADCOMM_RUNTIME_CUDABACKENDTABLE_H
+#define GRADCOMM_RUNTIME_CUDABACKENDTABLE_H
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gradcomm {
+
+inline constexpr int kCudaBackendVersion = 1;
+inline constexpr size_t kErrorSize = 512;
+inline constexpr const char *kCudaBackendSymbol = "gradcomm_cuda_backend_v1";
+inline constexpr const char *kCudaBackendLibrary =
+    "libgradcomm_runtime_cuda.so";
+
+struct CudaBackendTable {
+  int version;
+  /// Picks device rank % devices, bootstraps NCCL over `comm` (unique id
+  /// broadcast from rank 0) unless the trainer handed in `ncclComm`, and
+  /// uses `stream` or a new one.
+  int (*init)(MPI_Comm comm, int rank, int size, void *ncclComm, void *stream,
+              char *error);
+  void (*shutdown)();
+  /// Zeroed device memory for a state.
+  int (*allocate)(float **memory, int64_t count, char *error);
+  void (*release)(float *memory);
+  int (*toHost)(float *host, const float *device, int64_t count, char *error);
+  int (*fromHost)(float *device, const float *host, int64_t count, char *error);
+  int (*anyNonFinite)(const float *grad, int64_t count, int *result,
+                      char *error);
+  int (*denseAllReduce)(float *data, int64_t count, int average, char *error);
+  /// One fused ScaleCom step on the device (leader's selection, NCCL
+  /// broadcast of the indices, gather + low-pass update, NCCL all-reduce of
+  /// the k values, scatter into `out`).
+  int (*scalecom)(float *memory, const float *grad, float *out, int64_t count,
+                  int64_t k, int selection, int64_t chunkSize, float beta,
+                  int average, int leader, char *error);
+  /// x = (1 - mixing) x + mixing x_peer, via grouped ncclSend/ncclRecv.
+  int (*gossip)(float *x, int64_t count, int peer, float mixing, char *error);
+};
+
+} // namespace gradcomm
+
+#endif // GRADCOMM_RUNTIME_CUDABACKENDTABLE_H

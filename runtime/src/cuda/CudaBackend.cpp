@@ -1,0 +1,235 @@
+//===- CudaBackend.cpp - The CUDA + NCCL backend of the runtime -----------===//
+//
+// Part of the GradComm project.
+//
+// libgradcomm_runtime_cuda.so: the function table of CudaBackendTable.h,
+// implemented with the kernels of CudaKernels.h and NCCL. Loaded by
+// libgradcomm_runtime only when a trainer selects the CUDA backend.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaBackendTable.h"
+#include "CudaKernels.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+using namespace gradcomm;
+
+namespace {
+
+/// The backend's process-wide state.
+struct Backend {
+  ncclComm_t comm = nullptr;
+  bool ownsComm = false;
+  cudaStream_t stream = nullptr;
+  bool ownsStream = false;
+  int size = 1;
+  cuda::SelectScratch select;
+  int64_t *indices = nullptr;
+  int64_t indexCapacity = 0;
+  float *values = nullptr;
+  int64_t valueCapacity = 0;
+  uint32_t *marks = nullptr;
+  int64_t markCapacity = 0;
+  uint32_t stamp = 0;
+  float *peer = nullptr;
+  int64_t peerCapacity = 0;
+};
+
+Backend backend;
+
+int fail(char *error, const std::string &message) {
+  std::snprintf(error, kErrorSize, "%s", message.c_str());
+  return 1;
+}
+
+#define CUDA_OR_FAIL(expr)                                                     \
+  do {                                                                         \
+    cudaError_t e = (expr);                                                    \
+    if (e != cudaSuccess)                                                      \
+      return fail(error, cuda::errorText(e, #expr));                           \
+  } while (0)
+
+#define NCCL_OR_FAIL(expr)                                                     \
+  do {                                                                         \
+    ncclResult_t r = (expr);                                                   \
+    if (r != ncclSuccess)                                                      \
+      return fail(error, std::string(#expr ": ") + ncclGetErrorString(r));     \
+  } while (0)
+
+/// Grows a device buffer (contents not kept).
+template <typename T>
+int reserve(T *&buffer, int64_t &capacity, int64_t count, char *error) {
+  if (capacity >= count)
+    return 0;
+  cudaFree(buffer);
+  buffer = nullptr;
+  capacity = 0;
+  CUDA_OR_FAIL(cudaMalloc(&buffer, sizeof(T) * count));
+  capacity = count;
+  return 0;
+}
+
+int init(MPI_Comm comm, int rank, int size, void *ncclComm, void *stream,
+         char *error) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
+    return fail(error, "no CUDA device or driver on this machine");
+  backend.size = size;
+  if (ncclComm) {
+    backend.comm = static_cast<ncclComm_t>(ncclComm);
+    backend.ownsComm = false;
+  } else {
+    CUDA_OR_FAIL(cudaSetDevice(rank % devices));
+    ncclUniqueId id;
+    if (rank == 0)
+      NCCL_OR_FAIL(ncclGetUniqueId(&id));
+    if (MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, comm) != MPI_SUCCESS)
+      return fail(error, "MPI_Bcast of the NCCL unique id failed");
+    NCCL_OR_FAIL(ncclCommInitRank(&backend.comm, size, id, rank));
+    backend.ownsComm = true;
+  }
+  if (stream) {
+    backend.stream = static_cast<cudaStream_t>(stream);
+    backend.ownsStream = false;
+  } else {
+    CUDA_OR_FAIL(cudaStreamCreate(&backend.stream));
+    backend.ownsStream = true;
+  }
+  return 0;
+}
+
+void shutdown() {
+  cudaFree(backend.indices);
+  cudaFree(backend.values);
+  cudaFree(backend.marks);
+  cudaFree(backend.peer);
+  if (backend.ownsComm && backend.comm)
+    ncclCommDestroy(backend.comm);
+  if (backend.ownsStream && backend.stream)
+    cudaStreamDestroy(backend.stream);
+  backend = Backend();
+}
+
+int allocate(float **memory, int64_t count, char *error) {
+  *memory = nullptr;
+  if (count == 0)
+    return 0;
+  CUDA_OR_FAIL(cudaMalloc(memory, sizeof(float) * count));
+  CUDA_OR_FAIL(cudaMemset(*memory, 0, sizeof(float) * count));
+  return 0;
+}
+
+void release(float *memory) { cudaFree(memory); }
+
+int toHost(float *host, const float *device, int64_t count, char *error) {
+  CUDA_OR_FAIL(
+      cudaMemcpy(host, device, sizeof(float) * count, cudaMemcpyDeviceToHost));
+  return 0;
+}
+
+int fromHost(float *device, const float *host, int64_t count, char *error) {
+  CUDA_OR_FAIL(
+      cudaMemcpy(device, host, sizeof(float) * count, cudaMemcpyHostToDevice));
+  return 0;
+}
+
+int anyNonFinite(const float *grad, int64_t count, int *result, char *error) {
+  bool bad = false;
+  CUDA_OR_FAIL(cuda::anyNonFinite(grad, count, &bad, backend.stream));
+  *result = bad;
+  return 0;
+}
+
+int denseAllReduce(float *data, int64_t count, int average, char *error) {
+  NCCL_OR_FAIL(ncclAllReduce(data, data, count, ncclFloat, ncclSum,
+                             backend.comm, backend.stream));
+  // Sum, then divide (not ncclAvg), as the CPU backend does.
+  if (average)
+    CUDA_OR_FAIL(
+        cuda::divide(data, count, float(backend.size), backend.stream));
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend.stream));
+  return 0;
+}
+
+int scalecom(float *memory, const float *grad, float *out, int64_t count,
+             int64_t k, int selection, int64_t chunkSize, float beta,
+             int average, int leader, char *error) {
+  int rank = 0;
+  NCCL_OR_FAIL(ncclCommUserRank(backend.comm, &rank));
+  const int64_t oldMarks = backend.markCapacity;
+  if (reserve(backend.indices, backend.indexCapacity, k, error) ||
+      reserve(backend.values, backend.valueCapacity, k, error) ||
+      reserve(backend.marks, backend.markCapacity, count, error))
+    return 1;
+  if (backend.markCapacity != oldMarks) { // fresh buffer: no stale stamps
+    CUDA_OR_FAIL(
+        cudaMemset(backend.marks, 0, sizeof(uint32_t) * backend.markCapacity));
+    backend.stamp = 0;
+  }
+  if (++backend.stamp == 0) { // wrapped: clear the marks once
+    CUDA_OR_FAIL(
+        cudaMemset(backend.marks, 0, sizeof(uint32_t) * backend.markCapacity));
+    backend.stamp = 1;
+  }
+  const bool chunk = selection == 1;
+  bool updated = false;
+  if (rank == leader) {
+    if (chunk) {
+      CUDA_OR_FAIL(cuda::selectChunk(memory, grad, count, chunkSize,
+                                     backend.indices, beta, backend.values, out,
+                                     /*update=*/true, backend.stream));
+      updated = true;
+    } else {
+      CUDA_OR_FAIL(cuda::selectExact(memory, grad, count, k, backend.indices,
+                                     backend.select, backend.stream));
+    }
+  }
+  NCCL_OR_FAIL(ncclBroadcast(backend.indices, backend.indices, k, ncclInt64,
+                             leader, backend.comm, backend.stream));
+  if (!updated)
+    CUDA_OR_FAIL(cuda::gatherAndUpdate(memory, grad, count, backend.indices, k,
+                                       beta, backend.values, out, backend.marks,
+                                       backend.stamp, backend.stream));
+  NCCL_OR_FAIL(ncclAllReduce(backend.values, backend.values, k, ncclFloat,
+                             ncclSum, backend.comm, backend.stream));
+  CUDA_OR_FAIL(cuda::scatter(out, backend.indices, backend.values, k,
+                             average ? float(backend.size) : 1.0f,
+                             backend.stream));
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend.stream));
+  return 0;
+}
+
+int gossip(float *x, int64_t count, int peer, float mixing, char *error) {
+  if (reserve(backend.peer, backend.peerCapacity, count, error))
+    return 1;
+  NCCL_OR_FAIL(ncclGroupStart());
+  NCCL_OR_FAIL(
+      ncclSend(x, count, ncclFloat, peer, backend.comm, backend.stream));
+  NCCL_OR_FAIL(ncclRecv(backend.peer, count, ncclFloat, peer, backend.comm,
+                        backend.stream));
+  NCCL_OR_FAIL(ncclGroupEnd());
+  CUDA_OR_FAIL(cuda::mix(x, backend.peer, count, mixing, backend.stream));
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend.stream));
+  return 0;
+}
+
+} // namespace
+
+extern "C" __attribute__((visibility("default")))
+const CudaBackendTable gradcomm_cuda_backend_v1 = {kCudaBackendVersion,
+                                                   init,
+                                                   shutdown,
+                                                   allocate,
+                                                   release,
+                                                   toHost,
+                                                   fromHost,
+                                                   anyNonFinite,
+                                                   denseAllReduce,
+                                                   scalecom,
+                                                   gossip};
