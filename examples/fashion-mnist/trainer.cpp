@@ -16,6 +16,7 @@
 #include "step.h"
 
 #include "gradcomm/runtime.h"
+#include "gradcomm/runtime_memref.h"
 
 #include <mpi.h>
 
@@ -138,7 +139,7 @@ template <typename Memref>
 void take(const Memref &result, std::vector<float> &into) {
   const float *data = result.aligned + result.offset;
   std::copy(data, data + into.size(), into.begin());
-  std::free(result.allocated);
+  gradcomm_free_buffer(result.allocated);
 }
 
 } // namespace
@@ -243,7 +244,7 @@ int main(int argc, char **argv) {
     take(r.r2, model.w2);
     take(r.r3, model.b2);
     float loss = r.r4.aligned[r.r4.offset] / globalBatch;
-    std::free(r.r4.allocated);
+    gradcomm_free_buffer(r.r4.allocated);
     if (log)
       std::fprintf(log, "%d,%.6f\n", step, loss);
     if (step >= steps - 20) {

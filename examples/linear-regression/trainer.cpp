@@ -22,6 +22,7 @@
 #include "step.h"
 
 #include "gradcomm/runtime.h"
+#include "gradcomm/runtime_memref.h"
 
 #include <mpi.h>
 
@@ -408,9 +409,9 @@ int main(int argc, char **argv) {
     float loss = results.r2.aligned[results.r2.offset];
     std::copy(wn, wn + w.size(), w.begin());
     std::copy(bn, bn + b.size(), b.begin());
-    std::free(results.r0.allocated);
-    std::free(results.r1.allocated);
-    std::free(results.r2.allocated);
+    gradcomm_free_buffer(results.r0.allocated);
+    gradcomm_free_buffer(results.r1.allocated);
+    gradcomm_free_buffer(results.r2.allocated);
 
     if (o.reference != "none") {
       reference.run(o, x, t, size);

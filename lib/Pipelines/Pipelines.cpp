@@ -69,26 +69,32 @@ void mlir::gradcomm::buildLoweringPipeline(
   if (options.exportCInterface)
     pm.addPass(createExportCInterfacePass());
   // The upstream part, as the textual pipeline a user would type, so it
-  // reads like the documentation.
-  const char *upstream =
+  // reads like the documentation. Results that are an argument's buffer
+  // (a gradient reduced in place) are dropped from the signature, so the
+  // caller's buffer is the result and nothing is copied; every allocation
+  // goes through the runtime (`_mlir_memref_to_llvm_alloc`), which puts it
+  // on the backend's device.
+  const char *bufferize =
       "func.func(convert-elementwise-to-linalg),"
       "one-shot-bufferize{bufferize-function-boundaries=1 "
       "function-boundary-type-conversion=identity-layout-map "
       "unknown-type-conversion=identity-layout-map},"
-      "buffer-deallocation-pipeline,"
-      "convert-bufferization-to-memref,"
-      "func.func(convert-linalg-to-loops),"
-      "convert-scf-to-cf,"
-      "expand-strided-metadata,"
-      "lower-affine,"
-      "finalize-memref-to-llvm,"
-      "convert-math-to-llvm,"
-      "convert-arith-to-llvm,"
-      "convert-index-to-llvm,"
-      "convert-func-to-llvm,"
-      "convert-cf-to-llvm,"
-      "reconcile-unrealized-casts";
-  if (failed(parsePassPipeline(upstream, pm)))
+      "gradcomm-drop-in-place-results";
+  const char *lower = "buffer-deallocation-pipeline,"
+                      "convert-bufferization-to-memref,"
+                      "func.func(convert-linalg-to-loops),"
+                      "convert-scf-to-cf,"
+                      "expand-strided-metadata,"
+                      "lower-affine,"
+                      "finalize-memref-to-llvm{use-generic-functions=1},"
+                      "convert-math-to-llvm,"
+                      "convert-arith-to-llvm,"
+                      "convert-index-to-llvm,"
+                      "convert-func-to-llvm,"
+                      "convert-cf-to-llvm,"
+                      "reconcile-unrealized-casts";
+  if (failed(parsePassPipeline(bufferize, pm)) ||
+      (!options.stopAfterBufferization && failed(parsePassPipeline(lower, pm))))
     llvm::report_fatal_error("gradcomm: the lowering pipeline does not parse");
 }
 

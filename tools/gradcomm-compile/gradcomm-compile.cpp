@@ -120,7 +120,9 @@ static cl::opt<int64_t> period("period", cl::desc("Exchange every p steps"),
 
 /// The pass pipeline for the chosen strategy, as a textual pipeline built
 /// from the same option structs the tests use.
-static LogicalResult buildPipeline(PassManager &pm, ModuleOp module) {
+static LogicalResult
+buildPipeline(PassManager &pm, ModuleOp module,
+              const gradcomm::LoweringPipelineOptions &lowering) {
   bool annotated = false;
   module.walk([&](shard::ShardOp) { annotated = true; });
   if (annotated)
@@ -170,7 +172,7 @@ static LogicalResult buildPipeline(PassManager &pm, ModuleOp module) {
     break;
   }
   }
-  gradcomm::buildLoweringPipeline(pm, gradcomm::LoweringPipelineOptions());
+  gradcomm::buildLoweringPipeline(pm, lowering);
   return success();
 }
 
@@ -191,7 +193,7 @@ static std::string cElementType(Type type) {
   return "";
 }
 
-/// The descriptor struct name of a ranked tensor / memref type.
+/// The descriptor struct name of a ranked memref type.
 static std::string descriptorName(ShapedType type) {
   std::string element;
   llvm::raw_string_ostream os(element);
@@ -207,7 +209,9 @@ static LogicalResult writeHeader(ArrayRef<func::FuncOp> functions,
   std::string body, structs;
   llvm::StringSet<> declared;
   auto descriptor = [&](Type type, Location loc) -> FailureOr<std::string> {
-    auto shaped = dyn_cast<RankedTensorType>(type);
+    auto shaped = dyn_cast<ShapedType>(type);
+    if (shaped && !shaped.hasRank())
+      shaped = nullptr;
     std::string element = shaped ? cElementType(shaped.getElementType()) : "";
     if (element.empty())
       return emitError(loc) << "gradcomm-compile --emit-header: cannot "
@@ -257,9 +261,9 @@ static LogicalResult writeHeader(ArrayRef<func::FuncOp> functions,
       params.push_back(*arg + " *arg" + std::to_string(i));
     }
     body += "/// " + name +
-            ": results are fresh buffers the caller owns ("
-            "free(result->allocated));\n/// inputs may be updated in "
-            "place.\nvoid _mlir_ciface_" +
+            ": results are fresh buffers the caller owns "
+            "(gradcomm_free_buffer(result->allocated));\n/// inputs may be "
+            "updated in place.\nvoid _mlir_ciface_" +
             name + "(";
     for (size_t i = 0; i < params.size(); ++i)
       body += (i ? ", " : "") + params[i];
@@ -383,19 +387,18 @@ int main(int argc, char **argv) {
     return 1; // the parser reported where and why
 
   PassManager pm(&context);
-  if (failed(buildPipeline(pm, *module)))
+  if (failed(buildPipeline(pm, *module, gradcomm::LoweringPipelineOptions())))
     return 1;
 
-  // The signatures the header describes are those after partitioning and
-  // the rewrite, before lowering: run those passes first, separately.
+  // The header describes the signatures a trainer calls: those after
+  // bufferization (results that are an argument's buffer are gone), from
+  // the same pipeline stopped there.
   if (!headerFile.empty()) {
-    PassManager prefix(&context);
     OwningOpRef<ModuleOp> copy = module->clone();
-    bool annotated = false;
-    copy->walk([&](shard::ShardOp) { annotated = true; });
-    if (annotated)
-      gradcomm::buildPartitionPipeline(prefix);
-    if (failed(prefix.run(*copy)))
+    PassManager prefix(&context);
+    gradcomm::LoweringPipelineOptions stop;
+    stop.stopAfterBufferization = true;
+    if (failed(buildPipeline(prefix, *copy, stop)) || failed(prefix.run(*copy)))
       return 1;
     SmallVector<func::FuncOp> functions;
     for (auto func : copy->getOps<func::FuncOp>())

@@ -116,6 +116,10 @@ struct LoweringPipelineOptions
       *this, "export-c-interface",
       llvm::cl::desc("Give public functions a _mlir_ciface_ entry point"),
       llvm::cl::init(true)};
+  Option<bool> stopAfterBufferization{
+      *this, "stop-after-bufferization",
+      llvm::cl::desc("Stop at memref IR (the signatures trainers call)"),
+      llvm::cl::init(false)};
 };
 
 /// From tensor IR with gradcomm ops and shard.all_reduce (the output of the

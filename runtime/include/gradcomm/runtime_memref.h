@@ -19,6 +19,8 @@
 
 #include "gradcomm/runtime.h"
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -72,6 +74,16 @@ void gradcomm_rt_check(int32_t status);
 /// Stops the job unless the runtime's group has `expected` ranks: a step
 /// compiled for a grid of n processes must run on n.
 void gradcomm_rt_expect_group_size(int64_t expected);
+
+/// Every buffer compiled code allocates (finalize-memref-to-llvm with
+/// use-generic-functions): host memory on the CPU backend, device memory on
+/// the CUDA backend. Buffers a compiled step returns are the caller's:
+/// release them with gradcomm_free_buffer (plain free() also works on the
+/// CPU backend).
+void *_mlir_memref_to_llvm_alloc(size_t size);
+void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
+void _mlir_memref_to_llvm_free(void *pointer);
+void gradcomm_free_buffer(void *allocated);
 
 /// This rank and the group size (shard.process_multi_index,
 /// shard.grid_shape); stop the job if the runtime cannot start.

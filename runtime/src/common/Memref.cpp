@@ -11,9 +11,11 @@
 #include "Internal.h"
 #include "gradcomm/runtime_memref.h"
 
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 
 using namespace gradcomm;
 
@@ -263,4 +265,69 @@ int64_t gradcomm_rt_size(void) {
   int size = 0;
   gradcomm_rt_check(gradcomm_size(&size));
   return size;
+}
+
+//===----------------------------------------------------------------------===//
+// Allocation for compiled code
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Device buffers handed out to compiled code, so a free finds its backend
+/// even if the trainer frees after switching.
+std::set<void *> &deviceBuffers() {
+  static std::set<void *> buffers;
+  return buffers;
+}
+
+void *allocateForCompiledCode(size_t alignment, size_t size) {
+  Context &ctx = context();
+  if (ctx.initialized && ctx.cuda) {
+    float *device = nullptr;
+    char error[kErrorSize] = {0};
+    // cudaMalloc aligns to at least 256 bytes.
+    if (alignment > 256 ||
+        ctx.cuda->allocate(&device, static_cast<int64_t>((size + 3) / 4),
+                           error) != 0) {
+      std::fprintf(stderr,
+                   "gradcomm: device allocation of %zu bytes failed: "
+                   "%s\n",
+                   size, error);
+      return nullptr;
+    }
+    deviceBuffers().insert(device);
+    return device;
+  }
+  size_t rounded = (size + alignment - 1) / alignment * alignment;
+  return alignment <= alignof(std::max_align_t)
+             ? std::malloc(size)
+             : std::aligned_alloc(alignment, rounded);
+}
+
+} // namespace
+
+void *_mlir_memref_to_llvm_alloc(size_t size) {
+  return allocateForCompiledCode(alignof(std::max_align_t), size);
+}
+
+void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size) {
+  return allocateForCompiledCode(alignment, size);
+}
+
+void _mlir_memref_to_llvm_free(void *pointer) {
+  if (!pointer)
+    return;
+  auto &buffers = deviceBuffers();
+  auto it = buffers.find(pointer);
+  if (it == buffers.end()) {
+    std::free(pointer);
+    return;
+  }
+  buffers.erase(it);
+  if (context().cuda)
+    context().cuda->release(static_cast<float *>(pointer));
+}
+
+void gradcomm_free_buffer(void *allocated) {
+  _mlir_memref_to_llvm_free(allocated);
 }

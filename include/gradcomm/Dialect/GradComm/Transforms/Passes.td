@@ -155,6 +155,34 @@ def GossipRewritePass : Pass<"gradcomm-gossip", "::mlir::ModuleOp"> {
   ];
 }
 
+def DropInPlaceResultsPass
+    : Pass<"gradcomm-drop-in-place-results", "::mlir::ModuleOp"> {
+  let summary = "Drop results of public functions that are an argument's "
+                "buffer";
+  let description = [{
+    After bufferization, a result that is (a cast of) one of the function's
+    own argument buffers was computed in place: the caller already holds it.
+    This pass removes such results from public function definitions (the
+    entry points trainers call; upstream `drop-equivalent-buffer-results`
+    only handles private ones), so nothing is cloned to return them. A
+    communication-only step that all-reduces its gradient arguments in place
+    then returns nothing for them and never touches their contents on the
+    host.
+
+    ```mlir
+    func.func @hook(%g: memref<256xf32>) -> memref<256xf32> {
+      ... // all-reduce %g in place
+      return %g : memref<256xf32>
+    }
+    // becomes
+    func.func @hook(%g: memref<256xf32>) {
+      ...
+      return
+    }
+    ```
+  }];
+}
+
 def ExportCInterfacePass
     : Pass<"gradcomm-export-c-interface", "::mlir::ModuleOp"> {
   let summary = "Give every public function a C interface "

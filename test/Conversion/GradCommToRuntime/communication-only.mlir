@@ -1,0 +1,29 @@
+// RUN: gradcomm-opt %s --gradcomm-scalecom --gradcomm-to-llvm-pipeline | FileCheck %s
+
+// A communication-only step compiles to host code that never reads or
+// writes tensor contents and never allocates host memory: the dense bias
+// all-reduce works in place in the argument (its result is dropped), the
+// ScaleCom output is allocated through the runtime
+// (_mlir_memref_to_llvm_alloc: device memory on the CUDA backend).
+
+shard.grid @grid(shape = 4)
+
+// CHECK-LABEL: llvm.func @hook(
+// CHECK-SAME:  -> !llvm.struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>
+// CHECK-NOT:   llvm.call @malloc
+// CHECK-NOT:   llvm.intr.memcpy
+// CHECK-NOT:   llvm.load {{.*}} -> f32
+// CHECK-NOT:   llvm.store {{.*}} : f32
+// CHECK:       llvm.call @_mlir_memref_to_llvm_alloc
+// CHECK:       llvm.call @gradcomm_rt_scalecom_f32
+// CHECK:       llvm.call @gradcomm_rt_dense_all_reduce_f32
+// CHECK-NOT:   llvm.call @_mlir_memref_to_llvm_free
+// CHECK:       llvm.return
+func.func @hook(%gw: tensor<1024x256xf32>, %gb: tensor<256xf32>)
+    -> (tensor<1024x256xf32>, tensor<256xf32>) {
+  %rw = shard.all_reduce %gw on @grid grid_axes = [0] reduction = average
+      {gradcomm.policy = "scalecom"} : tensor<1024x256xf32> -> tensor<1024x256xf32>
+  %rb = shard.all_reduce %gb on @grid grid_axes = [0] reduction = average
+      : tensor<256xf32> -> tensor<256xf32>
+  return %rw, %rb : tensor<1024x256xf32>, tensor<256xf32>
+}
