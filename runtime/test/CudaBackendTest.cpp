@@ -98,11 +98,39 @@ TEST(CudaBackend, DenseAllReduceGossipAndUnsupportedOps) {
   ASSERT_OK(gradcomm_gossip_exchange_f32("g", d, 1000, GRADCOMM_SCHEDULE_RING,
                                          0.5f, 0, 1));
   EXPECT_EQ(toHost(d, 1000), x); // one rank: no peer
-  std::vector<float> out(1000);
-  EXPECT_EQ(gradcomm_local_topk_all_gather_f32("l", d, d, 1000, 10,
-                                               GRADCOMM_REDUCE_SUM, nullptr),
+  double distance = 0;
+  EXPECT_EQ(gradcomm_consensus_distance_f32(d, 1000, &distance),
             GRADCOMM_ERR_UNSUPPORTED);
   cudaFree(d);
+  ASSERT_OK(gradcomm_finalize());
+}
+
+TEST(CudaBackend, LocalTopkMatchesCpu) {
+  const int64_t n = 20000, k = 200;
+  std::vector<std::vector<float>> cpu;
+  ASSERT_OK(gradcomm_finalize());
+  for (uint64_t step = 0; step < 4; ++step) {
+    std::vector<float> grad = gradient(5, 0, step, n), out(n);
+    int64_t unionSize = 0;
+    ASSERT_OK(gradcomm_local_topk_all_gather_f32("l", grad.data(), out.data(),
+                                                 n, k, GRADCOMM_REDUCE_AVERAGE,
+                                                 &unionSize));
+    EXPECT_EQ(unionSize, k);
+    cpu.push_back(out);
+  }
+  ASSERT_OK(gradcomm_finalize());
+  ASSERT_OK(gradcomm_set_backend(GRADCOMM_BACKEND_CUDA));
+  for (uint64_t step = 0; step < 4; ++step) {
+    std::vector<float> grad = gradient(5, 0, step, n);
+    float *g = toDevice(grad), *o = toDevice(std::vector<float>(n, 0.0f));
+    int64_t unionSize = 0;
+    ASSERT_OK(gradcomm_local_topk_all_gather_f32(
+        "l", g, o, n, k, GRADCOMM_REDUCE_AVERAGE, &unionSize));
+    EXPECT_EQ(unionSize, k);
+    EXPECT_EQ(toHost(o, n), cpu[step]) << "step " << step;
+    cudaFree(g);
+    cudaFree(o);
+  }
   ASSERT_OK(gradcomm_finalize());
 }
 

@@ -136,6 +136,84 @@ TEST(CudaKernels, GatherUpdateScatterMixMatchCpu) {
   EXPECT_EQ(dx.host(), cpuX);
 }
 
+/// Several workers simulated on one GPU: the leader's selection, the shared
+/// indices, every worker's gather + low-pass update, as the backend chains
+/// them, against the same chain of CPU kernels. Values are summed on the
+/// host in worker order on both sides.
+TEST(CudaKernels, SimulatedWorkersMatchCpu) {
+  const int workers = 3;
+  const int64_t n = 50000, chunkSize = 100;
+  for (bool chunk : {false, true}) {
+    const int64_t k = chunk ? (n + chunkSize - 1) / chunkSize : 500;
+    std::vector<std::vector<float>> cpuMemory(workers,
+                                              std::vector<float>(n, 0.0f));
+    std::vector<Device<float> *> gpuMemory;
+    for (int w = 0; w < workers; ++w)
+      gpuMemory.push_back(new Device<float>(std::vector<float>(n, 0.0f)));
+    Device<uint32_t> marks(std::vector<uint32_t>(n, 0));
+    gradcomm::cuda::SelectScratch scratch;
+    gradcomm::cpu::SelectScratch cpuScratch;
+    uint32_t stamp = 0;
+    for (int step = 0; step < 6; ++step) {
+      const int leader = step % workers;
+      std::vector<std::vector<float>> grads;
+      for (int w = 0; w < workers; ++w)
+        grads.push_back(data(n, 100 + step * workers + w));
+      // CPU chain.
+      std::vector<int64_t> cpuIndices(k);
+      if (chunk)
+        gradcomm::cpu::selectChunk(cpuMemory[leader].data(),
+                                   grads[leader].data(), n, chunkSize,
+                                   cpuIndices.data());
+      else
+        gradcomm::cpu::selectExact(cpuMemory[leader].data(),
+                                   grads[leader].data(), n, k,
+                                   cpuIndices.data(), cpuScratch);
+      std::vector<float> cpuSum(k, 0.0f);
+      for (int w = 0; w < workers; ++w) {
+        std::vector<float> values(k);
+        gradcomm::cpu::gatherAndUpdate(cpuMemory[w].data(), grads[w].data(), n,
+                                       cpuIndices.data(), k, 0.5f,
+                                       values.data(), nullptr);
+        for (int64_t j = 0; j < k; ++j)
+          cpuSum[j] += values[j];
+      }
+      // GPU chain: the leader selects, every worker uses its indices.
+      Device<int64_t> indices(static_cast<size_t>(k));
+      Device<float> leaderGrad(grads[leader]);
+      if (chunk) {
+        ASSERT_EQ(gradcomm::cuda::selectChunk(
+                      gpuMemory[leader]->ptr, leaderGrad.ptr, n, chunkSize,
+                      indices.ptr, 0.5f, nullptr, nullptr, false, nullptr),
+                  cudaSuccess);
+      } else {
+        ASSERT_EQ(gradcomm::cuda::selectExact(gpuMemory[leader]->ptr,
+                                              leaderGrad.ptr, n, k, indices.ptr,
+                                              scratch, nullptr),
+                  cudaSuccess);
+      }
+      EXPECT_EQ(indices.host(), cpuIndices) << "step " << step;
+      std::vector<float> gpuSum(k, 0.0f);
+      for (int w = 0; w < workers; ++w) {
+        Device<float> grad(grads[w]), values(static_cast<size_t>(k));
+        ASSERT_EQ(gradcomm::cuda::gatherAndUpdate(
+                      gpuMemory[w]->ptr, grad.ptr, n, indices.ptr, k, 0.5f,
+                      values.ptr, nullptr, marks.ptr, ++stamp, nullptr),
+                  cudaSuccess);
+        std::vector<float> host = values.host();
+        for (int64_t j = 0; j < k; ++j)
+          gpuSum[j] += host[j];
+      }
+      EXPECT_EQ(gpuSum, cpuSum) << "step " << step;
+      for (int w = 0; w < workers; ++w)
+        EXPECT_EQ(gpuMemory[w]->host(), cpuMemory[w])
+            << "worker " << w << " step " << step;
+    }
+    for (Device<float> *memory : gpuMemory)
+      delete memory;
+  }
+}
+
 TEST(CudaKernels, NonFiniteScan) {
   std::vector<float> g = data(10000, 9);
   Device<float> clean(g);

@@ -66,7 +66,8 @@ gradcomm_status gradcomm::cudaStatus(const Call &call, int rc,
 gradcomm_status gradcomm::unsupportedOnCuda(const Call &call) {
   return call.fail(GRADCOMM_ERR_UNSUPPORTED,
                    "not supported by the cuda backend yet (the fused "
-                   "ScaleCom step, dense all-reduce, gossip and state are)");
+                   "ScaleCom step, local top-k, dense all-reduce, gossip "
+                   "and state are)");
 }
 
 void gradcomm::releaseCudaBackend() {

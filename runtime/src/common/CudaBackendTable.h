@@ -21,9 +21,9 @@
 
 namespace gradcomm {
 
-inline constexpr int kCudaBackendVersion = 1;
+inline constexpr int kCudaBackendVersion = 2;
 inline constexpr size_t kErrorSize = 512;
-inline constexpr const char *kCudaBackendSymbol = "gradcomm_cuda_backend_v1";
+inline constexpr const char *kCudaBackendSymbol = "gradcomm_cuda_backend_v2";
 inline constexpr const char *kCudaBackendLibrary =
     "libgradcomm_runtime_cuda.so";
 
@@ -49,6 +49,12 @@ struct CudaBackendTable {
   int (*scalecom)(float *memory, const float *grad, float *out, int64_t count,
                   int64_t k, int selection, int64_t chunkSize, float beta,
                   int average, int leader, char *error);
+  /// The local top-k baseline: own exact top-k of m + g, plain error
+  /// feedback, ncclAllGather of k values and k indices, summed in rank
+  /// order (then divided when `average`); `unionSize` gets the number of
+  /// distinct indices.
+  int (*localTopk)(float *memory, const float *grad, float *out, int64_t count,
+                   int64_t k, int average, int64_t *unionSize, char *error);
   /// x = (1 - mixing) x + mixing x_peer, via grouped ncclSend/ncclRecv.
   int (*gossip)(float *x, int64_t count, int peer, float mixing, char *error);
 };

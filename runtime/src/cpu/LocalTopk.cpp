@@ -15,13 +15,32 @@
 
 using namespace gradcomm;
 
+/// The step's bookkeeping, common to both backends: counter, union size,
+/// bytes (ring all-gather: each rank sends and receives n - 1 blocks).
+static gradcomm_status finishLocalTopk(State &state, const char *stateName,
+                                       int64_t k, int64_t distinct,
+                                       int64_t *unionSize, double start) {
+  if (unionSize)
+    *unionSize = distinct;
+  state.step += 1;
+  gradcomm_op_stats &stats = opStats(stateName);
+  uint64_t blocks = static_cast<uint64_t>(context().size - 1);
+  stats.calls += 1;
+  stats.messages += 2;
+  stats.value_bytes_sent += blocks * k * sizeof(float);
+  stats.value_bytes_received += blocks * k * sizeof(float);
+  stats.index_bytes_sent += blocks * k * sizeof(int64_t);
+  stats.index_bytes_received += blocks * k * sizeof(int64_t);
+  stats.last_union_size = distinct;
+  stats.seconds += now() - start;
+  return GRADCOMM_OK;
+}
+
 gradcomm_status gradcomm_local_topk_all_gather_f32(
     const char *stateName, const float *grad, float *out, int64_t count,
     int64_t k, gradcomm_reduction reduction, int64_t *unionSize) {
   return guarded("local_topk_all_gather_f32", stateName, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-    if (usingCuda())
-      return unsupportedOnCuda(call);
     GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
     GRADCOMM_RETURN_IF_ERROR(
         requireRange(call, "count", count, 1, INT64_MAX / 2));
@@ -39,6 +58,29 @@ gradcomm_status gradcomm_local_topk_all_gather_f32(
     GRADCOMM_RETURN_IF_ERROR(lookupState(call, stateName, count, state));
 
     double start = now();
+    int64_t distinct = 0;
+    if (usingCuda()) {
+      char error[kErrorSize] = {0};
+      int nonFinite = 0;
+      if (ctx.consistencyCheck)
+        GRADCOMM_RETURN_IF_ERROR(cudaStatus(
+            call, ctx.cuda->anyNonFinite(grad, count, &nonFinite, error),
+            error));
+      GRADCOMM_RETURN_IF_ERROR(
+          checkConsistency(call,
+                           {{"count", count},
+                            {"k", k},
+                            {"reduction", reduction},
+                            {"step", static_cast<int64_t>(state->step)}},
+                           nonFinite != 0));
+      GRADCOMM_RETURN_IF_ERROR(
+          cudaStatus(call,
+                     ctx.cuda->localTopk(state->device, grad, out, count, k,
+                                         reduction == GRADCOMM_REDUCE_AVERAGE,
+                                         &distinct, error),
+                     error));
+      return finishLocalTopk(*state, stateName, k, distinct, unionSize, start);
+    }
     static thread_local cpu::SelectScratch scratch;
     state->indices.resize(k);
     state->values.resize(k);
@@ -75,28 +117,13 @@ gradcomm_status gradcomm_local_topk_all_gather_f32(
     for (int64_t j = 0; j < k * ctx.size; ++j)
       out[allIndices[j]] += allValues[j];
     std::sort(allIndices.begin(), allIndices.end());
-    int64_t distinct =
+    distinct =
         std::unique(allIndices.begin(), allIndices.end()) - allIndices.begin();
     if (reduction == GRADCOMM_REDUCE_AVERAGE) {
       const float groupSize = static_cast<float>(ctx.size);
       for (int64_t j = 0; j < distinct; ++j)
         out[allIndices[j]] /= groupSize;
     }
-    if (unionSize)
-      *unionSize = distinct;
-    state->step += 1;
-
-    gradcomm_op_stats &stats = opStats(stateName);
-    // Ring all-gather: each rank sends and receives (n - 1) blocks.
-    uint64_t blocks = static_cast<uint64_t>(ctx.size - 1);
-    stats.calls += 1;
-    stats.messages += 2;
-    stats.value_bytes_sent += blocks * k * sizeof(float);
-    stats.value_bytes_received += blocks * k * sizeof(float);
-    stats.index_bytes_sent += blocks * k * sizeof(int64_t);
-    stats.index_bytes_received += blocks * k * sizeof(int64_t);
-    stats.last_union_size = distinct;
-    stats.seconds += now() - start;
-    return GRADCOMM_OK;
+    return finishLocalTopk(*state, stateName, k, distinct, unionSize, start);
   });
 }

@@ -14,9 +14,11 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 using namespace gradcomm;
 
@@ -205,6 +207,66 @@ int scalecom(float *memory, const float *grad, float *out, int64_t count,
   return 0;
 }
 
+int localTopk(float *memory, const float *grad, float *out, int64_t count,
+              int64_t k, int average, int64_t *unionSize, char *error) {
+  const int64_t oldMarks = backend.markCapacity;
+  const int64_t all = k * backend.size;
+  if (reserve(backend.indices, backend.indexCapacity, all, error) ||
+      reserve(backend.values, backend.valueCapacity, all, error) ||
+      reserve(backend.marks, backend.markCapacity, count, error))
+    return 1;
+  if (backend.markCapacity != oldMarks) {
+    CUDA_OR_FAIL(
+        cudaMemset(backend.marks, 0, sizeof(uint32_t) * backend.markCapacity));
+    backend.stamp = 0;
+  }
+  if (++backend.stamp == 0) {
+    CUDA_OR_FAIL(
+        cudaMemset(backend.marks, 0, sizeof(uint32_t) * backend.markCapacity));
+    backend.stamp = 1;
+  }
+  int rank = 0;
+  NCCL_OR_FAIL(ncclCommUserRank(backend.comm, &rank));
+  // This rank's block of the gathered buffers holds its own k entries.
+  int64_t *mine = backend.indices + rank * k;
+  float *myValues = backend.values + rank * k;
+  CUDA_OR_FAIL(cuda::selectExact(memory, grad, count, k, mine, backend.select,
+                                 backend.stream));
+  CUDA_OR_FAIL(cuda::gatherAndUpdate(memory, grad, count, mine, k, 1.0f,
+                                     myValues, nullptr, backend.marks,
+                                     backend.stamp, backend.stream));
+  NCCL_OR_FAIL(ncclGroupStart());
+  NCCL_OR_FAIL(ncclAllGather(myValues, backend.values, k, ncclFloat,
+                             backend.comm, backend.stream));
+  NCCL_OR_FAIL(ncclAllGather(mine, backend.indices, k, ncclInt64, backend.comm,
+                             backend.stream));
+  NCCL_OR_FAIL(ncclGroupEnd());
+  CUDA_OR_FAIL(cudaMemsetAsync(out, 0, sizeof(float) * count, backend.stream));
+  for (int r = 0; r < backend.size; ++r)
+    CUDA_OR_FAIL(cuda::scatterAdd(out, backend.indices + r * k,
+                                  backend.values + r * k, k, backend.stream));
+  // The union of the index sets (build-up), on the host: n k entries.
+  std::vector<int64_t> host(all);
+  CUDA_OR_FAIL(cudaMemcpyAsync(host.data(), backend.indices,
+                               sizeof(int64_t) * all, cudaMemcpyDeviceToHost,
+                               backend.stream));
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend.stream));
+  std::sort(host.begin(), host.end());
+  host.erase(std::unique(host.begin(), host.end()), host.end());
+  *unionSize = static_cast<int64_t>(host.size());
+  if (average) {
+    // Reuse the index buffer for the union (the gathered copy is done).
+    CUDA_OR_FAIL(cudaMemcpyAsync(backend.indices, host.data(),
+                                 sizeof(int64_t) * host.size(),
+                                 cudaMemcpyHostToDevice, backend.stream));
+    CUDA_OR_FAIL(cuda::divideAt(out, backend.indices,
+                                static_cast<int64_t>(host.size()),
+                                float(backend.size), backend.stream));
+  }
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend.stream));
+  return 0;
+}
+
 int gossip(float *x, int64_t count, int peer, float mixing, char *error) {
   if (reserve(backend.peer, backend.peerCapacity, count, error))
     return 1;
@@ -222,7 +284,8 @@ int gossip(float *x, int64_t count, int peer, float mixing, char *error) {
 } // namespace
 
 extern "C" __attribute__((visibility("default")))
-const CudaBackendTable gradcomm_cuda_backend_v1 = {kCudaBackendVersion,
+// Designated order of CudaBackendTable.h.
+const CudaBackendTable gradcomm_cuda_backend_v2 = {kCudaBackendVersion,
                                                    init,
                                                    shutdown,
                                                    allocate,
@@ -232,4 +295,5 @@ const CudaBackendTable gradcomm_cuda_backend_v1 = {kCudaBackendVersion,
                                                    anyNonFinite,
                                                    denseAllReduce,
                                                    scalecom,
+                                                   localTopk,
                                                    gossip};

@@ -221,6 +221,20 @@ __global__ void scatterKernel(float *out, const int64_t *indices,
     out[indices[j]] = divisor == 1.0f ? values[j] : values[j] / divisor;
 }
 
+__global__ void scatterAddKernel(float *out, const int64_t *indices,
+                                 const float *values, int64_t k) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < k;
+       j += int64_t(gridDim.x) * blockDim.x)
+    out[indices[j]] += values[j];
+}
+
+__global__ void divideAtKernel(float *out, const int64_t *indices, int64_t k,
+                               float divisor) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < k;
+       j += int64_t(gridDim.x) * blockDim.x)
+    out[indices[j]] = out[indices[j]] / divisor;
+}
+
 __global__ void mixKernel(float *x, const float *peer, int64_t n, float a,
                           float keep) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
@@ -367,6 +381,20 @@ cudaError_t scatter(float *out, const int64_t *indices, const float *values,
                     int64_t k, float divisor, cudaStream_t stream) {
   scatterKernel<<<blocksFor(k, kThreads), kThreads, 0, stream>>>(
       out, indices, values, k, divisor);
+  return cudaGetLastError();
+}
+
+cudaError_t scatterAdd(float *out, const int64_t *indices, const float *values,
+                       int64_t k, cudaStream_t stream) {
+  scatterAddKernel<<<blocksFor(k, kThreads), kThreads, 0, stream>>>(
+      out, indices, values, k);
+  return cudaGetLastError();
+}
+
+cudaError_t divideAt(float *out, const int64_t *indices, int64_t k,
+                     float divisor, cudaStream_t stream) {
+  divideAtKernel<<<blocksFor(k, kThreads), kThreads, 0, stream>>>(out, indices,
+                                                                  k, divisor);
   return cudaGetLastError();
 }
 

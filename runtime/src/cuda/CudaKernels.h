@@ -62,6 +62,15 @@ cudaError_t gatherAndUpdate(float *m, const float *g, int64_t n,
 cudaError_t scatter(float *out, const int64_t *indices, const float *values,
                     int64_t k, float divisor, cudaStream_t stream);
 
+/// out[I_j] += values[j] (indices distinct within one call): the baseline's
+/// sum, one worker's block per call, in rank order.
+cudaError_t scatterAdd(float *out, const int64_t *indices, const float *values,
+                       int64_t k, cudaStream_t stream);
+
+/// out[I_j] /= divisor for distinct indices I.
+cudaError_t divideAt(float *out, const int64_t *indices, int64_t k,
+                     float divisor, cudaStream_t stream);
+
 /// x = (1 - a) x + a peer.
 cudaError_t mix(float *x, const float *peer, int64_t n, float a,
                 cudaStream_t stream);
