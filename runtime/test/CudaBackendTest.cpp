@@ -98,10 +98,42 @@ TEST(CudaBackend, DenseAllReduceGossipAndUnsupportedOps) {
   ASSERT_OK(gradcomm_gossip_exchange_f32("g", d, 1000, GRADCOMM_SCHEDULE_RING,
                                          0.5f, 0, 1));
   EXPECT_EQ(toHost(d, 1000), x); // one rank: no peer
-  double distance = 0;
-  EXPECT_EQ(gradcomm_consensus_distance_f32(d, 1000, &distance),
-            GRADCOMM_ERR_UNSUPPORTED);
+  double distance = -1;
+  ASSERT_OK(gradcomm_consensus_distance_f32(d, 1000, &distance));
+  EXPECT_EQ(distance, 0.0); // one rank: no spread
   cudaFree(d);
+  ASSERT_OK(gradcomm_finalize());
+}
+
+TEST(CudaBackend, UnfusedOpsMatchTheFusedStep) {
+  const int64_t n = 30000, k = 300;
+  ASSERT_OK(gradcomm_finalize());
+  ASSERT_OK(gradcomm_set_backend(GRADCOMM_BACKEND_CUDA));
+  for (uint64_t step = 0; step < 3; ++step) {
+    std::vector<float> grad = gradient(6, 0, step, n);
+    float *g = toDevice(grad), *fused = toDevice(std::vector<float>(n));
+    float *unfused = toDevice(std::vector<float>(n)), *values;
+    int64_t *indices;
+    ASSERT_EQ(cudaMalloc(&values, 4 * k), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&indices, 8 * k), cudaSuccess);
+    ASSERT_OK(gradcomm_scalecom_f32("fused", g, fused, n, k,
+                                    GRADCOMM_SELECT_EXACT, 0, 0.25f,
+                                    GRADCOMM_REDUCE_AVERAGE));
+    ASSERT_OK(gradcomm_cltk_compress_f32(
+        "unfused", g, n, k, GRADCOMM_SELECT_EXACT, 0, values, indices));
+    ASSERT_OK(gradcomm_sparse_all_reduce_f32("sar", values, indices, k, unfused,
+                                             n, GRADCOMM_REDUCE_AVERAGE));
+    ASSERT_OK(gradcomm_memory_update_f32("unfused", g, n, indices, k, 0.25f));
+    EXPECT_EQ(toHost(unfused, n), toHost(fused, n)) << "step " << step;
+    std::vector<float> a(n), b(n);
+    ASSERT_OK(gradcomm_state_read("fused", a.data(), n));
+    ASSERT_OK(gradcomm_state_read("unfused", b.data(), n));
+    EXPECT_EQ(a, b);
+    for (void *p : {static_cast<void *>(g), static_cast<void *>(fused),
+                    static_cast<void *>(unfused), static_cast<void *>(values),
+                    static_cast<void *>(indices)})
+      cudaFree(p);
+  }
   ASSERT_OK(gradcomm_finalize());
 }
 

@@ -63,13 +63,6 @@ gradcomm_status gradcomm::cudaStatus(const Call &call, int rc,
                    std::string("cuda backend: ") + error);
 }
 
-gradcomm_status gradcomm::unsupportedOnCuda(const Call &call) {
-  return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                   "not supported by the cuda backend yet (the fused "
-                   "ScaleCom step, local top-k, dense all-reduce, gossip "
-                   "and state are)");
-}
-
 void gradcomm::releaseCudaBackend() {
   Context &ctx = context();
   if (!ctx.cuda)

@@ -21,9 +21,9 @@
 
 namespace gradcomm {
 
-inline constexpr int kCudaBackendVersion = 2;
+inline constexpr int kCudaBackendVersion = 3;
 inline constexpr size_t kErrorSize = 512;
-inline constexpr const char *kCudaBackendSymbol = "gradcomm_cuda_backend_v2";
+inline constexpr const char *kCudaBackendSymbol = "gradcomm_cuda_backend_v3";
 inline constexpr const char *kCudaBackendLibrary =
     "libgradcomm_runtime_cuda.so";
 
@@ -39,6 +39,8 @@ struct CudaBackendTable {
   int (*allocate)(float **memory, int64_t count, char *error);
   void (*release)(float *memory);
   int (*toHost)(float *host, const float *device, int64_t count, char *error);
+  /// Any device bytes to the host (indices to validate, tensors to log).
+  int (*bytesToHost)(void *host, const void *device, size_t bytes, char *error);
   int (*fromHost)(float *device, const float *host, int64_t count, char *error);
   int (*anyNonFinite)(const float *grad, int64_t count, int *result,
                       char *error);
@@ -49,6 +51,18 @@ struct CudaBackendTable {
   int (*scalecom)(float *memory, const float *grad, float *out, int64_t count,
                   int64_t k, int selection, int64_t chunkSize, float beta,
                   int average, int leader, char *error);
+  /// The dialect's three ScaleCom ops, unfused: the leader's selection and
+  /// NCCL broadcast into `indices` and this rank's p[I] into `values`; the
+  /// sum (or mean) of `values` scattered into a zeroed `out`; the low-pass
+  /// update of `memory` at `indices`.
+  int (*compress)(const float *memory, const float *grad, int64_t count,
+                  int64_t k, int selection, int64_t chunkSize, int leader,
+                  float *values, int64_t *indices, char *error);
+  int (*sparseAllReduce)(const float *values, const int64_t *indices, int64_t k,
+                         float *out, int64_t count, int average, char *error);
+  int (*memoryUpdate)(float *memory, const float *grad, int64_t count,
+                      const int64_t *indices, int64_t k, float beta,
+                      char *error);
   /// The local top-k baseline: own exact top-k of m + g, plain error
   /// feedback, ncclAllGather of k values and k indices, summed in rank
   /// order (then divided when `average`); `unionSize` gets the number of

@@ -115,9 +115,6 @@ inline bool usingCuda() { return context().backend == GRADCOMM_BACKEND_CUDA; }
 /// Turns a CUDA backend return code and message into a status.
 gradcomm_status cudaStatus(const Call &call, int rc, const char *error);
 
-/// GRADCOMM_ERR_UNSUPPORTED for an operation the CUDA backend lacks.
-gradcomm_status unsupportedOnCuda(const Call &call);
-
 /// Frees every state's device memory and shuts the CUDA backend down.
 void releaseCudaBackend();
 

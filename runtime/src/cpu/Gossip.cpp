@@ -113,13 +113,22 @@ gradcomm_status gradcomm_consensus_distance_f32(const float *x, int64_t count,
                                                 double *distance) {
   return guarded("consensus_distance_f32", nullptr, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-    if (usingCuda())
-      return unsupportedOnCuda(call);
     GRADCOMM_RETURN_IF_ERROR(requireRange(call, "count", count, 1, INT_MAX));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "x", x));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "distance", distance));
     GRADCOMM_RETURN_IF_ERROR(checkConsistency(call, {{"count", count}}, false));
     const Context &ctx = context();
+    // A logging quantity: on CUDA the replica comes to the host first.
+    std::vector<float> staged;
+    if (usingCuda()) {
+      staged.resize(count);
+      char error[kErrorSize] = {0};
+      GRADCOMM_RETURN_IF_ERROR(cudaStatus(
+          call,
+          ctx.cuda->bytesToHost(staged.data(), x, sizeof(float) * count, error),
+          error));
+      x = staged.data();
+    }
     // In double, so the distance of nearly equal replicas is not noise.
     std::vector<double> mean(x, x + count);
     GRADCOMM_RETURN_IF_ERROR(call.mpi(

@@ -168,6 +168,25 @@ gradcomm_status reduceValues(const Call &call, float *values, int64_t k,
   return GRADCOMM_OK;
 }
 
+/// Indices as the host can read them: in place on the CPU backend, staged
+/// from the device on CUDA (k values, to validate them locally).
+gradcomm_status indicesOnHost(const Call &call, const int64_t *indices,
+                              int64_t k, std::vector<int64_t> &staged,
+                              const int64_t *&host) {
+  host = indices;
+  if (!usingCuda())
+    return GRADCOMM_OK;
+  staged.resize(k);
+  char error[kErrorSize] = {0};
+  GRADCOMM_RETURN_IF_ERROR(
+      cudaStatus(call,
+                 context().cuda->bytesToHost(staged.data(), indices,
+                                             sizeof(int64_t) * k, error),
+                 error));
+  host = staged.data();
+  return GRADCOMM_OK;
+}
+
 bool overlaps(const float *a, const float *b, int64_t count) {
   return a < b + count && b < a + count;
 }
@@ -234,8 +253,6 @@ gradcomm_status gradcomm_cltk_compress_f32(const char *stateName,
                                            int64_t *indices) {
   return guarded("cltk_compress_f32", stateName, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-    if (usingCuda())
-      return unsupportedOnCuda(call);
     CompressArgs args{stateName, grad, count, k, selection, chunkSize};
     GRADCOMM_RETURN_IF_ERROR(validateCompress(call, args));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "values", values));
@@ -243,9 +260,28 @@ gradcomm_status gradcomm_cltk_compress_f32(const char *stateName,
     State *state;
     GRADCOMM_RETURN_IF_ERROR(lookupState(call, stateName, count, state));
     double start = now();
-    GRADCOMM_RETURN_IF_ERROR(selectAndBroadcast(call, args, *state, {}));
-    std::copy(state->indices.begin(), state->indices.end(), indices);
-    cpu::gather(state->memory.data(), grad, indices, k, values);
+    if (usingCuda()) {
+      const Context &ctx = context();
+      char error[kErrorSize] = {0};
+      int nonFinite = 0;
+      if (ctx.consistencyCheck)
+        GRADCOMM_RETURN_IF_ERROR(cudaStatus(
+            call, ctx.cuda->anyNonFinite(grad, count, &nonFinite, error),
+            error));
+      GRADCOMM_RETURN_IF_ERROR(
+          checkConsistency(call, compressFields(args, *state), nonFinite));
+      GRADCOMM_RETURN_IF_ERROR(cudaStatus(
+          call,
+          ctx.cuda->compress(state->device, grad, count, k, selection,
+                             selection == GRADCOMM_SELECT_CHUNK ? chunkSize : 0,
+                             static_cast<int>(state->step % ctx.size), values,
+                             indices, error),
+          error));
+    } else {
+      GRADCOMM_RETURN_IF_ERROR(selectAndBroadcast(call, args, *state, {}));
+      std::copy(state->indices.begin(), state->indices.end(), indices);
+      cpu::gather(state->memory.data(), grad, indices, k, values);
+    }
     gradcomm_op_stats &stats = opStats(stateName);
     stats.calls += 1;
     countCompress(stats, k);
@@ -260,8 +296,6 @@ gradcomm_sparse_all_reduce_f32(const char *opName, const float *values,
                                int64_t count, gradcomm_reduction reduction) {
   return guarded("sparse_all_reduce_f32", opName, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-    if (usingCuda())
-      return unsupportedOnCuda(call);
     GRADCOMM_RETURN_IF_ERROR(
         requireRange(call, "count", count, 1, INT64_MAX / 2));
     GRADCOMM_RETURN_IF_ERROR(requireRange(call, "k", k, 1, count));
@@ -269,15 +303,33 @@ gradcomm_sparse_all_reduce_f32(const char *opName, const float *values,
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "indices", indices));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
     GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
+    std::vector<int64_t> staged;
+    const int64_t *hostIndices;
+    GRADCOMM_RETURN_IF_ERROR(
+        indicesOnHost(call, indices, k, staged, hostIndices));
     for (int64_t j = 0; j < k; ++j)
-      if (indices[j] < 0 || indices[j] >= count)
+      if (hostIndices[j] < 0 || hostIndices[j] >= count)
         return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                         "index " + std::to_string(indices[j]) +
+                         "index " + std::to_string(hostIndices[j]) +
                              " at position " + std::to_string(j) +
                              " is outside [0, " + std::to_string(count) + ")");
     GRADCOMM_RETURN_IF_ERROR(checkConsistency(
         call, {{"count", count}, {"k", k}, {"reduction", reduction}}, false));
     double start = now();
+    if (usingCuda()) {
+      char error[kErrorSize] = {0};
+      GRADCOMM_RETURN_IF_ERROR(cudaStatus(
+          call,
+          context().cuda->sparseAllReduce(values, indices, k, out, count,
+                                          reduction == GRADCOMM_REDUCE_AVERAGE,
+                                          error),
+          error));
+      gradcomm_op_stats &stats = opStats(opName);
+      stats.calls += 1;
+      countValueReduce(stats, k);
+      stats.seconds += now() - start;
+      return GRADCOMM_OK;
+    }
     static thread_local std::vector<float> reduced;
     reduced.assign(values, values + k);
     GRADCOMM_RETURN_IF_ERROR(reduceValues(call, reduced.data(), k, reduction));
@@ -297,8 +349,6 @@ gradcomm_status gradcomm_memory_update_f32(const char *stateName,
                                            float beta) {
   return guarded("memory_update_f32", stateName, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-    if (usingCuda())
-      return unsupportedOnCuda(call);
     GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
     GRADCOMM_RETURN_IF_ERROR(
         requireRange(call, "count", count, 1, INT64_MAX / 2));
@@ -306,18 +356,31 @@ gradcomm_status gradcomm_memory_update_f32(const char *stateName,
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "grad", grad));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "indices", indices));
     GRADCOMM_RETURN_IF_ERROR(validateBeta(call, beta));
+    std::vector<int64_t> staged;
+    const int64_t *hostIndices;
+    GRADCOMM_RETURN_IF_ERROR(
+        indicesOnHost(call, indices, k, staged, hostIndices));
     for (int64_t j = 0; j < k; ++j)
-      if (indices[j] < 0 || indices[j] >= count ||
-          (j > 0 && indices[j] <= indices[j - 1]))
+      if (hostIndices[j] < 0 || hostIndices[j] >= count ||
+          (j > 0 && hostIndices[j] <= hostIndices[j - 1]))
         return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
                          "indices must be ascending and in [0, " +
                              std::to_string(count) + "); position " +
                              std::to_string(j) + " holds " +
-                             std::to_string(indices[j]));
+                             std::to_string(hostIndices[j]));
     State *state;
     GRADCOMM_RETURN_IF_ERROR(lookupState(call, stateName, count, state));
-    cpu::gatherAndUpdate(state->memory.data(), grad, count, indices, k, beta,
-                         nullptr, nullptr);
+    if (usingCuda()) {
+      char error[kErrorSize] = {0};
+      GRADCOMM_RETURN_IF_ERROR(
+          cudaStatus(call,
+                     context().cuda->memoryUpdate(state->device, grad, count,
+                                                  indices, k, beta, error),
+                     error));
+    } else {
+      cpu::gatherAndUpdate(state->memory.data(), grad, count, indices, k, beta,
+                           nullptr, nullptr);
+    }
     state->step += 1;
     return GRADCOMM_OK;
   });

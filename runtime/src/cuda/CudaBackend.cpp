@@ -141,6 +141,72 @@ int fromHost(float *device, const float *host, int64_t count, char *error) {
   return 0;
 }
 
+int bytesToHost(void *host, const void *device, size_t bytes, char *error) {
+  CUDA_OR_FAIL(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost));
+  return 0;
+}
+
+/// A fresh stamp for the marks of `count` elements (grown and cleared as
+/// needed), so each update sees only its own indices.
+int nextStamp(int64_t count, char *error) {
+  const int64_t oldMarks = backend.markCapacity;
+  if (reserve(backend.marks, backend.markCapacity, count, error))
+    return 1;
+  if (backend.markCapacity != oldMarks || backend.stamp == UINT32_MAX) {
+    CUDA_OR_FAIL(
+        cudaMemset(backend.marks, 0, sizeof(uint32_t) * backend.markCapacity));
+    backend.stamp = 0;
+  }
+  ++backend.stamp;
+  return 0;
+}
+
+int compress(const float *memory, const float *grad, int64_t count, int64_t k,
+             int selection, int64_t chunkSize, int leader, float *values,
+             int64_t *indices, char *error) {
+  int rank = 0;
+  NCCL_OR_FAIL(ncclCommUserRank(backend.comm, &rank));
+  if (rank == leader) {
+    if (selection == 1)
+      CUDA_OR_FAIL(cuda::selectChunk(const_cast<float *>(memory), grad, count,
+                                     chunkSize, indices, 1.0f, nullptr, nullptr,
+                                     /*update=*/false, backend.stream));
+    else
+      CUDA_OR_FAIL(cuda::selectExact(memory, grad, count, k, indices,
+                                     backend.select, backend.stream));
+  }
+  NCCL_OR_FAIL(ncclBroadcast(indices, indices, k, ncclInt64, leader,
+                             backend.comm, backend.stream));
+  CUDA_OR_FAIL(cuda::gather(memory, grad, indices, k, values, backend.stream));
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend.stream));
+  return 0;
+}
+
+int sparseAllReduce(const float *values, const int64_t *indices, int64_t k,
+                    float *out, int64_t count, int average, char *error) {
+  if (reserve(backend.values, backend.valueCapacity, k, error))
+    return 1;
+  NCCL_OR_FAIL(ncclAllReduce(values, backend.values, k, ncclFloat, ncclSum,
+                             backend.comm, backend.stream));
+  CUDA_OR_FAIL(cudaMemsetAsync(out, 0, sizeof(float) * count, backend.stream));
+  CUDA_OR_FAIL(cuda::scatter(out, indices, backend.values, k,
+                             average ? float(backend.size) : 1.0f,
+                             backend.stream));
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend.stream));
+  return 0;
+}
+
+int memoryUpdate(float *memory, const float *grad, int64_t count,
+                 const int64_t *indices, int64_t k, float beta, char *error) {
+  if (nextStamp(count, error))
+    return 1;
+  CUDA_OR_FAIL(cuda::gatherAndUpdate(memory, grad, count, indices, k, beta,
+                                     nullptr, nullptr, backend.marks,
+                                     backend.stamp, backend.stream));
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend.stream));
+  return 0;
+}
+
 int anyNonFinite(const float *grad, int64_t count, int *result, char *error) {
   bool bad = false;
   CUDA_OR_FAIL(cuda::anyNonFinite(grad, count, &bad, backend.stream));
@@ -164,21 +230,10 @@ int scalecom(float *memory, const float *grad, float *out, int64_t count,
              int average, int leader, char *error) {
   int rank = 0;
   NCCL_OR_FAIL(ncclCommUserRank(backend.comm, &rank));
-  const int64_t oldMarks = backend.markCapacity;
   if (reserve(backend.indices, backend.indexCapacity, k, error) ||
       reserve(backend.values, backend.valueCapacity, k, error) ||
-      reserve(backend.marks, backend.markCapacity, count, error))
+      nextStamp(count, error))
     return 1;
-  if (backend.markCapacity != oldMarks) { // fresh buffer: no stale stamps
-    CUDA_OR_FAIL(
-        cudaMemset(backend.marks, 0, sizeof(uint32_t) * backend.markCapacity));
-    backend.stamp = 0;
-  }
-  if (++backend.stamp == 0) { // wrapped: clear the marks once
-    CUDA_OR_FAIL(
-        cudaMemset(backend.marks, 0, sizeof(uint32_t) * backend.markCapacity));
-    backend.stamp = 1;
-  }
   const bool chunk = selection == 1;
   bool updated = false;
   if (rank == leader) {
@@ -209,22 +264,11 @@ int scalecom(float *memory, const float *grad, float *out, int64_t count,
 
 int localTopk(float *memory, const float *grad, float *out, int64_t count,
               int64_t k, int average, int64_t *unionSize, char *error) {
-  const int64_t oldMarks = backend.markCapacity;
   const int64_t all = k * backend.size;
   if (reserve(backend.indices, backend.indexCapacity, all, error) ||
       reserve(backend.values, backend.valueCapacity, all, error) ||
-      reserve(backend.marks, backend.markCapacity, count, error))
+      nextStamp(count, error))
     return 1;
-  if (backend.markCapacity != oldMarks) {
-    CUDA_OR_FAIL(
-        cudaMemset(backend.marks, 0, sizeof(uint32_t) * backend.markCapacity));
-    backend.stamp = 0;
-  }
-  if (++backend.stamp == 0) {
-    CUDA_OR_FAIL(
-        cudaMemset(backend.marks, 0, sizeof(uint32_t) * backend.markCapacity));
-    backend.stamp = 1;
-  }
   int rank = 0;
   NCCL_OR_FAIL(ncclCommUserRank(backend.comm, &rank));
   // This rank's block of the gathered buffers holds its own k entries.
@@ -284,16 +328,20 @@ int gossip(float *x, int64_t count, int peer, float mixing, char *error) {
 } // namespace
 
 extern "C" __attribute__((visibility("default")))
-// Designated order of CudaBackendTable.h.
-const CudaBackendTable gradcomm_cuda_backend_v2 = {kCudaBackendVersion,
+// In the order of CudaBackendTable.h.
+const CudaBackendTable gradcomm_cuda_backend_v3 = {kCudaBackendVersion,
                                                    init,
                                                    shutdown,
                                                    allocate,
                                                    release,
                                                    toHost,
+                                                   bytesToHost,
                                                    fromHost,
                                                    anyNonFinite,
                                                    denseAllReduce,
                                                    scalecom,
+                                                   compress,
+                                                   sparseAllReduce,
+                                                   memoryUpdate,
                                                    localTopk,
                                                    gossip};

@@ -203,6 +203,13 @@ __global__ void markAndGatherKernel(const float *m, const float *g,
   }
 }
 
+__global__ void gatherKernel(const float *m, const float *g,
+                             const int64_t *indices, int64_t k, float *values) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < k;
+       j += int64_t(gridDim.x) * blockDim.x)
+    values[j] = m[indices[j]] + g[indices[j]];
+}
+
 __global__ void updateKernel(float *m, const float *g, int64_t n, float beta,
                              float keep, float *out, const uint32_t *marks,
                              uint32_t stamp) {
@@ -374,6 +381,13 @@ cudaError_t gatherAndUpdate(float *m, const float *g, int64_t n,
       m, g, indices, k, values, marks, stamp);
   updateKernel<<<blocksFor(n, kThreads * 8), kThreads, 0, stream>>>(
       m, g, n, beta, 1.0f - beta, out, marks, stamp);
+  return cudaGetLastError();
+}
+
+cudaError_t gather(const float *m, const float *g, const int64_t *indices,
+                   int64_t k, float *values, cudaStream_t stream) {
+  gatherKernel<<<blocksFor(k, kThreads), kThreads, 0, stream>>>(m, g, indices,
+                                                                k, values);
   return cudaGetLastError();
 }
 

@@ -58,6 +58,10 @@ cudaError_t gatherAndUpdate(float *m, const float *g, int64_t n,
                             float *values, float *out, uint32_t *marks,
                             uint32_t stamp, cudaStream_t stream);
 
+/// values[j] = m[I_j] + g[I_j], nothing updated.
+cudaError_t gather(const float *m, const float *g, const int64_t *indices,
+                   int64_t k, float *values, cudaStream_t stream);
+
 /// out[I_j] = values[j] / divisor (divisor 1: a plain scatter).
 cudaError_t scatter(float *out, const int64_t *indices, const float *values,
                     int64_t k, float divisor, cudaStream_t stream);
