@@ -111,8 +111,7 @@ gradcomm_status gradcomm_finalize(void);
 /// CUDA backend loads libgradcomm_runtime_cuda.so and bootstraps NCCL over
 /// the MPI communicator; without the library, a device or a driver this is
 /// GRADCOMM_ERR_UNSUPPORTED with the reason. With the CUDA backend, tensor
-/// pointers are device pointers; the fused ScaleCom step, dense all-reduce,
-/// gossip, state and checkpoints are supported.
+/// pointers are device pointers and every operation here is available.
 gradcomm_status gradcomm_set_backend(gradcomm_backend backend);
 gradcomm_status gradcomm_get_backend(gradcomm_backend *backend);
 
