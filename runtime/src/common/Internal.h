@@ -132,6 +132,12 @@ gradcomm_status checkConsistency(const Call &call,
                                  const std::vector<CheckField> &fields,
                                  bool localNonFinite);
 
+/// checkConsistency for a device gradient on the CUDA backend: the
+/// non-finite scan runs on the device (only when the check is on).
+gradcomm_status checkConsistencyOnDevice(const Call &call, const float *grad,
+                                         int64_t count,
+                                         const std::vector<CheckField> &fields);
+
 /// The float's bits, for CheckField (equal bits, equal parameter).
 int64_t floatBits(float value);
 

@@ -37,6 +37,20 @@ gradcomm_status gradcomm::lookupState(const Call &call, const char *name,
   return GRADCOMM_OK;
 }
 
+gradcomm_status
+gradcomm::checkConsistencyOnDevice(const Call &call, const float *grad,
+                                   int64_t count,
+                                   const std::vector<CheckField> &fields) {
+  const Context &ctx = context();
+  int nonFinite = 0;
+  if (ctx.consistencyCheck) {
+    char error[kErrorSize] = {0};
+    GRADCOMM_RETURN_IF_ERROR(cudaStatus(
+        call, ctx.cuda->anyNonFinite(grad, count, &nonFinite, error), error));
+  }
+  return checkConsistency(call, fields, nonFinite != 0);
+}
+
 int64_t gradcomm::floatBits(float value) {
   uint32_t bits;
   std::memcpy(&bits, &value, sizeof(bits));

@@ -61,18 +61,12 @@ gradcomm_status gradcomm_local_topk_all_gather_f32(
     int64_t distinct = 0;
     if (usingCuda()) {
       char error[kErrorSize] = {0};
-      int nonFinite = 0;
-      if (ctx.consistencyCheck)
-        GRADCOMM_RETURN_IF_ERROR(cudaStatus(
-            call, ctx.cuda->anyNonFinite(grad, count, &nonFinite, error),
-            error));
-      GRADCOMM_RETURN_IF_ERROR(
-          checkConsistency(call,
-                           {{"count", count},
-                            {"k", k},
-                            {"reduction", reduction},
-                            {"step", static_cast<int64_t>(state->step)}},
-                           nonFinite != 0));
+      GRADCOMM_RETURN_IF_ERROR(checkConsistencyOnDevice(
+          call, grad, count,
+          {{"count", count},
+           {"k", k},
+           {"reduction", reduction},
+           {"step", static_cast<int64_t>(state->step)}}));
       GRADCOMM_RETURN_IF_ERROR(
           cudaStatus(call,
                      ctx.cuda->localTopk(state->device, grad, out, count, k,

@@ -76,15 +76,11 @@ gradcomm_status cudaScalecom(const Call &call, const CompressArgs &args,
                              gradcomm_reduction reduction, float *out) {
   const Context &ctx = context();
   char error[kErrorSize] = {0};
-  int nonFinite = 0;
-  if (ctx.consistencyCheck)
-    GRADCOMM_RETURN_IF_ERROR(cudaStatus(
-        call, ctx.cuda->anyNonFinite(args.grad, args.count, &nonFinite, error),
-        error));
   std::vector<CheckField> fields = compressFields(args, state);
   fields.push_back({"beta", floatBits(beta)});
   fields.push_back({"reduction", reduction});
-  GRADCOMM_RETURN_IF_ERROR(checkConsistency(call, fields, nonFinite != 0));
+  GRADCOMM_RETURN_IF_ERROR(
+      checkConsistencyOnDevice(call, args.grad, args.count, fields));
   const int leader = static_cast<int>(state.step % ctx.size);
   GRADCOMM_RETURN_IF_ERROR(cudaStatus(
       call,
@@ -263,13 +259,8 @@ gradcomm_status gradcomm_cltk_compress_f32(const char *stateName,
     if (usingCuda()) {
       const Context &ctx = context();
       char error[kErrorSize] = {0};
-      int nonFinite = 0;
-      if (ctx.consistencyCheck)
-        GRADCOMM_RETURN_IF_ERROR(cudaStatus(
-            call, ctx.cuda->anyNonFinite(grad, count, &nonFinite, error),
-            error));
-      GRADCOMM_RETURN_IF_ERROR(
-          checkConsistency(call, compressFields(args, *state), nonFinite));
+      GRADCOMM_RETURN_IF_ERROR(checkConsistencyOnDevice(
+          call, grad, count, compressFields(args, *state)));
       GRADCOMM_RETURN_IF_ERROR(cudaStatus(
           call,
           ctx.cuda->compress(state->device, grad, count, k, selection,
