@@ -217,14 +217,17 @@ TEST(CudaKernels, SimulatedWorkersMatchCpu) {
 TEST(CudaKernels, NonFiniteScan) {
   std::vector<float> g = data(10000, 9);
   Device<float> clean(g);
+  Device<int> flag(1);
   bool bad = true;
-  ASSERT_EQ(gradcomm::cuda::anyNonFinite(clean.ptr, 10000, &bad, nullptr),
-            cudaSuccess);
+  ASSERT_EQ(
+      gradcomm::cuda::anyNonFinite(clean.ptr, 10000, flag.ptr, &bad, nullptr),
+      cudaSuccess);
   EXPECT_FALSE(bad);
   g[1234] = std::numeric_limits<float>::infinity();
   Device<float> dirty(g);
-  ASSERT_EQ(gradcomm::cuda::anyNonFinite(dirty.ptr, 10000, &bad, nullptr),
-            cudaSuccess);
+  ASSERT_EQ(
+      gradcomm::cuda::anyNonFinite(dirty.ptr, 10000, flag.ptr, &bad, nullptr),
+      cudaSuccess);
   EXPECT_TRUE(bad);
 }
 

@@ -166,6 +166,8 @@ gradcomm_status requireRange(const Call &call, const char *argument,
                              int64_t value, int64_t low, int64_t high);
 gradcomm_status requireReduction(const Call &call,
                                  gradcomm_reduction reduction);
+/// count in [1, 2^62] and k in [1, count]: every compressing entry point.
+gradcomm_status requireCountAndK(const Call &call, int64_t count, int64_t k);
 
 /// Returns early from an entry point on failure.
 #define GRADCOMM_RETURN_IF_ERROR(expr)                                         \

@@ -167,6 +167,13 @@ gradcomm_status gradcomm::requireRange(const Call &call, const char *argument,
   return GRADCOMM_OK;
 }
 
+gradcomm_status gradcomm::requireCountAndK(const Call &call, int64_t count,
+                                           int64_t k) {
+  GRADCOMM_RETURN_IF_ERROR(
+      requireRange(call, "count", count, 1, INT64_MAX / 2));
+  return requireRange(call, "k", k, 1, count);
+}
+
 gradcomm_status gradcomm::requireReduction(const Call &call,
                                            gradcomm_reduction reduction) {
   if (reduction != GRADCOMM_REDUCE_SUM && reduction != GRADCOMM_REDUCE_AVERAGE)

@@ -42,9 +42,7 @@ gradcomm_status gradcomm_local_topk_all_gather_f32(
   return guarded("local_topk_all_gather_f32", stateName, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
     GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
-    GRADCOMM_RETURN_IF_ERROR(
-        requireRange(call, "count", count, 1, INT64_MAX / 2));
-    GRADCOMM_RETURN_IF_ERROR(requireRange(call, "k", k, 1, count));
+    GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, count, k));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "grad", grad));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
     GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
@@ -87,10 +85,11 @@ gradcomm_status gradcomm_local_topk_all_gather_f32(
                           {"reduction", reduction},
                           {"step", static_cast<int64_t>(state->step)}},
                          nonFinite));
-    // Plain error feedback (beta = 1): m = p - c.
+    // Plain error feedback (beta = 1): m = p - c; the same pass zeroes the
+    // output the gathered blocks are added into.
     cpu::gatherAndUpdate(state->memory.data(), grad, count,
                          state->indices.data(), k, 1.0f, state->values.data(),
-                         nullptr);
+                         out);
 
     static thread_local std::vector<float> allValues;
     static thread_local std::vector<int64_t> allIndices;
@@ -107,7 +106,6 @@ gradcomm_status gradcomm_local_topk_all_gather_f32(
                                static_cast<int>(k), MPI_INT64_T, ctx.comm),
                  "MPI_Allgather (indices)"));
 
-    std::fill(out, out + count, 0.0f);
     for (int64_t j = 0; j < k * ctx.size; ++j)
       out[allIndices[j]] += allValues[j];
     std::sort(allIndices.begin(), allIndices.end());

@@ -30,10 +30,8 @@ struct CompressArgs {
 
 gradcomm_status validateCompress(const Call &call, const CompressArgs &args) {
   GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", args.state));
-  GRADCOMM_RETURN_IF_ERROR(
-      requireRange(call, "count", args.count, 1, INT64_MAX / 2));
+  GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, args.count, args.k));
   GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "grad", args.grad));
-  GRADCOMM_RETURN_IF_ERROR(requireRange(call, "k", args.k, 1, args.count));
   if (args.selection == GRADCOMM_SELECT_CHUNK) {
     GRADCOMM_RETURN_IF_ERROR(
         requireRange(call, "chunk_size", args.chunkSize, 1, args.count));
@@ -164,22 +162,37 @@ gradcomm_status reduceValues(const Call &call, float *values, int64_t k,
   return GRADCOMM_OK;
 }
 
-/// Indices as the host can read them: in place on the CPU backend, staged
-/// from the device on CUDA (k values, to validate them locally).
-gradcomm_status indicesOnHost(const Call &call, const int64_t *indices,
-                              int64_t k, std::vector<int64_t> &staged,
-                              const int64_t *&host) {
-  host = indices;
-  if (!usingCuda())
-    return GRADCOMM_OK;
-  staged.resize(k);
-  char error[kErrorSize] = {0};
-  GRADCOMM_RETURN_IF_ERROR(
-      cudaStatus(call,
-                 context().cuda->bytesToHost(staged.data(), indices,
-                                             sizeof(int64_t) * k, error),
-                 error));
-  host = staged.data();
+/// Checks k indices (on the host, or staged from the device on CUDA) lie
+/// in [0, count) and, with `ascending`, increase strictly, as the memory
+/// update's single merge pass needs.
+gradcomm_status validateIndices(const Call &call, const int64_t *indices,
+                                int64_t k, int64_t count, bool ascending) {
+  std::vector<int64_t> staged;
+  const int64_t *host = indices;
+  if (usingCuda()) {
+    staged.resize(k);
+    char error[kErrorSize] = {0};
+    GRADCOMM_RETURN_IF_ERROR(
+        cudaStatus(call,
+                   context().cuda->bytesToHost(staged.data(), indices,
+                                               sizeof(int64_t) * k, error),
+                   error));
+    host = staged.data();
+  }
+  for (int64_t j = 0; j < k; ++j) {
+    bool inRange = host[j] >= 0 && host[j] < count;
+    if (ascending && (!inRange || (j > 0 && host[j] <= host[j - 1])))
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "indices must be ascending and in [0, " +
+                           std::to_string(count) + "); position " +
+                           std::to_string(j) + " holds " +
+                           std::to_string(host[j]));
+    if (!inRange)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "index " + std::to_string(host[j]) + " at position " +
+                           std::to_string(j) + " is outside [0, " +
+                           std::to_string(count) + ")");
+  }
   return GRADCOMM_OK;
 }
 
@@ -287,23 +300,13 @@ gradcomm_sparse_all_reduce_f32(const char *opName, const float *values,
                                int64_t count, gradcomm_reduction reduction) {
   return guarded("sparse_all_reduce_f32", opName, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-    GRADCOMM_RETURN_IF_ERROR(
-        requireRange(call, "count", count, 1, INT64_MAX / 2));
-    GRADCOMM_RETURN_IF_ERROR(requireRange(call, "k", k, 1, count));
+    GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, count, k));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "values", values));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "indices", indices));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
     GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
-    std::vector<int64_t> staged;
-    const int64_t *hostIndices;
     GRADCOMM_RETURN_IF_ERROR(
-        indicesOnHost(call, indices, k, staged, hostIndices));
-    for (int64_t j = 0; j < k; ++j)
-      if (hostIndices[j] < 0 || hostIndices[j] >= count)
-        return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                         "index " + std::to_string(hostIndices[j]) +
-                             " at position " + std::to_string(j) +
-                             " is outside [0, " + std::to_string(count) + ")");
+        validateIndices(call, indices, k, count, /*ascending=*/false));
     GRADCOMM_RETURN_IF_ERROR(checkConsistency(
         call, {{"count", count}, {"k", k}, {"reduction", reduction}}, false));
     double start = now();
@@ -341,24 +344,12 @@ gradcomm_status gradcomm_memory_update_f32(const char *stateName,
   return guarded("memory_update_f32", stateName, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
     GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
-    GRADCOMM_RETURN_IF_ERROR(
-        requireRange(call, "count", count, 1, INT64_MAX / 2));
-    GRADCOMM_RETURN_IF_ERROR(requireRange(call, "k", k, 1, count));
+    GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, count, k));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "grad", grad));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "indices", indices));
     GRADCOMM_RETURN_IF_ERROR(validateBeta(call, beta));
-    std::vector<int64_t> staged;
-    const int64_t *hostIndices;
     GRADCOMM_RETURN_IF_ERROR(
-        indicesOnHost(call, indices, k, staged, hostIndices));
-    for (int64_t j = 0; j < k; ++j)
-      if (hostIndices[j] < 0 || hostIndices[j] >= count ||
-          (j > 0 && hostIndices[j] <= hostIndices[j - 1]))
-        return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                         "indices must be ascending and in [0, " +
-                             std::to_string(count) + "); position " +
-                             std::to_string(j) + " holds " +
-                             std::to_string(hostIndices[j]));
+        validateIndices(call, indices, k, count, /*ascending=*/true));
     State *state;
     GRADCOMM_RETURN_IF_ERROR(lookupState(call, stateName, count, state));
     if (usingCuda()) {

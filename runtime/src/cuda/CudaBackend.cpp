@@ -41,6 +41,7 @@ struct Backend {
   uint32_t stamp = 0;
   float *peer = nullptr;
   int64_t peerCapacity = 0;
+  int *nonFiniteFlag = nullptr; // one device int for the NaN/Inf scan
 };
 
 Backend backend;
@@ -111,6 +112,7 @@ void shutdown() {
   cudaFree(backend.values);
   cudaFree(backend.marks);
   cudaFree(backend.peer);
+  cudaFree(backend.nonFiniteFlag);
   if (backend.ownsComm && backend.comm)
     ncclCommDestroy(backend.comm);
   if (backend.ownsStream && backend.stream)
@@ -208,8 +210,11 @@ int memoryUpdate(float *memory, const float *grad, int64_t count,
 }
 
 int anyNonFinite(const float *grad, int64_t count, int *result, char *error) {
+  if (!backend.nonFiniteFlag)
+    CUDA_OR_FAIL(cudaMalloc(&backend.nonFiniteFlag, sizeof(int)));
   bool bad = false;
-  CUDA_OR_FAIL(cuda::anyNonFinite(grad, count, &bad, backend.stream));
+  CUDA_OR_FAIL(cuda::anyNonFinite(grad, count, backend.nonFiniteFlag, &bad,
+                                  backend.stream));
   *result = bad;
   return 0;
 }
@@ -276,8 +281,9 @@ int localTopk(float *memory, const float *grad, float *out, int64_t count,
   float *myValues = backend.values + rank * k;
   CUDA_OR_FAIL(cuda::selectExact(memory, grad, count, k, mine, backend.select,
                                  backend.stream));
+  // The memory pass also zeroes the output the blocks are added into.
   CUDA_OR_FAIL(cuda::gatherAndUpdate(memory, grad, count, mine, k, 1.0f,
-                                     myValues, nullptr, backend.marks,
+                                     myValues, out, backend.marks,
                                      backend.stamp, backend.stream));
   NCCL_OR_FAIL(ncclGroupStart());
   NCCL_OR_FAIL(ncclAllGather(myValues, backend.values, k, ncclFloat,
@@ -285,7 +291,6 @@ int localTopk(float *memory, const float *grad, float *out, int64_t count,
   NCCL_OR_FAIL(ncclAllGather(mine, backend.indices, k, ncclInt64, backend.comm,
                              backend.stream));
   NCCL_OR_FAIL(ncclGroupEnd());
-  CUDA_OR_FAIL(cudaMemsetAsync(out, 0, sizeof(float) * count, backend.stream));
   for (int r = 0; r < backend.size; ++r)
     CUDA_OR_FAIL(cuda::scatterAdd(out, backend.indices + r * k,
                                   backend.values + r * k, k, backend.stream));

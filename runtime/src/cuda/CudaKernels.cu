@@ -288,17 +288,14 @@ std::string errorText(cudaError_t error, const char *what) {
   return std::string(what) + ": " + cudaGetErrorString(error);
 }
 
-cudaError_t anyNonFinite(const float *g, int64_t n, bool *result,
+cudaError_t anyNonFinite(const float *g, int64_t n, int *flag, bool *result,
                          cudaStream_t stream) {
-  int *flag = nullptr;
-  GRADCOMM_CUDA_TRY(cudaMallocAsync(&flag, sizeof(int), stream));
   GRADCOMM_CUDA_TRY(cudaMemsetAsync(flag, 0, sizeof(int), stream));
   nonFiniteKernel<<<blocksFor(n, kThreads * 8), kThreads, 0, stream>>>(g, n,
                                                                        flag);
   int host = 0;
   GRADCOMM_CUDA_TRY(cudaMemcpyAsync(&host, flag, sizeof(int),
                                     cudaMemcpyDeviceToHost, stream));
-  GRADCOMM_CUDA_TRY(cudaFreeAsync(flag, stream));
   GRADCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
   *result = host != 0;
   return cudaGetLastError();

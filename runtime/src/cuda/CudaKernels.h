@@ -31,8 +31,9 @@ struct SelectScratch {
 /// A CUDA error as "what: cudaGetErrorString" or empty on success.
 std::string errorText(cudaError_t error, const char *what);
 
-/// True when some g is NaN/Inf (synchronizes `stream`).
-cudaError_t anyNonFinite(const float *g, int64_t n, bool *result,
+/// True when some g is NaN/Inf (synchronizes `stream`). `flag` is one
+/// device int of the caller's, so the scan allocates nothing.
+cudaError_t anyNonFinite(const float *g, int64_t n, int *flag, bool *result,
                          cudaStream_t stream);
 
 /// Exact top-k of |m + g|, ties to the lower index, indices ascending:

@@ -35,6 +35,8 @@ struct GossipPlan {
   Schedule schedule = Schedule::Matching;
   double mixing = 0.5;
   int64_t period = 1;
+  /// n of the local estimate n * g of a `sum` (1 for an `average`).
+  int64_t sumScale = 1;
 };
 
 class GossipRewritePass
@@ -108,17 +110,17 @@ GossipRewritePass::decide(shard::AllReduceOp op, const GradientUse &use,
   if (!*policy && type.getNumElements() < minElements)
     return dense(Twine(type.getNumElements()) + " elements < min-elements (" +
                  Twine(int64_t(minElements)) + ")");
-  if (op.getReduction() == shard::ReductionKind::Sum) {
-    auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
-        op, op.getGridAttr());
-    int64_t size =
-        grid ? grid.getShape()[op.getGridAxes()[0]] : ShapedType::kDynamic;
-    if (ShapedType::isDynamic(size))
-      return dense("a sum over a grid axis of dynamic size has no static "
-                   "local estimate n * g");
-  }
+  auto grid =
+      SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, op.getGridAttr());
+  const int64_t groupSize =
+      grid ? grid.getShape()[op.getGridAxes()[0]] : ShapedType::kDynamic;
+  const bool isSum = op.getReduction() == shard::ReductionKind::Sum;
+  if (isSum && ShapedType::isDynamic(groupSize))
+    return dense("a sum over a grid axis of dynamic size has no static "
+                 "local estimate n * g");
 
   GossipPlan plan;
+  plan.sumScale = isSum ? groupSize : 1;
   plan.schedule = schedule;
   plan.mixing = mixing;
   plan.period = period;
@@ -140,10 +142,6 @@ GossipRewritePass::decide(shard::AllReduceOp op, const GradientUse &use,
              << **scheduleOverride << "\"";
     plan.schedule = *parsed;
   }
-  auto grid =
-      SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, op.getGridAttr());
-  int64_t groupSize =
-      grid ? grid.getShape()[op.getGridAxes()[0]] : ShapedType::kDynamic;
   if (plan.schedule == Schedule::Hypercube &&
       !ShapedType::isDynamic(groupSize) && !llvm::isPowerOf2_64(groupSize))
     return op->emitError() << kPass << ": the hypercube schedule needs a "
@@ -190,10 +188,8 @@ void GossipRewritePass::runOnOperation() {
     // The unbiased local estimate of the reduced gradient.
     OpBuilder b(op);
     Value local = op.getInput();
-    int64_t groupSize = 1;
-    if (op.getReduction() == shard::ReductionKind::Sum) {
-      auto grid = symbolTable.lookup<shard::GridOp>(op.getGrid());
-      groupSize = grid.getShape()[op.getGridAxes()[0]];
+    const int64_t groupSize = (*plan)->sumScale;
+    if (groupSize != 1) {
       auto type = cast<RankedTensorType>(local.getType());
       Value n = arith::ConstantOp::create(
           b, op.getLoc(),
