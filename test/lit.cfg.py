@@ -22,6 +22,8 @@ llvm_config.use_default_substitutions()
 tool_dirs = [config.gradcomm_tools_dir, config.llvm_tools_dir]
 tools = [
     ToolSubst("gradcomm-opt", unresolved="fatal"),
+    ToolSubst("gradcomm-translate", unresolved="fatal"),
+    ToolSubst("gradcomm-compile", unresolved="fatal"),
     ToolSubst("not", unresolved="fatal"),
     ToolSubst("split-file", unresolved="fatal"),
 ]

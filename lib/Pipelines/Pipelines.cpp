@@ -8,7 +8,22 @@
 
 #include "gradcomm/Conversion/Passes.h"
 
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Shard/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -63,39 +78,92 @@ void mlir::gradcomm::buildScaleComPipeline(
   pm.addPass(createScaleComRewritePass(options.toPassOptions()));
 }
 
+void mlir::gradcomm::buildBufferizationPipeline(OpPassManager &pm) {
+  pm.addPass(createNameCollectivesPass());
+  pm.addPass(createConvertGradCommToRuntimePass());
+  // Results that are an argument's buffer (a gradient reduced in place) are
+  // dropped from the signature, so the caller's buffer is the result and
+  // nothing is copied.
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  bufferize.unknownTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createDropInPlaceResultsPass());
+}
+
+void mlir::gradcomm::buildLLVMLoweringPipeline(OpPassManager &pm,
+                                               bool exportCInterface) {
+  if (exportCInterface)
+    pm.addPass(createExportCInterfacePass());
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  // Every allocation goes through the runtime
+  // (`_mlir_memref_to_llvm_alloc`), which puts it on the backend's device.
+  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  memrefToLLVM.useGenericFunctions = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
 void mlir::gradcomm::buildLoweringPipeline(
     OpPassManager &pm, const LoweringPipelineOptions &options) {
-  pm.addPass(createConvertGradCommToRuntimePass());
-  if (options.exportCInterface)
-    pm.addPass(createExportCInterfacePass());
-  // The upstream part, as the textual pipeline a user would type, so it
-  // reads like the documentation. Results that are an argument's buffer
-  // (a gradient reduced in place) are dropped from the signature, so the
-  // caller's buffer is the result and nothing is copied; every allocation
-  // goes through the runtime (`_mlir_memref_to_llvm_alloc`), which puts it
-  // on the backend's device.
-  const char *bufferize =
-      "func.func(convert-elementwise-to-linalg),"
-      "one-shot-bufferize{bufferize-function-boundaries=1 "
-      "function-boundary-type-conversion=identity-layout-map "
-      "unknown-type-conversion=identity-layout-map},"
-      "gradcomm-drop-in-place-results";
-  const char *lower = "buffer-deallocation-pipeline,"
-                      "convert-bufferization-to-memref,"
-                      "func.func(convert-linalg-to-loops),"
-                      "convert-scf-to-cf,"
-                      "expand-strided-metadata,"
-                      "lower-affine,"
-                      "finalize-memref-to-llvm{use-generic-functions=1},"
-                      "convert-math-to-llvm,"
-                      "convert-arith-to-llvm,"
-                      "convert-index-to-llvm,"
-                      "convert-func-to-llvm,"
-                      "convert-cf-to-llvm,"
-                      "reconcile-unrealized-casts";
-  if (failed(parsePassPipeline(bufferize, pm)) ||
-      (!options.stopAfterBufferization && failed(parsePassPipeline(lower, pm))))
-    llvm::report_fatal_error("gradcomm: the lowering pipeline does not parse");
+  buildBufferizationPipeline(pm);
+  if (!options.stopAfterBufferization)
+    buildLLVMLoweringPipeline(pm, options.exportCInterface);
+}
+
+bool mlir::gradcomm::hasShardingAnnotations(ModuleOp module) {
+  bool annotated = false;
+  module.walk([&](shard::ShardOp) {
+    annotated = true;
+    return WalkResult::interrupt();
+  });
+  return annotated;
+}
+
+void mlir::gradcomm::buildRewritePipeline(OpPassManager &pm,
+                                          const CompileOptions &options,
+                                          bool partition) {
+  if (partition)
+    buildPartitionPipeline(pm);
+  switch (options.strategy) {
+  case Strategy::Dense:
+    break;
+  case Strategy::ScaleCom:
+  case Strategy::LocalTopk: {
+    ScaleComRewritePassOptions pass = options.scalecom.toPassOptions();
+    pass.compressor =
+        options.strategy == Strategy::LocalTopk ? "local-topk" : "cltk";
+    pm.addPass(createScaleComRewritePass(pass));
+    break;
+  }
+  case Strategy::Gossip:
+    pm.addPass(createGossipRewritePass(options.gossip.toPassOptions()));
+    break;
+  }
+}
+
+void mlir::gradcomm::buildCompilePipeline(OpPassManager &pm,
+                                          const CompileOptions &options,
+                                          bool partition,
+                                          bool stopAfterBufferization) {
+  buildRewritePipeline(pm, options, partition);
+  buildBufferizationPipeline(pm);
+  if (!stopAfterBufferization)
+    buildLLVMLoweringPipeline(pm, /*exportCInterface=*/true);
 }
 
 void mlir::gradcomm::registerGradCommPipelines() {

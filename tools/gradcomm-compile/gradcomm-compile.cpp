@@ -2,20 +2,25 @@
 //
 // Part of the GradComm project.
 //
-// Runs the whole pipeline in process: partitioning (when the input carries
-// shard.shard annotations), the chosen rewrite (dense | scalecom |
-// local-topk | gossip), the lowering to the runtime and to LLVM, LLVM's O2,
-// and host code generation. Writes MLIR, LLVM IR, an object file or a shared
-// library, and optionally a C header declaring the entry points.
+// Runs the whole pipeline in process, once: partitioning (when the input
+// carries shard.shard annotations), the chosen rewrite (dense | scalecom |
+// local-topk | gossip), the lowering to the runtime and to memref IR (where
+// the C header is written), the lowering to LLVM, LLVM's O2, and host code
+// generation. Writes MLIR, LLVM IR, an object file or a shared library.
+//
+// The pipeline is lib/Pipelines' buildCompilePipeline; the strategy options
+// are the pipeline option structs' own options, bound to flags here
+// (`--ratio=8` sets ScaleComPipelineOptions::ratio), so each is declared
+// once and means the same in gradcomm-opt and gradcomm-compile.
 //
 //===----------------------------------------------------------------------===//
 
 #include "gradcomm/Dialect/GradComm/IR/GradCommDialect.h"
 #include "gradcomm/InitAll.h"
 #include "gradcomm/Pipelines/Pipelines.h"
+#include "gradcomm/Target/CHeader.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -25,7 +30,6 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
-#include "llvm/ADT/StringSet.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -34,6 +38,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
@@ -57,7 +62,7 @@ static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                        cl::value_desc("file"), cl::Required,
                                        cl::cat(category));
 
-enum class Strategy { Dense, ScaleCom, LocalTopk, Gossip };
+using gradcomm::Strategy;
 static cl::opt<Strategy> strategy(
     "strategy", cl::desc("How gradient all-reduces are communicated"),
     cl::init(Strategy::ScaleCom),
@@ -83,208 +88,182 @@ static cl::opt<std::string>
                cl::desc("Also write a C header declaring the entry points"),
                cl::value_desc("file"), cl::cat(category));
 
-// ScaleCom / local top-k options, named as the pass options.
-static cl::opt<double> ratio("ratio", cl::desc("Compression ratio N / k"),
-                             cl::init(100.0), cl::cat(category));
-static cl::opt<int64_t> k("k", cl::desc("Fixed k (0: use ratio)"), cl::init(0),
-                          cl::cat(category));
-static cl::opt<double> beta("beta", cl::desc("Low-pass coefficient (0, 1]"),
-                            cl::init(1.0), cl::cat(category));
-static cl::opt<std::string> selection("selection", cl::desc("exact | chunk"),
-                                      cl::init("exact"), cl::cat(category));
-static cl::opt<int64_t> chunkSize("chunk-size",
-                                  cl::desc("Chunk length (0: round(ratio))"),
-                                  cl::init(0), cl::cat(category));
-static cl::opt<int64_t>
-    minElements("min-elements",
-                cl::desc("Tensors with fewer elements stay dense"),
-                cl::init(1024), cl::cat(category));
-static cl::opt<bool> report("report",
-                            cl::desc("Say per all-reduce what was done"),
-                            cl::init(false), cl::cat(category));
+static cl::opt<std::string> runtimeDir(
+    "runtime-dir",
+    cl::desc("Directory of libgradcomm_runtime.so that --emit=shared links "
+             "(default: ../lib beside gradcomm-compile)"),
+    cl::value_desc("dir"), cl::cat(category));
 
-// Gossip options.
-static cl::opt<std::string> schedule("schedule",
-                                     cl::desc("matching | ring | hypercube"),
-                                     cl::init("matching"), cl::cat(category));
-static cl::opt<double> mixing("mixing", cl::desc("Mixing weight (0, 1)"),
-                              cl::init(0.5), cl::cat(category));
-static cl::opt<int64_t> seed("seed", cl::desc("Shared schedule seed"),
-                             cl::init(0), cl::cat(category));
-static cl::opt<int64_t> period("period", cl::desc("Exchange every p steps"),
-                               cl::init(1), cl::cat(category));
+static cl::opt<std::string>
+    rpath("rpath",
+          cl::desc("Run-time search path --emit=shared records (default: "
+                   "the runtime directory; 'none' records none)"),
+          cl::value_desc("dir"), cl::cat(category));
 
 //===----------------------------------------------------------------------===//
-// Pipeline
+// Strategy options: the pipeline option structs, bound to flags
 //===----------------------------------------------------------------------===//
 
-/// The pass pipeline for the chosen strategy, as a textual pipeline built
-/// from the same option structs the tests use.
-static LogicalResult
-buildPipeline(PassManager &pm, ModuleOp module,
-              const gradcomm::LoweringPipelineOptions &lowering) {
-  bool annotated = false;
-  module.walk([&](shard::ShardOp) { annotated = true; });
-  if (annotated)
-    gradcomm::buildPartitionPipeline(pm);
+namespace {
 
-  switch (strategy) {
+/// A flag naming a pipeline option, taken out of the command line.
+struct PipelineFlag {
+  std::string name;
+  std::optional<std::string> value;
+};
+
+/// The option struct `strategy` configures, as a name and a lookup.
+struct StrategyOptions {
+  StringRef pipeline;
+  std::function<cl::Option *(StringRef)> find;
+  std::function<LogicalResult(StringRef)> parse;
+};
+
+} // namespace
+
+static StringRef strategyName(Strategy chosen) {
+  switch (chosen) {
   case Strategy::Dense:
-    break;
+    return "dense";
   case Strategy::ScaleCom:
-  case Strategy::LocalTopk: {
-    gradcomm::ScaleComPipelineOptions options;
-    options.ratio = ratio;
-    options.k = k;
-    options.beta = beta;
-    if (selection != "exact" && selection != "chunk") {
-      llvm::errs() << "gradcomm-compile: --selection must be exact or "
-                      "chunk, got '"
-                   << selection << "'\n";
-      return failure();
-    }
-    options.selection = selection == "chunk" ? gradcomm::Selection::Chunk
-                                             : gradcomm::Selection::Exact;
-    options.chunkSize = chunkSize;
-    options.minElements = minElements;
-    options.report = report;
-    options.compressor =
-        strategy == Strategy::LocalTopk ? "local-topk" : "cltk";
-    pm.addPass(gradcomm::createScaleComRewritePass(options.toPassOptions()));
-    break;
+    return "scalecom";
+  case Strategy::LocalTopk:
+    return "local-topk";
+  case Strategy::Gossip:
+    return "gossip";
   }
-  case Strategy::Gossip: {
-    gradcomm::GossipPipelineOptions options;
-    std::optional<gradcomm::Schedule> parsed =
-        gradcomm::symbolizeSchedule(schedule);
-    if (!parsed) {
-      llvm::errs() << "gradcomm-compile: --schedule must be matching, ring "
-                      "or hypercube, got '"
-                   << schedule << "'\n";
-      return failure();
-    }
-    options.schedule = *parsed;
-    options.mixing = mixing;
-    options.seed = seed;
-    options.period = period;
-    options.report = report;
-    pm.addPass(gradcomm::createGossipRewritePass(options.toPassOptions()));
-    break;
-  }
-  }
-  gradcomm::buildLoweringPipeline(pm, lowering);
-  return success();
+  llvm_unreachable("unknown strategy");
 }
 
-//===----------------------------------------------------------------------===//
-// C header
-//===----------------------------------------------------------------------===//
-
-/// C element type of a tensor, or empty if the header cannot express it.
-static std::string cElementType(Type type) {
-  if (type.isF32())
-    return "float";
-  if (type.isF64())
-    return "double";
-  if (type.isInteger(32))
-    return "int32_t";
-  if (type.isInteger(64) || type.isIndex())
-    return "int64_t";
-  return "";
+static std::optional<StrategyOptions>
+optionsFor(Strategy chosen, gradcomm::CompileOptions &options) {
+  switch (chosen) {
+  case Strategy::Dense:
+    return std::nullopt;
+  case Strategy::ScaleCom:
+  case Strategy::LocalTopk:
+    return StrategyOptions{
+        "gradcomm-scalecom-pipeline",
+        [&](StringRef name) { return options.scalecom.findOption(name); },
+        [&](StringRef text) {
+          return options.scalecom.parseFromString(text, llvm::errs());
+        }};
+  case Strategy::Gossip:
+    return StrategyOptions{
+        "gradcomm-gossip-pipeline",
+        [&](StringRef name) { return options.gossip.findOption(name); },
+        [&](StringRef text) {
+          return options.gossip.parseFromString(text, llvm::errs());
+        }};
+  }
+  llvm_unreachable("unknown strategy");
 }
 
-/// The descriptor struct name of a ranked memref type.
-static std::string descriptorName(ShapedType type) {
-  std::string element;
-  llvm::raw_string_ostream os(element);
-  os << type.getElementType();
-  return "gradcomm_memref_" + element + "_" + std::to_string(type.getRank()) +
-         "d";
-}
-
-/// Writes a C header declaring `_mlir_ciface_<name>` for every public
-/// function, from the tensor signatures recorded before lowering.
-static LogicalResult writeHeader(ArrayRef<func::FuncOp> functions,
-                                 StringRef path) {
-  std::string body, structs;
-  llvm::StringSet<> declared;
-  auto descriptor = [&](Type type, Location loc) -> FailureOr<std::string> {
-    auto shaped = dyn_cast<ShapedType>(type);
-    if (shaped && !shaped.hasRank())
-      shaped = nullptr;
-    std::string element = shaped ? cElementType(shaped.getElementType()) : "";
-    if (element.empty())
-      return emitError(loc) << "gradcomm-compile --emit-header: cannot "
-                               "express "
-                            << type << " in C";
-    std::string name = descriptorName(shaped);
-    if (declared.insert(name).second) {
-      structs += "typedef struct " + name + " {\n  " + element +
-                 " *allocated;\n  " + element +
-                 " *aligned;\n  int64_t offset;\n";
-      if (shaped.getRank() > 0)
-        structs += "  int64_t sizes[" + std::to_string(shaped.getRank()) +
-                   "];\n  int64_t strides[" + std::to_string(shaped.getRank()) +
-                   "];\n";
-      structs += "} " + name + ";\n\n";
+/// Takes every `--name[=value]` whose name is an option of a strategy's
+/// pipeline out of `args` (so the driver's own parser never sees it).
+static FailureOr<std::vector<PipelineFlag>>
+takePipelineFlags(SmallVectorImpl<const char *> &args,
+                  const gradcomm::CompileOptions &options) {
+  std::vector<PipelineFlag> flags;
+  SmallVector<const char *> kept;
+  for (size_t i = 0; i < args.size(); ++i) {
+    StringRef arg = args[i];
+    if (i == 0 || !arg.starts_with("-") || arg == "-" || arg == "--") {
+      kept.push_back(args[i]);
+      continue;
     }
-    return name;
-  };
-
-  for (func::FuncOp func : functions) {
-    FunctionType type = func.getFunctionType();
-    std::string name = func.getName().str();
-    std::vector<std::string> params;
-    if (type.getNumResults() == 1) {
-      FailureOr<std::string> result =
-          descriptor(type.getResult(0), func.getLoc());
-      if (failed(result))
+    auto [name, value] = arg.ltrim('-').split('=');
+    cl::Option *option = options.scalecom.findOption(name);
+    if (!option)
+      option = options.gossip.findOption(name);
+    if (!option) {
+      kept.push_back(args[i]);
+      continue;
+    }
+    PipelineFlag flag{name.str(), std::nullopt};
+    if (arg.contains('='))
+      flag.value = value.str();
+    else if (option->getValueExpectedFlag() == cl::ValueRequired) {
+      if (i + 1 == args.size()) {
+        llvm::errs() << "gradcomm-compile: --" << name << " needs a value\n";
         return failure();
-      params.push_back(*result + " *result");
-    } else if (type.getNumResults() > 1) {
-      std::string resultStruct = name + "_results";
-      std::string fields;
-      for (auto [i, resultType] : llvm::enumerate(type.getResults())) {
-        FailureOr<std::string> result = descriptor(resultType, func.getLoc());
-        if (failed(result))
-          return failure();
-        fields += "  " + *result + " r" + std::to_string(i) + ";\n";
       }
-      structs += "typedef struct " + resultStruct + " {\n" + fields + "} " +
-                 resultStruct + ";\n\n";
-      params.push_back(resultStruct + " *results");
+      flag.value = args[++i];
     }
-    for (auto [i, argType] : llvm::enumerate(type.getInputs())) {
-      FailureOr<std::string> arg = descriptor(argType, func.getLoc());
-      if (failed(arg))
-        return failure();
-      params.push_back(*arg + " *arg" + std::to_string(i));
-    }
-    body += "/// " + name +
-            ": results are fresh buffers the caller owns "
-            "(gradcomm_free_buffer(result->allocated));\n/// inputs may be "
-            "updated in place.\nvoid _mlir_ciface_" +
-            name + "(";
-    for (size_t i = 0; i < params.size(); ++i)
-      body += (i ? ", " : "") + params[i];
-    body += ");\n\n";
+    flags.push_back(std::move(flag));
   }
+  args.assign(kept.begin(), kept.end());
+  return flags;
+}
 
-  std::string error;
-  auto file = openOutputFile(path, &error);
-  if (!file) {
-    llvm::errs() << "gradcomm-compile: " << error << "\n";
+/// Sets the chosen strategy's options from `flags`.
+static LogicalResult applyPipelineFlags(ArrayRef<PipelineFlag> flags,
+                                        gradcomm::CompileOptions &options) {
+  std::optional<StrategyOptions> target = optionsFor(strategy, options);
+  std::string text;
+  for (const PipelineFlag &flag : flags) {
+    if (flag.name == "compressor") {
+      llvm::errs() << "gradcomm-compile: choose the compressor with "
+                      "--strategy=scalecom|local-topk, not --compressor\n";
+      return failure();
+    }
+    if (!target || !target->find(flag.name)) {
+      llvm::errs() << "gradcomm-compile: --" << flag.name
+                   << " does not apply to --strategy=" << strategyName(strategy)
+                   << (target ? " (not an option of " + target->pipeline.str() +
+                                    ")"
+                              : std::string(" (it communicates densely)"))
+                   << "\n";
+      return failure();
+    }
+    if (flag.value &&
+        llvm::any_of(*flag.value, [](char c) { return llvm::isSpace(c); })) {
+      llvm::errs() << "gradcomm-compile: the value of --" << flag.name
+                   << " must not contain spaces\n";
+      return failure();
+    }
+    text += (text.empty() ? "" : " ") + flag.name +
+            (flag.value ? "=" + *flag.value : std::string());
+  }
+  if (text.empty())
+    return success();
+  if (failed(target->parse(text))) {
+    llvm::errs() << "gradcomm-compile: invalid strategy option in '" << text
+                 << "'\n";
     return failure();
   }
-  file->os() << "/* Generated by gradcomm-compile from " << inputFile
-             << ". Link with libgradcomm_runtime. */\n"
-             << "#ifndef GRADCOMM_GENERATED_STEP_H\n"
-             << "#define GRADCOMM_GENERATED_STEP_H\n\n"
-             << "#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" "
-                "{\n#endif\n\n"
-             << structs << body << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
-  file->keep();
   return success();
+}
+
+/// The help text of the strategy options, generated from the structs.
+static std::string strategyOptionsHelp() {
+  gradcomm::CompileOptions options;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "\nSTRATEGY OPTIONS (the options of gradcomm-opt's pipelines, as "
+        "--name=value):\n";
+  auto section = [&](StringRef title, auto &pipelineOptions) {
+    os << "\n  " << title << ":\n";
+    for (const std::string &name : pipelineOptions.optionNames()) {
+      if (name == "compressor")
+        continue;
+      cl::Option *option = pipelineOptions.findOption(name);
+      std::string flag =
+          "--" + name +
+          (option->getValueExpectedFlag() == cl::ValueRequired ? "=<value>"
+                                                               : "");
+      os << "    " << flag;
+      os.indent(flag.size() < 28 ? 28 - flag.size() : 1);
+      os << option->HelpStr << "\n";
+    }
+    os << "    defaults: ";
+    pipelineOptions.print(os);
+    os << "\n";
+  };
+  section("--strategy=scalecom | local-topk (gradcomm-scalecom-pipeline)",
+          options.scalecom);
+  section("--strategy=gossip (gradcomm-gossip-pipeline)", options.gossip);
+  return text;
 }
 
 //===----------------------------------------------------------------------===//
@@ -340,14 +319,67 @@ static LogicalResult writeObject(llvm::Module &module, StringRef path) {
   return success();
 }
 
-static LogicalResult linkShared(StringRef object, StringRef path) {
+/// Functions that have a `_mlir_ciface_` wrapper are reached through it
+/// only: internal linkage keeps them out of the symbol table, so a step
+/// named `step` can never bind to another library's `step` (glibc exports
+/// a legacy one) when loaded as a shared library, and LLVM may inline it.
+static void internalizeWrappedFunctions(llvm::Module &module) {
+  for (llvm::Function &function : module) {
+    if (function.isDeclaration() ||
+        function.getName().starts_with("_mlir_ciface_"))
+      continue;
+    if (module.getFunction(("_mlir_ciface_" + function.getName()).str()))
+      function.setLinkage(llvm::GlobalValue::InternalLinkage);
+  }
+}
+
+/// The directory holding libgradcomm_runtime.so: --runtime-dir, else
+/// ../lib beside this executable (the build tree and an install alike).
+static FailureOr<std::string> findRuntimeDir(const char *argv0) {
+  std::string dir = runtimeDir;
+  if (dir.empty()) {
+    std::string exe = llvm::sys::fs::getMainExecutable(
+        argv0, reinterpret_cast<void *>(&findRuntimeDir));
+    SmallString<256> candidate(llvm::sys::path::parent_path(exe));
+    llvm::sys::path::append(candidate, "..", "lib");
+    llvm::sys::path::remove_dots(candidate, /*remove_dot_dot=*/true);
+    dir = candidate.str().str();
+  }
+  SmallString<256> library(dir);
+  llvm::sys::path::append(library, "libgradcomm_runtime.so");
+  if (!llvm::sys::fs::exists(library)) {
+    llvm::errs() << "gradcomm-compile: --emit=shared links the runtime, but "
+                 << library << " does not exist; pass --runtime-dir\n";
+    return failure();
+  }
+  return dir;
+}
+
+/// Links `object` into a shared library that records the runtime as
+/// DT_NEEDED (and, unless --rpath=none, where to find it), and refuses
+/// undefined symbols at link time rather than at load time.
+static LogicalResult linkShared(StringRef object, StringRef path,
+                                StringRef runtime) {
   llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName("cc");
   if (!cc) {
     llvm::errs() << "gradcomm-compile: --emit=shared needs a C compiler "
                     "driver 'cc' on PATH\n";
     return failure();
   }
-  llvm::StringRef args[] = {*cc, "-shared", "-o", path, object};
+  std::string libraryDir = ("-L" + runtime).str();
+  std::string searchPath = rpath.empty() ? runtime.str() : rpath.getValue();
+  std::string rpathFlag = "-Wl,-rpath," + searchPath;
+  SmallVector<StringRef> args = {*cc,
+                                 "-shared",
+                                 "-o",
+                                 path,
+                                 object,
+                                 libraryDir,
+                                 "-lgradcomm_runtime",
+                                 "-lm",
+                                 "-Wl,--no-undefined"};
+  if (searchPath != "none")
+    args.push_back(rpathFlag);
   std::string error;
   if (llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &error) !=
       0) {
@@ -358,14 +390,74 @@ static LogicalResult linkShared(StringRef object, StringRef path) {
   return success();
 }
 
+static LogicalResult writeText(StringRef path,
+                               llvm::function_ref<void(raw_ostream &)> write) {
+  std::string error;
+  auto file = openOutputFile(path, &error);
+  if (!file) {
+    llvm::errs() << "gradcomm-compile: " << error << "\n";
+    return failure();
+  }
+  write(file->os());
+  file->keep();
+  return success();
+}
+
+/// The pipeline, once: to memref IR, the header there, then to LLVM.
+static LogicalResult compile(ModuleOp module,
+                             const gradcomm::CompileOptions &options) {
+  MLIRContext *context = module.getContext();
+  PassManager toMemref(context);
+  gradcomm::buildCompilePipeline(toMemref, options,
+                                 gradcomm::hasShardingAnnotations(module),
+                                 /*stopAfterBufferization=*/true);
+  if (failed(toMemref.run(module)))
+    return failure();
+  // The header describes the signatures a trainer calls: those after
+  // bufferization (results that are an argument's buffer are gone).
+  if (!headerFile.empty()) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    if (failed(gradcomm::emitCHeader(module, os, inputFile)) ||
+        failed(writeText(headerFile, [&](raw_ostream &out) { out << text; })))
+      return failure();
+  }
+  PassManager toLLVM(context);
+  gradcomm::buildLLVMLoweringPipeline(toLLVM, /*exportCInterface=*/true);
+  return toLLVM.run(module);
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   gradcomm::registerAllGradCommPasses();
+
+  // The strategy options belong to the pipeline option structs; take them
+  // out before the driver's own flags are parsed.
+  gradcomm::CompileOptions options;
+  SmallVector<const char *> args(argv, argv + argc);
+  FailureOr<std::vector<PipelineFlag>> pipelineFlags =
+      takePipelineFlags(args, options);
+  if (failed(pipelineFlags))
+    return 1;
+  // cl::extrahelp keeps a pointer: the text must outlive parsing.
+  static const std::string strategyHelpText = strategyOptionsHelp();
+  cl::extrahelp strategyHelp(strategyHelpText.c_str());
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
-      argc, argv,
+      args.size(), args.data(),
       "gradcomm-compile: compile an MLIR training step with GradComm "
       "communication into host code\n");
+  options.strategy = strategy;
+  if (failed(applyPipelineFlags(*pipelineFlags, options)))
+    return 1;
+
+  std::string runtime;
+  if (emit == Emit::Shared) {
+    FailureOr<std::string> found = findRuntimeDir(argv[0]);
+    if (failed(found))
+      return 1;
+    runtime = *found;
+  }
 
   DialectRegistry registry;
   gradcomm::registerAllGradCommDialects(registry);
@@ -386,41 +478,12 @@ int main(int argc, char **argv) {
   if (!module)
     return 1; // the parser reported where and why
 
-  PassManager pm(&context);
-  if (failed(buildPipeline(pm, *module, gradcomm::LoweringPipelineOptions())))
+  if (failed(compile(*module, options)))
     return 1;
 
-  // The header describes the signatures a trainer calls: those after
-  // bufferization (results that are an argument's buffer are gone), from
-  // the same pipeline stopped there.
-  if (!headerFile.empty()) {
-    OwningOpRef<ModuleOp> copy = module->clone();
-    PassManager prefix(&context);
-    gradcomm::LoweringPipelineOptions stop;
-    stop.stopAfterBufferization = true;
-    if (failed(buildPipeline(prefix, *copy, stop)) || failed(prefix.run(*copy)))
-      return 1;
-    SmallVector<func::FuncOp> functions;
-    for (auto func : copy->getOps<func::FuncOp>())
-      if (func.isPublic() && !func.isExternal())
-        functions.push_back(func);
-    if (failed(writeHeader(functions, headerFile)))
-      return 1;
-  }
-
-  if (failed(pm.run(*module)))
-    return 1;
-
-  if (emit == Emit::Mlir) {
-    auto file = openOutputFile(outputFile, &error);
-    if (!file) {
-      llvm::errs() << "gradcomm-compile: " << error << "\n";
-      return 1;
-    }
-    module->print(file->os());
-    file->keep();
-    return 0;
-  }
+  if (emit == Emit::Mlir)
+    return failed(
+        writeText(outputFile, [&](raw_ostream &os) { module->print(os); }));
 
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
@@ -429,23 +492,17 @@ int main(int argc, char **argv) {
     llvm::errs() << "gradcomm-compile: translation to LLVM IR failed\n";
     return 1;
   }
-  if (emit == Emit::Llvm) {
-    auto file = openOutputFile(outputFile, &error);
-    if (!file) {
-      llvm::errs() << "gradcomm-compile: " << error << "\n";
-      return 1;
-    }
-    llvmModule->print(file->os(), nullptr);
-    file->keep();
-    return 0;
-  }
+  internalizeWrappedFunctions(*llvmModule);
+  if (emit == Emit::Llvm)
+    return failed(writeText(
+        outputFile, [&](raw_ostream &os) { llvmModule->print(os, nullptr); }));
   if (emit == Emit::Obj)
     return failed(writeObject(*llvmModule, outputFile)) ? 1 : 0;
 
   std::string object = outputFile + ".o";
-  if (failed(writeObject(*llvmModule, object)) ||
-      failed(linkShared(object, outputFile)))
-    return 1;
+  LogicalResult linked =
+      success(succeeded(writeObject(*llvmModule, object)) &&
+              succeeded(linkShared(object, outputFile, runtime)));
   llvm::sys::fs::remove(object);
-  return 0;
+  return failed(linked) ? 1 : 0;
 }

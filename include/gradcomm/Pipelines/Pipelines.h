@@ -12,17 +12,42 @@
 
 #include "gradcomm/Dialect/GradComm/Transforms/Passes.h"
 #include "mlir/Pass/PassOptions.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <string>
+#include <vector>
 
 namespace mlir {
+class ModuleOp;
 class OpPassManager;
 } // namespace mlir
 
 namespace mlir::gradcomm {
 
+/// A pipeline options struct whose options can also be found by name, so a
+/// driver can bind its command-line flags to them (gradcomm-compile's
+/// `--ratio=8` sets `ratio` here): each option is declared once, in the
+/// struct, and reaches `gradcomm-opt` pipelines and driver flags alike.
+template <typename Derived>
+struct BindablePipelineOptions : public PassPipelineOptions<Derived> {
+  /// The option called `name`, or null.
+  llvm::cl::Option *findOption(llvm::StringRef name) const {
+    return this->OptionsMap.lookup(name);
+  }
+  /// The options' names, sorted.
+  std::vector<std::string> optionNames() const {
+    std::vector<std::string> names;
+    for (const auto &entry : this->OptionsMap)
+      names.push_back(entry.first.str());
+    llvm::sort(names);
+    return names;
+  }
+};
+
 /// Options of `gradcomm-scalecom-pipeline`: those of `gradcomm-scalecom`,
 /// under the same names, forwarded as they are.
 struct ScaleComPipelineOptions
-    : public PassPipelineOptions<ScaleComPipelineOptions> {
+    : public BindablePipelineOptions<ScaleComPipelineOptions> {
   Option<double> ratio{*this, "ratio",
                        llvm::cl::desc("Compression ratio N / k"),
                        llvm::cl::init(100.0)};
@@ -32,7 +57,8 @@ struct ScaleComPipelineOptions
                       llvm::cl::desc("Low-pass coefficient in (0, 1]"),
                       llvm::cl::init(1.0)};
   Option<Selection> selection{
-      *this, "selection", llvm::cl::desc("Index selection on the leader"),
+      *this, "selection",
+      llvm::cl::desc("Index selection on the leader: exact | chunk"),
       llvm::cl::init(Selection::Exact),
       llvm::cl::values(
           clEnumValN(Selection::Exact, "exact", "true top-k of |m + g|"),
@@ -70,9 +96,10 @@ void buildScaleComPipeline(OpPassManager &pm,
 
 /// Options of `gradcomm-gossip-pipeline`: those of `gradcomm-gossip`.
 struct GossipPipelineOptions
-    : public PassPipelineOptions<GossipPipelineOptions> {
+    : public BindablePipelineOptions<GossipPipelineOptions> {
   Option<Schedule> schedule{
-      *this, "schedule", llvm::cl::desc("Peer schedule"),
+      *this, "schedule",
+      llvm::cl::desc("Peer schedule: matching | ring | hypercube"),
       llvm::cl::init(Schedule::Matching),
       llvm::cl::values(
           clEnumValN(Schedule::Matching, "matching", "shared-seed matching"),
@@ -124,12 +151,46 @@ struct LoweringPipelineOptions
 
 /// From tensor IR with gradcomm ops and shard.all_reduce (the output of the
 /// ScaleCom or gossip pipeline, or hand-written SPMD IR) to the LLVM
-/// dialect: convert-gradcomm-to-runtime, elementwise arith on tensors to
-/// linalg, One-Shot Bufferize (function
-/// boundaries included, identity layouts), buffer deallocation, and the
-/// standard lowering of linalg, scf, memref, arith, index, func and cf.
+/// dialect: buildBufferizationPipeline, then (unless stopped there)
+/// buildLLVMLoweringPipeline.
 void buildLoweringPipeline(OpPassManager &pm,
                            const LoweringPipelineOptions &options);
+
+/// gradcomm-name-collectives, convert-gradcomm-to-runtime, elementwise
+/// arith on tensors to linalg, One-Shot Bufferize (function boundaries
+/// included, identity layouts) and gradcomm-drop-in-place-results: memref IR
+/// with the signatures trainers call (what the C header declares).
+void buildBufferizationPipeline(OpPassManager &pm);
+
+/// The rest, to the LLVM dialect: C interfaces (optional), buffer
+/// deallocation, and the standard lowering of linalg, scf, memref, arith,
+/// math, index, func and cf.
+void buildLLVMLoweringPipeline(OpPassManager &pm, bool exportCInterface);
+
+/// How gradient all-reduces are communicated by a compiled step.
+enum class Strategy { Dense, ScaleCom, LocalTopk, Gossip };
+
+/// Everything gradcomm-compile decides: the strategy and the options of the
+/// rewrite it runs (the pipeline option structs above, bound to its flags).
+struct CompileOptions {
+  Strategy strategy = Strategy::ScaleCom;
+  ScaleComPipelineOptions scalecom;
+  GossipPipelineOptions gossip;
+};
+
+/// True when `module` carries `shard.shard` annotations (a single-device
+/// step that needs partitioning first).
+bool hasShardingAnnotations(ModuleOp module);
+
+/// Partitioning (when `partition`) and the strategy's rewrite.
+void buildRewritePipeline(OpPassManager &pm, const CompileOptions &options,
+                          bool partition);
+
+/// The whole pipeline of gradcomm-compile: buildRewritePipeline, then
+/// buildBufferizationPipeline, then (unless `stopAfterBufferization`)
+/// buildLLVMLoweringPipeline with C interfaces.
+void buildCompilePipeline(OpPassManager &pm, const CompileOptions &options,
+                          bool partition, bool stopAfterBufferization);
 
 /// Registers every GradComm pipeline with the pass registry.
 void registerGradCommPipelines();

@@ -10,12 +10,15 @@
 
 #include "gradcomm/Conversion/GradCommToRuntime/GradCommToRuntime.h"
 
+#include "gradcomm/Dialect/GradComm/IR/GradCommAttributes.h"
 #include "gradcomm/Dialect/GradComm/IR/GradCommOps.h"
-#include "gradcomm/Dialect/GradComm/Transforms/GradientAnalysis.h"
+#include "gradcomm/runtime.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir::gradcomm {
 #define GEN_PASS_DEF_CONVERTGRADCOMMTORUNTIMEPASS
@@ -25,34 +28,209 @@ namespace mlir::gradcomm {
 using namespace mlir;
 using namespace mlir::gradcomm;
 
-/// Attribute the pass puts on each communication op before converting it:
-/// the name the runtime uses for the op in messages and counters.
-static constexpr llvm::StringLiteral kOpNameAttr = "gradcomm.runtime_name";
+// The runtime takes the dialect's enums as plain integers: the values are
+// one contract, checked here where both sides are visible.
+static_assert(static_cast<int>(Selection::Exact) == GRADCOMM_SELECT_EXACT &&
+                  static_cast<int>(Selection::Chunk) == GRADCOMM_SELECT_CHUNK,
+              "Selection enum and gradcomm_selection disagree");
+static_assert(static_cast<int>(Reduction::Sum) == GRADCOMM_REDUCE_SUM &&
+                  static_cast<int>(Reduction::Average) ==
+                      GRADCOMM_REDUCE_AVERAGE,
+              "Reduction enum and gradcomm_reduction disagree");
+static_assert(static_cast<int>(Schedule::Matching) ==
+                      GRADCOMM_SCHEDULE_MATCHING &&
+                  static_cast<int>(Schedule::Ring) == GRADCOMM_SCHEDULE_RING &&
+                  static_cast<int>(Schedule::Hypercube) ==
+                      GRADCOMM_SCHEDULE_HYPERCUBE,
+              "Schedule enum and gradcomm_schedule disagree");
+
+//===----------------------------------------------------------------------===//
+// The runtime's functions, declared once each from one table
+//===----------------------------------------------------------------------===//
 
 namespace {
+
+/// The runtime entry points generated code calls
+/// (runtime/include/gradcomm/runtime_memref.h).
+enum class RuntimeFn {
+  DenseAllReduce,
+  ScaleCom,
+  CltkCompress,
+  SparseAllReduce,
+  MemoryUpdate,
+  LocalTopkAllGather,
+  GossipExchange,
+  Check,
+  ExpectGroupSize,
+  Rank,
+  Size,
+};
+
+/// Argument and result kinds of a runtime function.
+enum class Kind { None, Str, BufF32, BufI64, I32, I64, F32 };
+
+struct RuntimeFnSpec {
+  RuntimeFn fn;
+  llvm::StringLiteral name;
+  /// Takes memref descriptors: declared with `llvm.emit_c_interface`.
+  bool cInterface;
+  Kind result;
+  std::initializer_list<Kind> args;
+};
+
+// clang-format off
+const RuntimeFnSpec kRuntimeFns[] = {
+    {RuntimeFn::DenseAllReduce, "gradcomm_rt_dense_all_reduce_f32", true,
+     Kind::I32, {Kind::Str, Kind::BufF32, Kind::I32}},
+    {RuntimeFn::ScaleCom, "gradcomm_rt_scalecom_f32", true, Kind::I32,
+     {Kind::Str, Kind::BufF32, Kind::BufF32, Kind::I64, Kind::I32, Kind::I64,
+      Kind::F32, Kind::I32}},
+    {RuntimeFn::CltkCompress, "gradcomm_rt_cltk_compress_f32", true,
+     Kind::I32, {Kind::Str, Kind::BufF32, Kind::I64, Kind::I32, Kind::I64,
+                 Kind::BufF32, Kind::BufI64}},
+    {RuntimeFn::SparseAllReduce, "gradcomm_rt_sparse_all_reduce_f32", true,
+     Kind::I32, {Kind::Str, Kind::BufF32, Kind::BufI64, Kind::BufF32,
+                 Kind::I32}},
+    {RuntimeFn::MemoryUpdate, "gradcomm_rt_memory_update_f32", true,
+     Kind::I32, {Kind::Str, Kind::BufF32, Kind::BufI64, Kind::F32}},
+    {RuntimeFn::LocalTopkAllGather, "gradcomm_rt_local_topk_all_gather_f32",
+     true, Kind::I32, {Kind::Str, Kind::BufF32, Kind::BufF32, Kind::I64,
+                       Kind::I32}},
+    {RuntimeFn::GossipExchange, "gradcomm_rt_gossip_exchange_f32", true,
+     Kind::I32, {Kind::Str, Kind::BufF32, Kind::I32, Kind::F32, Kind::I64,
+                 Kind::I64}},
+    {RuntimeFn::Check, "gradcomm_rt_check", false, Kind::None, {Kind::I32}},
+    {RuntimeFn::ExpectGroupSize, "gradcomm_rt_expect_group_size", false,
+     Kind::None, {Kind::I64}},
+    {RuntimeFn::Rank, "gradcomm_rt_rank", false, Kind::I64, {}},
+    {RuntimeFn::Size, "gradcomm_rt_size", false, Kind::I64, {}},
+};
+// clang-format on
+
+const RuntimeFnSpec &getSpec(RuntimeFn fn) {
+  const RuntimeFnSpec &spec = kRuntimeFns[static_cast<int>(fn)];
+  assert(spec.fn == fn && "kRuntimeFns is out of order");
+  return spec;
+}
+
+Type typeOf(Kind kind, MLIRContext *ctx) {
+  Builder b(ctx);
+  switch (kind) {
+  case Kind::Str:
+    return LLVM::LLVMPointerType::get(ctx);
+  case Kind::BufF32:
+    return UnrankedMemRefType::get(b.getF32Type(), 0);
+  case Kind::BufI64:
+    return UnrankedMemRefType::get(b.getI64Type(), 0);
+  case Kind::I32:
+    return b.getI32Type();
+  case Kind::I64:
+    return b.getI64Type();
+  case Kind::F32:
+    return b.getF32Type();
+  case Kind::None:
+    break;
+  }
+  llvm_unreachable("no type for Kind::None");
+}
+
+FunctionType functionTypeOf(const RuntimeFnSpec &spec, MLIRContext *ctx) {
+  SmallVector<Type> inputs;
+  for (Kind arg : spec.args)
+    inputs.push_back(typeOf(arg, ctx));
+  SmallVector<Type> results;
+  if (spec.result != Kind::None)
+    results.push_back(typeOf(spec.result, ctx));
+  return FunctionType::get(ctx, inputs, results);
+}
+
+/// The module-level symbols the conversion creates: runtime declarations
+/// (one per function, with its table type) and constant strings (one per
+/// distinct text, under a symbol name no other symbol has). Shared by the
+/// patterns of one run of the pass.
+class RuntimeSymbols {
+public:
+  explicit RuntimeSymbols(ModuleOp module) : module(module) {
+    for (Operation &op : *module.getBody())
+      if (auto name =
+              op.getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName()))
+        names.insert(name.getValue());
+  }
+
+  /// The declaration of `fn`, created on first use; fails (diagnosed at
+  /// `loc`) when the module defines that name with another meaning.
+  FailureOr<func::FuncOp> declare(OpBuilder &builder, Location loc,
+                                  RuntimeFn fn) {
+    const RuntimeFnSpec &spec = getSpec(fn);
+    FunctionType type = functionTypeOf(spec, builder.getContext());
+    if (func::FuncOp &known = functions[spec.name])
+      return known;
+    if (Operation *existing = module.lookupSymbol(spec.name)) {
+      auto func = dyn_cast<func::FuncOp>(existing);
+      if (!func || func.getFunctionType() != type)
+        return emitError(loc)
+               << "the module defines '" << spec.name
+               << "', which is a runtime function of type " << type;
+      return functions[spec.name] = func;
+    }
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(module.getBody());
+    auto func = func::FuncOp::create(builder, loc, spec.name, type);
+    func.setPrivate();
+    if (spec.cInterface)
+      func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
+                    builder.getUnitAttr());
+    names.insert(spec.name);
+    return functions[spec.name] = func;
+  }
+
+  /// The NUL-terminated constant holding `text`.
+  LLVM::GlobalOp string(OpBuilder &builder, Location loc, StringRef text) {
+    LLVM::GlobalOp &global = strings[text];
+    if (global)
+      return global;
+    // Symbol names are sanitized, so two texts can map to one base name
+    // ("a.b" and "a_b"): a suffix keeps them apart.
+    std::string base = "__gradcomm_str_" + sanitize(text);
+    std::string symbol = base;
+    for (int suffix = 1; !names.insert(symbol).second; ++suffix)
+      symbol = base + "_" + std::to_string(suffix);
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(module.getBody());
+    std::string value = (text + Twine('\0')).str();
+    auto type = LLVM::LLVMArrayType::get(builder.getI8Type(), value.size());
+    global = LLVM::GlobalOp::create(builder, loc, type, /*isConstant=*/true,
+                                    LLVM::Linkage::Internal, symbol,
+                                    builder.getStringAttr(value));
+    return global;
+  }
+
+private:
+  static std::string sanitize(StringRef text) {
+    std::string result = text.str();
+    for (char &c : result)
+      if (!llvm::isAlnum(c) && c != '_')
+        c = '_';
+    return result;
+  }
+
+  ModuleOp module;
+  llvm::StringSet<> names;
+  llvm::StringMap<func::FuncOp> functions;
+  llvm::StringMap<LLVM::GlobalOp> strings;
+};
 
 /// Builds runtime calls at the rewriter's insertion point.
 class RuntimeCalls {
 public:
-  RuntimeCalls(ConversionPatternRewriter &rewriter, Operation *op)
-      : rewriter(rewriter), loc(op->getLoc()),
-        module(op->getParentOfType<ModuleOp>()) {}
+  RuntimeCalls(ConversionPatternRewriter &rewriter, Operation *op,
+               RuntimeSymbols &symbols)
+      : rewriter(rewriter), loc(op->getLoc()), symbols(symbols) {}
 
-  /// A NUL-terminated constant string as `!llvm.ptr` (one global per
-  /// distinct string).
+  /// A NUL-terminated constant string as `!llvm.ptr`.
   Value string(StringRef text) {
-    std::string symbol = "__gradcomm_str_" + sanitizeSymbolName(text);
-    auto global = module.lookupSymbol<LLVM::GlobalOp>(symbol);
-    if (!global) {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(module.getBody());
-      std::string value = (text + Twine('\0')).str();
-      auto type = LLVM::LLVMArrayType::get(rewriter.getI8Type(), value.size());
-      global = LLVM::GlobalOp::create(rewriter, loc, type, /*isConstant=*/true,
-                                      LLVM::Linkage::Internal, symbol,
-                                      rewriter.getStringAttr(value));
-    }
-    return LLVM::AddressOfOp::create(rewriter, loc, global);
+    return LLVM::AddressOfOp::create(rewriter, loc,
+                                     symbols.string(rewriter, loc, text));
   }
 
   Value i32(int64_t value) {
@@ -97,51 +275,57 @@ public:
         buffer);
   }
 
-  /// Calls `gradcomm_rt_<name>` (C interface, returns a status) and stops
-  /// the job if it failed.
-  void callChecked(StringRef name, ValueRange args) {
-    func::FuncOp callee = declare(("gradcomm_rt_" + name).str(),
-                                  TypeRange(args), rewriter.getI32Type(),
-                                  /*cInterface=*/true);
-    auto call = func::CallOp::create(rewriter, loc, callee, args);
-    func::FuncOp check =
-        declare("gradcomm_rt_check", rewriter.getI32Type(), {}, false);
-    func::CallOp::create(rewriter, loc, check, call.getResult(0));
+  /// Calls `fn` (returns a status) and stops the job if it failed.
+  LogicalResult callChecked(RuntimeFn fn, ValueRange args) {
+    FailureOr<func::FuncOp> callee = symbols.declare(rewriter, loc, fn);
+    FailureOr<func::FuncOp> check =
+        symbols.declare(rewriter, loc, RuntimeFn::Check);
+    if (failed(callee) || failed(check))
+      return failure();
+    assert(TypeRange(args) == callee->getFunctionType().getInputs() &&
+           "arguments disagree with the runtime function table");
+    auto call = func::CallOp::create(rewriter, loc, *callee, args);
+    func::CallOp::create(rewriter, loc, *check, call.getResult(0));
+    return success();
   }
 
-  /// Calls a plain runtime function returning an index-like i64.
-  Value callIndex(StringRef name) {
-    func::FuncOp callee = declare(name, {}, rewriter.getI64Type(), false);
+  /// Calls a runtime query returning an i64, as an index.
+  FailureOr<Value> callIndex(RuntimeFn fn) {
+    FailureOr<func::FuncOp> callee = symbols.declare(rewriter, loc, fn);
+    if (failed(callee))
+      return failure();
     Value result =
-        func::CallOp::create(rewriter, loc, callee, ValueRange()).getResult(0);
+        func::CallOp::create(rewriter, loc, *callee, ValueRange()).getResult(0);
     return arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(),
-                                      result);
-  }
-
-  /// The private declaration of `name`, created on first use.
-  func::FuncOp declare(StringRef name, TypeRange inputs, TypeRange results,
-                       bool cInterface) {
-    if (auto existing = module.lookupSymbol<func::FuncOp>(name))
-      return existing;
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToStart(module.getBody());
-    auto func = func::FuncOp::create(rewriter, loc, name,
-                                     rewriter.getFunctionType(inputs, results));
-    func.setPrivate();
-    if (cInterface)
-      func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
-                    rewriter.getUnitAttr());
-    return func;
+                                      result)
+        .getResult();
   }
 
 private:
   ConversionPatternRewriter &rewriter;
   Location loc;
-  ModuleOp module;
+  RuntimeSymbols &symbols;
 };
 
+/// Base of the patterns: they share the run's RuntimeSymbols.
+template <typename OpTy>
+struct RuntimePattern : public OpConversionPattern<OpTy> {
+  RuntimePattern(MLIRContext *context, std::shared_ptr<RuntimeSymbols> symbols,
+                 PatternBenefit benefit = 1)
+      : OpConversionPattern<OpTy>(context, benefit),
+        symbols(std::move(symbols)) {}
+
+  RuntimeCalls calls(ConversionPatternRewriter &rewriter, Operation *op) const {
+    return RuntimeCalls(rewriter, op, *symbols);
+  }
+
+  std::shared_ptr<RuntimeSymbols> symbols;
+};
+
+/// The name stamped by the passes (`gradcomm-name-collectives`, the
+/// rewrites) or, for IR that skipped them, by prepare().
 StringRef runtimeName(Operation *op) {
-  return op->getAttrOfType<StringAttr>(kOpNameAttr).getValue();
+  return op->getAttrOfType<StringAttr>(attr::kRuntimeName).getValue();
 }
 
 //===----------------------------------------------------------------------===//
@@ -151,9 +335,10 @@ StringRef runtimeName(Operation *op) {
 /// cltk_compress whose values feed exactly one sparse_all_reduce and whose
 /// indices feed that op and one memory_update of the same state and
 /// gradient: one fused runtime call.
-struct FusedScaleComPattern : public OpConversionPattern<CltkCompressOp> {
-  FusedScaleComPattern(MLIRContext *context)
-      : OpConversionPattern(context, /*benefit=*/2) {}
+struct FusedScaleComPattern : public RuntimePattern<CltkCompressOp> {
+  FusedScaleComPattern(MLIRContext *context,
+                       std::shared_ptr<RuntimeSymbols> symbols)
+      : RuntimePattern(context, std::move(symbols), /*benefit=*/2) {}
 
   LogicalResult
   matchAndRewrite(CltkCompressOp op, OpAdaptor adaptor,
@@ -177,17 +362,18 @@ struct FusedScaleComPattern : public OpConversionPattern<CltkCompressOp> {
     if (!update)
       return rewriter.notifyMatchFailure(op, "no memory_update");
 
-    RuntimeCalls rt(rewriter, op);
+    RuntimeCalls rt = calls(rewriter, op);
     Value grad = rt.buffer(adaptor.getInput(), /*readOnly=*/true);
     Value out = rt.allocate(reduce.getResult().getType());
     int64_t chunkSize = op.getChunkSize() ? int64_t(*op.getChunkSize()) : 0;
-    rt.callChecked("scalecom_f32",
-                   {rt.string(op.getState()), rt.unranked(grad),
-                    rt.unranked(out), rt.i64(op.getKAttr().getInt()),
-                    rt.i32(static_cast<int32_t>(op.getSelection())),
-                    rt.i64(chunkSize),
-                    rt.f32(update.getBeta().convertToDouble()),
-                    rt.i32(static_cast<int32_t>(reduce.getReduction()))});
+    if (failed(rt.callChecked(
+            RuntimeFn::ScaleCom,
+            {rt.string(op.getState()), rt.unranked(grad), rt.unranked(out),
+             rt.i64(op.getKAttr().getInt()),
+             rt.i32(static_cast<int32_t>(op.getSelection())), rt.i64(chunkSize),
+             rt.f32(update.getBeta().convertToDouble()),
+             rt.i32(static_cast<int32_t>(reduce.getReduction()))})))
+      return failure();
     Value result = rt.toTensor(out, reduce.getResult().getType());
     rewriter.replaceOp(reduce, result);
     rewriter.eraseOp(update);
@@ -196,58 +382,62 @@ struct FusedScaleComPattern : public OpConversionPattern<CltkCompressOp> {
   }
 };
 
-struct CltkCompressPattern : public OpConversionPattern<CltkCompressOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct CltkCompressPattern : public RuntimePattern<CltkCompressOp> {
+  using RuntimePattern::RuntimePattern;
   LogicalResult
   matchAndRewrite(CltkCompressOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    RuntimeCalls rt(rewriter, op);
+    RuntimeCalls rt = calls(rewriter, op);
     Value grad = rt.buffer(adaptor.getInput(), /*readOnly=*/true);
     Value values = rt.allocate(op.getValues().getType());
     Value indices = rt.allocate(op.getIndices().getType());
     int64_t chunkSize = op.getChunkSize() ? int64_t(*op.getChunkSize()) : 0;
-    rt.callChecked("cltk_compress_f32",
-                   {rt.string(op.getState()), rt.unranked(grad),
-                    rt.i64(op.getKAttr().getInt()),
-                    rt.i32(static_cast<int32_t>(op.getSelection())),
-                    rt.i64(chunkSize), rt.unranked(values),
-                    rt.unranked(indices)});
+    if (failed(rt.callChecked(RuntimeFn::CltkCompress,
+                              {rt.string(op.getState()), rt.unranked(grad),
+                               rt.i64(op.getKAttr().getInt()),
+                               rt.i32(static_cast<int32_t>(op.getSelection())),
+                               rt.i64(chunkSize), rt.unranked(values),
+                               rt.unranked(indices)})))
+      return failure();
     rewriter.replaceOp(op, {rt.toTensor(values, op.getValues().getType()),
                             rt.toTensor(indices, op.getIndices().getType())});
     return success();
   }
 };
 
-struct SparseAllReducePattern : public OpConversionPattern<SparseAllReduceOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct SparseAllReducePattern : public RuntimePattern<SparseAllReduceOp> {
+  using RuntimePattern::RuntimePattern;
   LogicalResult
   matchAndRewrite(SparseAllReduceOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    RuntimeCalls rt(rewriter, op);
+    RuntimeCalls rt = calls(rewriter, op);
     Value values = rt.buffer(adaptor.getValues(), /*readOnly=*/true);
     Value indices = rt.buffer(adaptor.getIndices(), /*readOnly=*/true);
     Value out = rt.allocate(op.getResult().getType());
-    rt.callChecked("sparse_all_reduce_f32",
-                   {rt.string(runtimeName(op)), rt.unranked(values),
-                    rt.unranked(indices), rt.unranked(out),
-                    rt.i32(static_cast<int32_t>(op.getReduction()))});
+    if (failed(
+            rt.callChecked(RuntimeFn::SparseAllReduce,
+                           {rt.string(runtimeName(op)), rt.unranked(values),
+                            rt.unranked(indices), rt.unranked(out),
+                            rt.i32(static_cast<int32_t>(op.getReduction()))})))
+      return failure();
     rewriter.replaceOp(op, rt.toTensor(out, op.getResult().getType()));
     return success();
   }
 };
 
-struct MemoryUpdatePattern : public OpConversionPattern<MemoryUpdateOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct MemoryUpdatePattern : public RuntimePattern<MemoryUpdateOp> {
+  using RuntimePattern::RuntimePattern;
   LogicalResult
   matchAndRewrite(MemoryUpdateOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    RuntimeCalls rt(rewriter, op);
+    RuntimeCalls rt = calls(rewriter, op);
     Value grad = rt.buffer(adaptor.getInput(), /*readOnly=*/true);
     Value indices = rt.buffer(adaptor.getIndices(), /*readOnly=*/true);
-    rt.callChecked("memory_update_f32",
-                   {rt.string(op.getState()), rt.unranked(grad),
-                    rt.unranked(indices),
-                    rt.f32(op.getBeta().convertToDouble())});
+    if (failed(rt.callChecked(RuntimeFn::MemoryUpdate,
+                              {rt.string(op.getState()), rt.unranked(grad),
+                               rt.unranked(indices),
+                               rt.f32(op.getBeta().convertToDouble())})))
+      return failure();
     rewriter.eraseOp(op);
     return success();
   }
@@ -257,56 +447,60 @@ struct MemoryUpdatePattern : public OpConversionPattern<MemoryUpdateOp> {
 // Baseline, gossip, dense all-reduce
 //===----------------------------------------------------------------------===//
 
-struct LocalTopkPattern : public OpConversionPattern<LocalTopkAllGatherOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct LocalTopkPattern : public RuntimePattern<LocalTopkAllGatherOp> {
+  using RuntimePattern::RuntimePattern;
   LogicalResult
   matchAndRewrite(LocalTopkAllGatherOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    RuntimeCalls rt(rewriter, op);
+    RuntimeCalls rt = calls(rewriter, op);
     Value grad = rt.buffer(adaptor.getInput(), /*readOnly=*/true);
     Value out = rt.allocate(op.getResult().getType());
-    rt.callChecked("local_topk_all_gather_f32",
-                   {rt.string(op.getState()), rt.unranked(grad),
-                    rt.unranked(out), rt.i64(op.getKAttr().getInt()),
-                    rt.i32(static_cast<int32_t>(op.getReduction()))});
+    if (failed(
+            rt.callChecked(RuntimeFn::LocalTopkAllGather,
+                           {rt.string(op.getState()), rt.unranked(grad),
+                            rt.unranked(out), rt.i64(op.getKAttr().getInt()),
+                            rt.i32(static_cast<int32_t>(op.getReduction()))})))
+      return failure();
     rewriter.replaceOp(op, rt.toTensor(out, op.getResult().getType()));
     return success();
   }
 };
 
-struct GossipExchangePattern : public OpConversionPattern<GossipExchangeOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct GossipExchangePattern : public RuntimePattern<GossipExchangeOp> {
+  using RuntimePattern::RuntimePattern;
   LogicalResult
   matchAndRewrite(GossipExchangeOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    RuntimeCalls rt(rewriter, op);
+    RuntimeCalls rt = calls(rewriter, op);
     // Mixed in place: the input's buffer when nothing reads it later.
     Value x = rt.buffer(adaptor.getInput(), /*readOnly=*/false);
-    rt.callChecked("gossip_exchange_f32",
-                   {rt.string(op.getState()), rt.unranked(x),
-                    rt.i32(static_cast<int32_t>(op.getSchedule())),
-                    rt.f32(op.getMixing().convertToDouble()),
-                    rt.i64(op.getSeedAttr().getInt()),
-                    rt.i64(op.getPeriodAttr().getInt())});
+    if (failed(rt.callChecked(RuntimeFn::GossipExchange,
+                              {rt.string(op.getState()), rt.unranked(x),
+                               rt.i32(static_cast<int32_t>(op.getSchedule())),
+                               rt.f32(op.getMixing().convertToDouble()),
+                               rt.i64(op.getSeedAttr().getInt()),
+                               rt.i64(op.getPeriodAttr().getInt())})))
+      return failure();
     rewriter.replaceOp(op, rt.toTensor(x, op.getResult().getType()));
     return success();
   }
 };
 
-struct DenseAllReducePattern : public OpConversionPattern<shard::AllReduceOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct DenseAllReducePattern : public RuntimePattern<shard::AllReduceOp> {
+  using RuntimePattern::RuntimePattern;
   LogicalResult
   matchAndRewrite(shard::AllReduceOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    RuntimeCalls rt(rewriter, op);
+    RuntimeCalls rt = calls(rewriter, op);
     // Reduced in place: the input's buffer when nothing reads it later.
     Value data = rt.buffer(adaptor.getInput(), /*readOnly=*/false);
     int32_t reduction = op.getReduction() == shard::ReductionKind::Average
                             ? static_cast<int32_t>(Reduction::Average)
                             : static_cast<int32_t>(Reduction::Sum);
-    rt.callChecked(
-        "dense_all_reduce_f32",
-        {rt.string(runtimeName(op)), rt.unranked(data), rt.i32(reduction)});
+    if (failed(rt.callChecked(RuntimeFn::DenseAllReduce,
+                              {rt.string(runtimeName(op)), rt.unranked(data),
+                               rt.i32(reduction)})))
+      return failure();
     rewriter.replaceOp(op, rt.toTensor(data, op.getResult().getType()));
     return success();
   }
@@ -337,50 +531,58 @@ int64_t communicatingAxis(shard::GridOp grid) {
 }
 
 struct ProcessMultiIndexPattern
-    : public OpConversionPattern<shard::ProcessMultiIndexOp> {
-  using OpConversionPattern::OpConversionPattern;
+    : public RuntimePattern<shard::ProcessMultiIndexOp> {
+  using RuntimePattern::RuntimePattern;
   LogicalResult
   matchAndRewrite(shard::ProcessMultiIndexOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
         op, op.getGridAttr());
-    RuntimeCalls rt(rewriter, op);
+    RuntimeCalls rt = calls(rewriter, op);
     SmallVector<int64_t> axes(op.getAxes().begin(), op.getAxes().end());
     if (axes.empty())
       for (int64_t axis = 0; axis < grid.getRank(); ++axis)
         axes.push_back(axis);
     SmallVector<Value> results;
-    for (int64_t axis : axes)
-      results.push_back(
-          axis == communicatingAxis(grid)
-              ? rt.callIndex("gradcomm_rt_rank")
-              : arith::ConstantIndexOp::create(rewriter, op.getLoc(), 0)
-                    .getResult());
+    for (int64_t axis : axes) {
+      if (axis != communicatingAxis(grid)) {
+        results.push_back(
+            arith::ConstantIndexOp::create(rewriter, op.getLoc(), 0));
+        continue;
+      }
+      FailureOr<Value> rank = rt.callIndex(RuntimeFn::Rank);
+      if (failed(rank))
+        return failure();
+      results.push_back(*rank);
+    }
     rewriter.replaceOp(op, results);
     return success();
   }
 };
 
 struct ProcessLinearIndexPattern
-    : public OpConversionPattern<shard::ProcessLinearIndexOp> {
-  using OpConversionPattern::OpConversionPattern;
+    : public RuntimePattern<shard::ProcessLinearIndexOp> {
+  using RuntimePattern::RuntimePattern;
   LogicalResult
   matchAndRewrite(shard::ProcessLinearIndexOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    RuntimeCalls rt(rewriter, op);
-    rewriter.replaceOp(op, rt.callIndex("gradcomm_rt_rank"));
+    RuntimeCalls rt = calls(rewriter, op);
+    FailureOr<Value> rank = rt.callIndex(RuntimeFn::Rank);
+    if (failed(rank))
+      return failure();
+    rewriter.replaceOp(op, *rank);
     return success();
   }
 };
 
-struct GridShapePattern : public OpConversionPattern<shard::GridShapeOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct GridShapePattern : public RuntimePattern<shard::GridShapeOp> {
+  using RuntimePattern::RuntimePattern;
   LogicalResult
   matchAndRewrite(shard::GridShapeOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
         op, op.getGridAttr());
-    RuntimeCalls rt(rewriter, op);
+    RuntimeCalls rt = calls(rewriter, op);
     SmallVector<int64_t> axes(op.getAxes().begin(), op.getAxes().end());
     if (axes.empty())
       for (int64_t axis = 0; axis < grid.getRank(); ++axis)
@@ -388,11 +590,15 @@ struct GridShapePattern : public OpConversionPattern<shard::GridShapeOp> {
     SmallVector<Value> results;
     for (int64_t axis : axes) {
       int64_t size = grid.getShape()[axis];
-      results.push_back(
-          ShapedType::isDynamic(size)
-              ? rt.callIndex("gradcomm_rt_size")
-              : arith::ConstantIndexOp::create(rewriter, op.getLoc(), size)
-                    .getResult());
+      if (!ShapedType::isDynamic(size)) {
+        results.push_back(
+            arith::ConstantIndexOp::create(rewriter, op.getLoc(), size));
+        continue;
+      }
+      FailureOr<Value> dynamicSize = rt.callIndex(RuntimeFn::Size);
+      if (failed(dynamicSize))
+        return failure();
+      results.push_back(*dynamicSize);
     }
     rewriter.replaceOp(op, results);
     return success();
@@ -421,13 +627,7 @@ public:
     target.addIllegalDialect<GradCommDialect, shard::ShardDialect>();
 
     RewritePatternSet patterns(context);
-    patterns.add<FusedScaleComPattern>(context);
-    patterns
-        .add<CltkCompressPattern, SparseAllReducePattern, MemoryUpdatePattern,
-             LocalTopkPattern, GossipExchangePattern, DenseAllReducePattern,
-             ProcessMultiIndexPattern, ProcessLinearIndexPattern,
-             GridShapePattern, EraseDeclarationPattern<StateOp>,
-             EraseDeclarationPattern<shard::GridOp>>(context);
+    populateGradCommToRuntimeConversionPatterns(patterns, getOperation());
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
@@ -453,6 +653,19 @@ private:
 };
 
 } // namespace
+
+void mlir::gradcomm::populateGradCommToRuntimeConversionPatterns(
+    RewritePatternSet &patterns, ModuleOp module) {
+  MLIRContext *context = patterns.getContext();
+  auto symbols = std::make_shared<RuntimeSymbols>(module);
+  patterns
+      .add<FusedScaleComPattern, CltkCompressPattern, SparseAllReducePattern,
+           MemoryUpdatePattern, LocalTopkPattern, GossipExchangePattern,
+           DenseAllReducePattern, ProcessMultiIndexPattern,
+           ProcessLinearIndexPattern, GridShapePattern>(context, symbols);
+  patterns.add<EraseDeclarationPattern<StateOp>,
+               EraseDeclarationPattern<shard::GridOp>>(context);
+}
 
 /// Checks that `grid`'s non-trivial axes are exactly `axes` and returns the
 /// group size (kDynamic if unknown).
@@ -480,6 +693,20 @@ static FailureOr<int64_t> checkGroup(Operation *op, FlatSymbolRefAttr gridRef,
 
 LogicalResult ConvertGradCommToRuntimePass::prepare() {
   ModuleOp module = getOperation();
+  // A symbol with a runtime function's name and another meaning would turn
+  // every call into a call of the wrong thing: refuse it up front.
+  for (const RuntimeFnSpec &spec : kRuntimeFns) {
+    Operation *existing = module.lookupSymbol(spec.name);
+    if (!existing)
+      continue;
+    FunctionType type = functionTypeOf(spec, &getContext());
+    auto func = dyn_cast<func::FuncOp>(existing);
+    if (!func || func.getFunctionType() != type)
+      return existing->emitError()
+             << "'" << spec.name << "' is a GradComm runtime function of type "
+             << type << "; the module defines it otherwise";
+  }
+  RuntimeSymbols symbols(module);
   bool ok = true;
   Builder b(&getContext());
   module.walk([&](FunctionOpInterface func) {
@@ -509,20 +736,10 @@ LogicalResult ConvertGradCommToRuntimePass::prepare() {
           return;
         }
         size = checkGroup(op, reduce.getGridAttr(), reduce.getGridAxes());
-        GradientUse use = analyzeGradient(reduce.getResult());
-        // Named like the ScaleCom state of the same gradient, so counters
-        // line up whichever strategy ran.
-        name = sanitizeSymbolName(
-            use.parameter
-                ? parameterName(use.parameter) + "_grad"
-                : (func.getName() + "_all_reduce_" + Twine(counter)).str());
+        name = (func.getName() + "_all_reduce_" + Twine(counter)).str();
       } else if (auto sparse = dyn_cast<SparseAllReduceOp>(op)) {
         size = checkGroup(op, sparse.getGridAttr(), sparse.getGridAxes());
-        auto compress = sparse.getValues().getDefiningOp<CltkCompressOp>();
-        name = compress
-                   ? compress.getState().str() + "_reduce"
-                   : (func.getName() + "_sparse_all_reduce_" + Twine(counter))
-                         .str();
+        name = (func.getName() + "_sparse_all_reduce_" + Twine(counter)).str();
       } else if (auto compress = dyn_cast<CltkCompressOp>(op)) {
         size = checkGroup(op, compress.getGridAttr(), compress.getGridAxes());
       } else if (auto local = dyn_cast<LocalTopkAllGatherOp>(op)) {
@@ -539,29 +756,25 @@ LogicalResult ConvertGradCommToRuntimePass::prepare() {
       }
       if (!ShapedType::isDynamic(*size))
         groupSizes.insert(*size);
-      if (!name.empty())
-        op->setAttr(kOpNameAttr, b.getStringAttr(name));
+      // IR that skipped gradcomm-name-collectives gets positional names.
+      if (!name.empty() && !op->hasAttr(attr::kRuntimeName))
+        op->setAttr(attr::kRuntimeName, b.getStringAttr(name));
     });
     if (groupSizes.empty() || func.isExternal())
       return;
     // The step is only valid on the group size it was compiled for.
     OpBuilder builder =
         OpBuilder::atBlockBegin(&func.getFunctionBody().front());
-    ModuleOp parent = func->getParentOfType<ModuleOp>();
-    auto checkType = builder.getFunctionType(builder.getI64Type(), {});
-    auto callee =
-        parent.lookupSymbol<func::FuncOp>("gradcomm_rt_expect_group_size");
-    if (!callee) {
-      OpBuilder::InsertionGuard guard(builder);
-      builder.setInsertionPointToStart(parent.getBody());
-      callee = func::FuncOp::create(builder, func.getLoc(),
-                                    "gradcomm_rt_expect_group_size", checkType);
-      callee.setPrivate();
+    FailureOr<func::FuncOp> callee =
+        symbols.declare(builder, func.getLoc(), RuntimeFn::ExpectGroupSize);
+    if (failed(callee)) {
+      ok = false;
+      return;
     }
     for (int64_t size : groupSizes) {
       Value expected =
           arith::ConstantIntOp::create(builder, func.getLoc(), size, 64);
-      func::CallOp::create(builder, func.getLoc(), callee, expected);
+      func::CallOp::create(builder, func.getLoc(), *callee, expected);
     }
   });
   return success(ok);

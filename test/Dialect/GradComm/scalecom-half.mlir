@@ -10,10 +10,10 @@ shard.grid @grid(shape = 4)
 // CHECK-NOT: gradcomm.cltk_compress
 func.func @half(%w: tensor<2048xf16>, %g: tensor<2048xf16>,
                 %wb: tensor<2048xbf16>, %gb: tensor<2048xbf16>) -> (tensor<2048xf16>, tensor<2048xbf16>) {
-  // expected-warning @+1 {{gradcomm-scalecom: 'f16' gradient left dense: ScaleCom supports f32 gradients only}}
+  // expected-warning @+1 {{gradcomm-scalecom: 'f16' gradient left dense: scalecom supports f32 only}}
   %r = shard.all_reduce %g on @grid grid_axes = [0] reduction = average
       : tensor<2048xf16> -> tensor<2048xf16>
-  // expected-warning @+1 {{gradcomm-scalecom: 'bf16' gradient left dense: ScaleCom supports f32 gradients only}}
+  // expected-warning @+1 {{gradcomm-scalecom: 'bf16' gradient left dense: scalecom supports f32 only}}
   %rb = shard.all_reduce %gb on @grid grid_axes = [0] reduction = average
       : tensor<2048xbf16> -> tensor<2048xbf16>
   %u = arith.subf %w, %r : tensor<2048xf16>

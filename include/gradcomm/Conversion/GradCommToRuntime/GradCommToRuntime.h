@@ -13,12 +13,21 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::gradcomm {
 
 #define GEN_PASS_DECL_CONVERTGRADCOMMTORUNTIMEPASS
 #include "gradcomm/Conversion/Passes.h.inc"
+
+/// Adds the patterns that lower gradcomm ops, `shard.all_reduce` and the
+/// shard process queries in `module` to runtime calls. Every communication
+/// op must carry `gradcomm.runtime_name` (`gradcomm-name-collectives`); the
+/// runtime declarations and constant strings are created in `module`, once
+/// each, under symbol names unique in it.
+void populateGradCommToRuntimeConversionPatterns(RewritePatternSet &patterns,
+                                                 ModuleOp module);
 
 } // namespace mlir::gradcomm
 

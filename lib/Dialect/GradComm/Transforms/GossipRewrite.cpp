@@ -74,88 +74,41 @@ LogicalResult GossipRewritePass::validateOptions() {
 FailureOr<std::optional<GossipPlan>>
 GossipRewritePass::decide(shard::AllReduceOp op, const GradientUse &use,
                           std::string &reason) {
-  auto dense = [&](const Twine &why) {
-    reason = why.str();
-    return std::optional<GossipPlan>();
-  };
-  if (std::optional<std::string> why = whyNotRewritable(op))
-    return dense(*why);
-  FailureOr<std::optional<std::string>> policy =
-      readStringOverride(op, use.parameter, policy_attr::kPolicy, kPass);
-  if (failed(policy))
+  RewriteFilter filter{minElements, include, exclude};
+  FailureOr<RewriteDecision> shared =
+      decideRewrite(op, Policy::Gossip, filter, kPass);
+  if (failed(shared))
     return failure();
-  if (*policy && **policy != "dense" && **policy != "gossip" &&
-      **policy != "scalecom")
-    return op->emitError() << kPass << ": '" << policy_attr::kPolicy
-                           << "' must be \"dense\", \"scalecom\" or "
-                              "\"gossip\", got \""
-                           << **policy << "\"";
-  if (*policy && **policy != "gossip")
-    return dense("marked gradcomm.policy = \"" + **policy + "\"");
-  // Gossip rewrites the update itself, so even a marked all-reduce needs one.
-  if (!use.isGradient)
-    return dense("not a gradient: the result does not reach a returned "
-                 "parameter update through elementwise ops");
-  std::string name = parameterName(use.parameter);
-  if (!include.empty() && !llvm::is_contained(include, name))
-    return dense("parameter '" + name + "' is not in 'include'");
-  if (llvm::is_contained(exclude, name))
-    return dense("parameter '" + name + "' is in 'exclude'");
-  auto type = cast<RankedTensorType>(op.getInput().getType());
-  if (!type.getElementType().isF32()) {
-    op->emitWarning() << kPass << ": " << type.getElementType()
-                      << " parameter left dense: gossip supports f32 only";
-    return dense("element type is not f32");
+  if (!shared->rewrite) {
+    reason = shared->reason;
+    return std::optional<GossipPlan>();
   }
-  if (!*policy && type.getNumElements() < minElements)
-    return dense(Twine(type.getNumElements()) + " elements < min-elements (" +
-                 Twine(int64_t(minElements)) + ")");
   auto grid =
       SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, op.getGridAttr());
   const int64_t groupSize =
       grid ? grid.getShape()[op.getGridAxes()[0]] : ShapedType::kDynamic;
   const bool isSum = op.getReduction() == shard::ReductionKind::Sum;
-  if (isSum && ShapedType::isDynamic(groupSize))
-    return dense("a sum over a grid axis of dynamic size has no static "
-                 "local estimate n * g");
+  if (isSum && ShapedType::isDynamic(groupSize)) {
+    const char *why = "a sum over a grid axis of dynamic size has no static "
+                      "local estimate n * g";
+    if (shared->forced)
+      return op->emitError() << kPass << ": marked gradcomm.policy = "
+                             << "\"gossip\" but cannot be rewritten: " << why;
+    reason = why;
+    return std::optional<GossipPlan>();
+  }
 
+  // Each override was range-checked by the dialect's attribute verifier.
+  const PolicyOverrides &overrides = shared->overrides;
   GossipPlan plan;
   plan.sumScale = isSum ? groupSize : 1;
-  plan.schedule = schedule;
-  plan.mixing = mixing;
-  plan.period = period;
-  FailureOr<std::optional<std::string>> scheduleOverride =
-      readStringOverride(op, use.parameter, policy_attr::kSchedule, kPass);
-  FailureOr<std::optional<double>> mixingOverride =
-      readNumberOverride(op, use.parameter, policy_attr::kMixing, kPass);
-  FailureOr<std::optional<double>> periodOverride =
-      readNumberOverride(op, use.parameter, policy_attr::kPeriod, kPass);
-  if (failed(scheduleOverride) || failed(mixingOverride) ||
-      failed(periodOverride))
-    return failure();
-  if (*scheduleOverride) {
-    std::optional<Schedule> parsed = symbolizeSchedule(**scheduleOverride);
-    if (!parsed)
-      return op->emitError()
-             << kPass << ": '" << policy_attr::kSchedule
-             << "' must be \"matching\", \"ring\" or \"hypercube\", got \""
-             << **scheduleOverride << "\"";
-    plan.schedule = *parsed;
-  }
+  plan.schedule = overrides.schedule.value_or(schedule);
+  plan.mixing = overrides.mixing.value_or(mixing);
+  plan.period = overrides.period.value_or(period);
   if (plan.schedule == Schedule::Hypercube &&
       !ShapedType::isDynamic(groupSize) && !llvm::isPowerOf2_64(groupSize))
     return op->emitError() << kPass << ": the hypercube schedule needs a "
                            << "power-of-two group, got " << groupSize;
-  plan.mixing = mixingOverride->value_or(plan.mixing);
-  if (!(plan.mixing > 0.0 && plan.mixing < 1.0))
-    return op->emitError() << kPass << ": 'mixing' must be in (0, 1), got "
-                           << formatNumber(plan.mixing);
-  plan.period = periodOverride->has_value()
-                    ? static_cast<int64_t>(**periodOverride)
-                    : plan.period;
-  if (plan.period < 1)
-    return op->emitError() << kPass << ": 'period' must be >= 1, got "
-                           << plan.period;
   return std::optional<GossipPlan>(plan);
 }
 

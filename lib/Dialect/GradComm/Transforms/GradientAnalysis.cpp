@@ -103,20 +103,10 @@ GradientUse mlir::gradcomm::analyzeGradient(Value reduced) {
   return {};
 }
 
-Attribute mlir::gradcomm::lookupOverride(Operation *op, BlockArgument parameter,
-                                         StringRef name) {
-  if (Attribute attr = op->getAttr(name))
-    return attr;
-  if (!parameter)
-    return nullptr;
-  auto func = cast<FunctionOpInterface>(parameter.getOwner()->getParentOp());
-  return func.getArgAttr(parameter.getArgNumber(), name);
-}
-
 std::string mlir::gradcomm::parameterName(BlockArgument parameter) {
   auto func = cast<FunctionOpInterface>(parameter.getOwner()->getParentOp());
   if (auto name = func.getArgAttrOfType<StringAttr>(parameter.getArgNumber(),
-                                                    policy_attr::kName))
+                                                    attr::kName))
     return name.str();
   return (func.getName() + "_arg" + Twine(parameter.getArgNumber())).str();
 }
@@ -153,32 +143,6 @@ mlir::gradcomm::whyNotRewritable(shard::AllReduceOp op) {
   return std::nullopt;
 }
 
-FailureOr<std::optional<double>>
-mlir::gradcomm::readNumberOverride(Operation *op, BlockArgument parameter,
-                                   StringRef name, StringRef pass) {
-  Attribute attr = lookupOverride(op, parameter, name);
-  if (!attr)
-    return std::optional<double>();
-  if (auto f = dyn_cast<FloatAttr>(attr))
-    return std::optional<double>(f.getValueAsDouble());
-  if (auto i = dyn_cast<IntegerAttr>(attr))
-    return std::optional<double>(static_cast<double>(i.getInt()));
-  return op->emitError() << pass << ": '" << name << "' must be a number, got "
-                         << attr;
-}
-
-FailureOr<std::optional<std::string>>
-mlir::gradcomm::readStringOverride(Operation *op, BlockArgument parameter,
-                                   StringRef name, StringRef pass) {
-  Attribute attr = lookupOverride(op, parameter, name);
-  if (!attr)
-    return std::optional<std::string>();
-  if (auto s = dyn_cast<StringAttr>(attr))
-    return std::optional<std::string>(s.str());
-  return op->emitError() << pass << ": '" << name << "' must be a string, got "
-                         << attr;
-}
-
 std::string mlir::gradcomm::formatNumber(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof(buffer), "%g", value);
@@ -192,4 +156,73 @@ void mlir::gradcomm::insertDeclaration(SymbolTable &symbolTable,
     return !isa<shard::GridOp, StateOp>(declaration);
   });
   symbolTable.insert(op, firstOther);
+}
+
+FailureOr<RewriteDecision>
+mlir::gradcomm::decideRewrite(shard::AllReduceOp op, Policy policy,
+                              const RewriteFilter &filter, StringRef passName) {
+  RewriteDecision decision;
+  decision.use = analyzeGradient(op.getResult());
+  decision.overrides = readPolicyOverrides(op, decision.use.parameter);
+  auto dense = [&](const Twine &reason) {
+    decision.reason = reason.str();
+    return decision;
+  };
+  StringRef policyName = stringifyPolicy(policy);
+  if (std::optional<Policy> marked = decision.overrides.policy) {
+    if (*marked != policy)
+      return dense("marked gradcomm.policy = \"" + stringifyPolicy(*marked) +
+                   "\"" + (*marked == Policy::Dense ? "" : " (not this pass)"));
+    decision.forced = true;
+  }
+  // A forced policy that cannot be honoured is the user's error to hear.
+  auto refuse = [&](const Twine &why) -> FailureOr<RewriteDecision> {
+    if (!decision.forced)
+      return dense(why);
+    return op->emitError() << passName << ": marked gradcomm.policy = \""
+                           << policyName << "\" (on the "
+                           << decision.overrides.policySource
+                           << ") but cannot be rewritten: " << why;
+  };
+
+  if (std::optional<std::string> why = whyNotRewritable(op))
+    return refuse(*why);
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  if (!decision.use.isGradient &&
+      (!decision.forced || policy == Policy::Gossip))
+    return refuse("not a gradient: the result does not reach a returned "
+                  "parameter update through elementwise ops");
+  if (!type.getElementType().isF32()) {
+    if (!decision.forced)
+      op->emitWarning() << passName << ": " << type.getElementType()
+                        << " gradient left dense: " << policyName
+                        << " supports f32 only";
+    return refuse("element type is not f32");
+  }
+  if (decision.forced) {
+    decision.rewrite = true;
+    return decision;
+  }
+  if (decision.use.parameter) {
+    std::string name = parameterName(decision.use.parameter);
+    if (!filter.include.empty() && !llvm::is_contained(filter.include, name))
+      return dense("parameter '" + name + "' is not in 'include'");
+    if (llvm::is_contained(filter.exclude, name))
+      return dense("parameter '" + name + "' is in 'exclude'");
+  }
+  if (type.getNumElements() < filter.minElements)
+    return dense(Twine(type.getNumElements()) + " elements < min-elements (" +
+                 Twine(filter.minElements) + ")");
+  decision.rewrite = true;
+  return decision;
+}
+
+std::string mlir::gradcomm::collectiveName(Operation *op,
+                                           BlockArgument parameter,
+                                           int64_t index) {
+  if (parameter)
+    return sanitizeSymbolName(parameterName(parameter) + "_grad");
+  auto func = op->getParentOfType<FunctionOpInterface>();
+  StringRef scope = func ? func.getName() : StringRef("module");
+  return sanitizeSymbolName((scope + "_all_reduce_" + Twine(index)).str());
 }

@@ -59,8 +59,9 @@ public:
 private:
   LogicalResult validateOptions();
   FailureOr<Decision> decide(shard::AllReduceOp op);
-  FailureOr<CompressionPlan>
-  makePlan(shard::AllReduceOp op, BlockArgument parameter, int64_t numElements);
+  FailureOr<CompressionPlan> makePlan(shard::AllReduceOp op,
+                                      const PolicyOverrides &overrides,
+                                      int64_t numElements);
   void rewrite(shard::AllReduceOp op, const Decision &decision,
                SymbolTable &symbolTable);
 };
@@ -68,16 +69,6 @@ private:
 } // namespace
 
 static constexpr llvm::StringLiteral kPass = "gradcomm-scalecom";
-
-static FailureOr<std::optional<double>>
-readNumber(Operation *op, BlockArgument parameter, StringRef name) {
-  return readNumberOverride(op, parameter, name, kPass);
-}
-
-static FailureOr<std::optional<std::string>>
-readString(Operation *op, BlockArgument parameter, StringRef name) {
-  return readStringOverride(op, parameter, name, kPass);
-}
 
 LogicalResult ScaleComRewritePass::validateOptions() {
   ModuleOp module = getOperation();
@@ -110,53 +101,24 @@ LogicalResult ScaleComRewritePass::validateOptions() {
 }
 
 FailureOr<CompressionPlan>
-ScaleComRewritePass::makePlan(shard::AllReduceOp op, BlockArgument parameter,
+ScaleComRewritePass::makePlan(shard::AllReduceOp op,
+                              const PolicyOverrides &overrides,
                               int64_t numElements) {
   auto fail = [&]() { return op->emitError() << "gradcomm-scalecom: "; };
-  FailureOr<std::optional<double>> ratioOverride =
-      readNumber(op, parameter, policy_attr::kRatio);
-  FailureOr<std::optional<double>> kOverride =
-      readNumber(op, parameter, policy_attr::kK);
-  FailureOr<std::optional<double>> betaOverride =
-      readNumber(op, parameter, policy_attr::kBeta);
-  FailureOr<std::optional<double>> chunkOverride =
-      readNumber(op, parameter, policy_attr::kChunkSize);
-  FailureOr<std::optional<std::string>> selectionOverride =
-      readString(op, parameter, policy_attr::kSelection);
-  if (failed(ratioOverride) || failed(kOverride) || failed(betaOverride) ||
-      failed(chunkOverride) || failed(selectionOverride))
-    return failure();
-
+  // Each override was range-checked by the dialect's attribute verifier;
+  // what is left are the conflicts between fields.
   CompressionPlan plan;
-  plan.beta = betaOverride->value_or(beta);
-  if (!(plan.beta > 0.0 && plan.beta <= 1.0))
-    return fail() << "'beta' must be in (0, 1], got "
-                  << formatNumber(plan.beta);
-
-  plan.selection = selection;
-  if (*selectionOverride) {
-    std::optional<Selection> parsed = symbolizeSelection(**selectionOverride);
-    if (!parsed)
-      return fail() << "'" << policy_attr::kSelection
-                    << "' must be \"exact\" or \"chunk\", got \""
-                    << **selectionOverride << "\"";
-    plan.selection = *parsed;
-  }
-
-  double planRatio = ratioOverride->value_or(ratio);
-  if (!(planRatio > 0.0))
-    return fail() << "'ratio' must be > 0, got " << formatNumber(planRatio);
-  std::optional<int64_t> explicitK;
-  if (*kOverride)
-    explicitK = static_cast<int64_t>(**kOverride);
-  else if (k > 0)
+  plan.beta = overrides.beta.value_or(beta);
+  plan.selection = overrides.selection.value_or(selection);
+  double planRatio = overrides.ratio.value_or(ratio);
+  std::optional<int64_t> explicitK = overrides.k;
+  if (!explicitK && k > 0)
     explicitK = k;
 
   if (plan.selection == Selection::Chunk) {
-    int64_t c =
-        chunkOverride->has_value()
-            ? static_cast<int64_t>(**chunkOverride)
-            : (chunkSize > 0 ? int64_t(chunkSize) : std::llround(planRatio));
+    int64_t c = overrides.chunkSize ? *overrides.chunkSize
+                : chunkSize > 0     ? int64_t(chunkSize)
+                                    : std::llround(planRatio);
     if (c < 1)
       return fail() << "'chunk_size' must be >= 1, got " << c;
     plan.chunkSize = c;
@@ -179,58 +141,20 @@ ScaleComRewritePass::makePlan(shard::AllReduceOp op, BlockArgument parameter,
 }
 
 FailureOr<Decision> ScaleComRewritePass::decide(shard::AllReduceOp op) {
-  Decision decision;
-  auto dense = [&](const Twine &reason) {
-    decision.reason = reason.str();
-    return decision;
-  };
-
-  if (std::optional<std::string> reason = whyNotRewritable(op))
-    return dense(*reason);
-  auto type = cast<RankedTensorType>(op.getInput().getType());
-
-  GradientUse use = analyzeGradient(op.getResult());
-  decision.parameter = use.parameter;
-  FailureOr<std::optional<std::string>> policy =
-      readString(op, use.parameter, policy_attr::kPolicy);
-  if (failed(policy))
+  RewriteFilter filter{minElements, include, exclude};
+  FailureOr<RewriteDecision> shared =
+      decideRewrite(op, Policy::ScaleCom, filter, kPass);
+  if (failed(shared))
     return failure();
-  bool forced = false;
-  if (*policy) {
-    if (**policy == "dense")
-      return dense("marked gradcomm.policy = \"dense\"");
-    if (**policy == "gossip")
-      return dense("marked gradcomm.policy = \"gossip\" (not this pass)");
-    if (**policy != "scalecom")
-      return op->emitError()
-             << "gradcomm-scalecom: '" << policy_attr::kPolicy
-             << "' must be \"dense\", \"scalecom\" or \"gossip\", got \""
-             << **policy << "\"";
-    forced = true;
+  Decision decision;
+  decision.parameter = shared->use.parameter;
+  if (!shared->rewrite) {
+    decision.reason = shared->reason;
+    return decision;
   }
-  if (!forced && !use.isGradient)
-    return dense("not a gradient: the result does not reach a returned "
-                 "parameter update through elementwise ops");
-
-  if (use.parameter) {
-    std::string name = parameterName(use.parameter);
-    if (!include.empty() && !llvm::is_contained(include, name))
-      return dense("parameter '" + name + "' is not in 'include'");
-    if (llvm::is_contained(exclude, name))
-      return dense("parameter '" + name + "' is in 'exclude'");
-  }
-  if (!type.getElementType().isF32()) {
-    op->emitWarning() << "gradcomm-scalecom: " << type.getElementType()
-                      << " gradient left dense: ScaleCom supports f32 "
-                         "gradients only";
-    return dense("element type is not f32");
-  }
-  int64_t numElements = type.getNumElements();
-  if (!forced && numElements < minElements)
-    return dense(Twine(numElements) + " elements < min-elements (" +
-                 Twine(int64_t(minElements)) + ")");
-
-  FailureOr<CompressionPlan> plan = makePlan(op, use.parameter, numElements);
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  FailureOr<CompressionPlan> plan =
+      makePlan(op, shared->overrides, type.getNumElements());
   if (failed(plan))
     return failure();
   decision.compress = true;
@@ -282,10 +206,14 @@ void ScaleComRewritePass::rewrite(shard::AllReduceOp op,
         b, op.getLoc(), valuesType, indicesType, op.getInput(), stateRef,
         op.getGridAttr(), op.getGridAxesAttr(), b.getI64IntegerAttr(plan.k),
         SelectionAttr::get(ctx, plan.selection), chunkAttr);
-    replacement = SparseAllReduceOp::create(
+    auto reduce = SparseAllReduceOp::create(
         b, op.getLoc(), type, compress.getValues(), compress.getIndices(),
         op.getGridAttr(), op.getGridAxesAttr(),
         ReductionAttr::get(ctx, reduction));
+    // The name the runtime reports this reduction under.
+    reduce->setAttr(attr::kRuntimeName,
+                    b.getStringAttr(state.getSymName() + "_reduce"));
+    replacement = reduce;
     MemoryUpdateOp::create(b, op.getLoc(), op.getInput(), compress.getIndices(),
                            stateRef, b.getF64FloatAttr(plan.beta));
   }

@@ -60,6 +60,13 @@ def GradComm_Dialect : Dialect {
     ```
   }];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
+
+  // The `gradcomm.*` discardable attributes (policy overrides on
+  // `shard.all_reduce` ops and parameter arguments, runtime names stamped by
+  // the passes) are verified by the dialect: an unknown name or a value of
+  // the wrong kind is an error, never silently ignored.
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -93,6 +100,15 @@ def GradComm_Schedule : I32EnumAttr<"Schedule",
   I32EnumAttrCase<"Ring", 1, "ring">,
   // rank XOR 2^(step mod log2 n); the group size must be a power of two.
   I32EnumAttrCase<"Hypercube", 2, "hypercube">
+]> {
+  let cppNamespace = "::mlir::gradcomm";
+}
+
+def GradComm_Policy : I32EnumAttr<"Policy",
+    "How one gradient all-reduce is communicated (gradcomm.policy)", [
+  I32EnumAttrCase<"Dense", 0, "dense">,
+  I32EnumAttrCase<"ScaleCom", 1, "scalecom">,
+  I32EnumAttrCase<"Gossip", 2, "gossip">
 ]> {
   let cppNamespace = "::mlir::gradcomm";
 }

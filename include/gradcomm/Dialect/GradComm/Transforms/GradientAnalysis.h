@@ -3,14 +3,16 @@
 // Part of the GradComm project.
 //
 // Shared by the rewrite passes (ScaleCom, gossip): decides whether an
-// all-reduce result is a gradient, finds the parameter it updates, and reads
-// the per-op / per-argument policy attributes.
+// all-reduce result is a gradient, finds the parameter it updates, and
+// makes the one policy decision both passes share (decideRewrite), so a
+// forced policy, a filter or a refusal means the same thing in each.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef GRADCOMM_DIALECT_GRADCOMM_TRANSFORMS_GRADIENTANALYSIS_H
 #define GRADCOMM_DIALECT_GRADCOMM_TRANSFORMS_GRADIENTANALYSIS_H
 
+#include "gradcomm/Dialect/GradComm/IR/GradCommAttributes.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/SymbolTable.h"
@@ -20,23 +22,6 @@
 #include <string>
 
 namespace mlir::gradcomm {
-
-/// Attributes a user puts on a `shard.all_reduce` or on a parameter's
-/// function argument to steer the rewrites. The op's attribute wins.
-namespace policy_attr {
-/// "dense" | "scalecom" | "gossip": force a policy.
-inline constexpr llvm::StringLiteral kPolicy = "gradcomm.policy";
-/// Readable, stable name of a parameter (function argument attribute).
-inline constexpr llvm::StringLiteral kName = "gradcomm.name";
-inline constexpr llvm::StringLiteral kRatio = "gradcomm.ratio";
-inline constexpr llvm::StringLiteral kK = "gradcomm.k";
-inline constexpr llvm::StringLiteral kBeta = "gradcomm.beta";
-inline constexpr llvm::StringLiteral kSelection = "gradcomm.selection";
-inline constexpr llvm::StringLiteral kChunkSize = "gradcomm.chunk_size";
-inline constexpr llvm::StringLiteral kSchedule = "gradcomm.schedule";
-inline constexpr llvm::StringLiteral kMixing = "gradcomm.mixing";
-inline constexpr llvm::StringLiteral kPeriod = "gradcomm.period";
-} // namespace policy_attr
 
 /// What the analysis found about one reduced value.
 struct GradientUse {
@@ -56,11 +41,6 @@ struct GradientUse {
 /// argument of the same type as `reduced`.
 GradientUse analyzeGradient(Value reduced);
 
-/// The override attribute `name` from `op`, else from the parameter's
-/// function argument, else null.
-Attribute lookupOverride(Operation *op, BlockArgument parameter,
-                         StringRef name);
-
 /// The parameter's readable name: its `gradcomm.name` argument attribute, or
 /// "<function>_arg<N>".
 std::string parameterName(BlockArgument parameter);
@@ -74,19 +54,6 @@ std::string sanitizeSymbolName(StringRef name);
 /// and result types, not exactly one grid axis), or nullopt.
 std::optional<std::string> whyNotRewritable(shard::AllReduceOp op);
 
-/// A numeric override (`gradcomm.ratio`, ...) of `op` or its parameter:
-/// absent, a number, or a diagnostic (prefixed with `pass`) when the
-/// attribute is not a number.
-FailureOr<std::optional<double>> readNumberOverride(Operation *op,
-                                                    BlockArgument parameter,
-                                                    StringRef name,
-                                                    StringRef pass);
-
-/// A string override (`gradcomm.policy`, ...), as readNumberOverride.
-FailureOr<std::optional<std::string>>
-readStringOverride(Operation *op, BlockArgument parameter, StringRef name,
-                   StringRef pass);
-
 /// `value` as a person writes it ("0.5", "100"), for diagnostics.
 std::string formatNumber(double value);
 
@@ -94,6 +61,46 @@ std::string formatNumber(double value);
 /// symbol table's module, after its leading grid and state declarations,
 /// renaming it if its name is taken.
 void insertDeclaration(SymbolTable &symbolTable, Operation *op);
+
+/// Pass-level filters of a rewrite (its options).
+struct RewriteFilter {
+  int64_t minElements = 0;
+  ArrayRef<std::string> include;
+  ArrayRef<std::string> exclude;
+};
+
+/// The shared decision for one all-reduce under one rewrite pass.
+struct RewriteDecision {
+  /// Rewrite it (true) or leave it dense (false, see `reason`).
+  bool rewrite = false;
+  /// The user forced this pass's policy with `gradcomm.policy`.
+  bool forced = false;
+  std::string reason;
+  GradientUse use;
+  PolicyOverrides overrides;
+};
+
+/// Decides what the rewrite for `policy` (ScaleCom or Gossip) does with
+/// `op`. Semantics (docs/scalecom.md, "Policies"):
+///  * `gradcomm.policy = "dense"`, or another pass's policy: left dense;
+///  * forced (`gradcomm.policy` names this pass): the pass-level filters
+///    (min-elements, include, exclude) do not apply, and the gradient test
+///    is skipped where the rewrite does not need the parameter update
+///    (ScaleCom); when the rewrite cannot be done at all (structure,
+///    element type, gossip without an update) it is an error, never a
+///    silent dense fallback;
+///  * otherwise the op must be rewritable, a gradient, pass include /
+///    exclude and min-elements, and be f32 (a warning says why not).
+/// Fails after emitting a diagnostic prefixed with `passName`.
+FailureOr<RewriteDecision> decideRewrite(shard::AllReduceOp op, Policy policy,
+                                         const RewriteFilter &filter,
+                                         StringRef passName);
+
+/// The runtime name of a collective serving `parameter` (null: positional
+/// name from the enclosing function and `index`), as the ScaleCom state of
+/// the same gradient is named, so counters line up whichever strategy ran.
+std::string collectiveName(Operation *op, BlockArgument parameter,
+                           int64_t index);
 
 } // namespace mlir::gradcomm
 

@@ -155,6 +155,32 @@ def GossipRewritePass : Pass<"gradcomm-gossip", "::mlir::ModuleOp"> {
   ];
 }
 
+def NameCollectivesPass
+    : Pass<"gradcomm-name-collectives", "::mlir::ModuleOp"> {
+  let summary = "Stamp the runtime name on every collective that has none";
+  let description = [{
+    The runtime names each communication op in its messages and counters
+    (`gradcomm.runtime_name`). The rewrite passes stamp the ops they create;
+    this pass names the rest, once, from the gradient analysis: a gradient
+    all-reduce after its parameter (`<parameter>_grad`, the name the ScaleCom
+    state of the same gradient gets, so counters line up whichever strategy
+    ran), a `sparse_all_reduce` after its state (`<state>_reduce`), anything
+    else by position (`<function>_all_reduce_<i>`). Names are unique in the
+    module. `convert-gradcomm-to-runtime` reads the stamp and never repeats
+    the analysis; the lowering pipeline runs this pass first.
+
+    ```mlir
+    %r = shard.all_reduce %g on @grid grid_axes = [0] reduction = average
+        : tensor<64xf32> -> tensor<64xf32>
+    // becomes
+    %r = shard.all_reduce %g on @grid grid_axes = [0] reduction = average
+        {gradcomm.runtime_name = "step_arg0_grad"}
+        : tensor<64xf32> -> tensor<64xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::gradcomm::GradCommDialect"];
+}
+
 def DropInPlaceResultsPass
     : Pass<"gradcomm-drop-in-place-results", "::mlir::ModuleOp"> {
   let summary = "Drop results of public functions that are an argument's "
