@@ -6,7 +6,7 @@
 #      included) and builds GradComm, as check.sh does;
 #   2. shows the compiler: an annotated single-device SGD step through
 #      --gradcomm-scalecom-pipeline, with the pass's report;
-#   3. the main job (ARCHITECTURE.md section 7): a 784-128-10 MLP on
+#   3. the main job (docs/design/architecture.md section 8): a 784-128-10 MLP on
 #      Fashion-MNIST, 4 MPI ranks, its training step
 #      (examples/fashion-mnist/step.mlir.in) compiled by gradcomm-compile once
 #      per strategy: dense all-reduce, ScaleCom (CLT-k, ratio 100, exact

@@ -2,10 +2,10 @@
 //
 // Part of the GradComm project.
 //
-// BENCHMARKS.md section 1: every figure is a ratio against a copy measured
-// in the same run. Each benchmark reports `bytes_per_second` counting the
-// bytes the kernel must move (reads + writes); bench/cpu/run.sh turns them
-// into ratios. Not a test.
+// docs/design/benchmarks.md, CPU kernels: every figure is a ratio against a
+// copy measured in the same run. Each benchmark reports `bytes_per_second`
+// counting the bytes the kernel must move (reads + writes); bench/cpu/run.sh
+// turns them into ratios. Not a test.
 //
 //===----------------------------------------------------------------------===//
 

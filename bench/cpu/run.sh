@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/cpu/run.sh - CPU kernel benchmark, reported as ratios to a memcpy
-# measured in the same run (BENCHMARKS.md section 1). Single thread, pinned
+# measured in the same run (docs/design/benchmarks.md, CPU kernels). Single thread, pinned
 # to one core. Needs ~5 GiB of memory for the 256M-element sizes.
 #
 #   bench/cpu/run.sh [build-dir]      (default: build)

@@ -2,11 +2,10 @@
 //
 // Part of the GradComm project.
 //
-// BENCHMARKS.md section 3, on one GPU: each kernel as a fraction of a
-// device-to-device copy measured in the same run, the exact selection's
-// time (bench/gpu/topk.py times torch.topk on the same data), and the
-// per-call overhead of a one-rank NCCL all-reduce. Writes CSV to argv[1].
-// Not a test.
+// docs/design/benchmarks.md, one GPU, on one GPU: each kernel as a fraction of
+// a device-to-device copy measured in the same run, the exact selection's time
+// (bench/gpu/topk.py times torch.topk on the same data), and the per-call
+// overhead of a one-rank NCCL all-reduce. Writes CSV to argv[1]. Not a test.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/gpu/run.sh - for a machine with one GPU: build, run the GPU tests,
-# measure (BENCHMARKS.md section 3), in a few minutes. CSV files go to $OUT
+# measure (docs/design/benchmarks.md, one GPU), in a few minutes. CSV files go to $OUT
 # (or ./gpu-out): kernels.csv (each kernel as a fraction of a device-to-device
 # copy; exact selection beside torch.topk on the same data), nccl.csv (per-call
 # overhead of a one-rank NCCL all-reduce), tests.txt.

@@ -2,7 +2,7 @@
 //
 // Part of the GradComm project.
 //
-// The main job (ARCHITECTURE.md section 7): a 784-128-10 MLP on
+// The main job (docs/design/architecture.md section 8): a 784-128-10 MLP on
 // Fashion-MNIST, data-parallel over the MPI ranks, its training step compiled
 // by gradcomm-compile with one communication strategy. Weights start equal
 // on every rank (rank 0's, broadcast); each rank reads its own disjoint

@@ -9,9 +9,9 @@
 // bytes on the wire and time per step.
 //
 // With --reference it also runs the same algorithm written here in C++
-// (synchronous SGD, or ScaleCom from ARCHITECTURE.md section 2) and checks,
-// every step, that the compiled step gives the same weights bit for bit and
-// that all replicas are bit-identical. The reference shares only MPI's
+// (synchronous SGD, or ScaleCom from docs/design/architecture.md section 2) and
+// checks, every step, that the compiled step gives the same weights bit for bit
+// and that all replicas are bit-identical. The reference shares only MPI's
 // reduction with the runtime (same call, same data, so the same bits).
 //
 //   mpiexec -n 4 ./trainer --steps 50
@@ -211,8 +211,8 @@ struct Reference {
     ++step;
   }
 
-  /// Gossiping SGD (ARCHITECTURE.md section 3): a local step with the
-  /// unbiased estimate n * g of the summed gradient, then pairwise mixing
+  /// Gossiping SGD (docs/design/architecture.md section 3): a local step with
+  /// the unbiased estimate n * g of the summed gradient, then pairwise mixing
   /// with the schedule's peer (the runtime's documented schedule function).
   void gossip(const Options &o, const std::vector<float> &gw,
               const std::vector<float> &gb, int size) {
@@ -242,8 +242,8 @@ struct Reference {
     }
   }
 
-  /// ARCHITECTURE.md section 2, written from the text: accumulate, the
-  /// cyclic leader selects from its own p and broadcasts, one all-reduce of
+  /// docs/design/architecture.md section 2, written from the text: accumulate,
+  /// the cyclic leader selects from its own p and broadcasts, one all-reduce of
   /// the k values, low-pass memory update (elementwise form).
   void scalecom(const Options &o, const std::vector<float> &g,
                 std::vector<float> &out, int size) {

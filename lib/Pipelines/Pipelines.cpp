@@ -66,7 +66,7 @@ void mlir::gradcomm::buildGossipPipeline(OpPassManager &pm,
 }
 
 void mlir::gradcomm::buildPartitionPipeline(OpPassManager &pm) {
-  // Both are function passes upstream (STYLE.md).
+  // Both are function passes upstream (docs/design/conventions.md).
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
   funcPm.addPass(shard::createShardingPropagation());
   funcPm.addPass(shard::createPartition());

@@ -3,10 +3,10 @@
 // Part of the GradComm project.
 //
 // Every rank can compute every rank's gradient (TestUtil.h), so the
-// reference below simulates all n workers of ARCHITECTURE.md section 2 in
-// each process and the runtime's result on this rank is compared with it:
-// memories bit for bit (they are rank-local, same formula), reduced outputs
-// to float tolerance (MPI may sum in another order than the reference).
+// reference below simulates all n workers of docs/design/architecture.md
+// section 2 in each process and the runtime's result on this rank is compared
+// with it: memories bit for bit (they are rank-local, same formula), reduced
+// outputs to float tolerance (MPI may sum in another order than the reference).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,8 +22,8 @@ using namespace gradcomm::test;
 
 namespace {
 
-/// ScaleCom for n simulated workers, written from ARCHITECTURE.md section
-/// 2, with a full sort for the exact selection.
+/// ScaleCom for n simulated workers, written from docs/design/architecture.md
+/// section 2, with a full sort for the exact selection.
 struct Reference {
   int n;
   int64_t count, k;

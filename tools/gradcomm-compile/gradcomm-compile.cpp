@@ -333,26 +333,35 @@ static void internalizeWrappedFunctions(llvm::Module &module) {
   }
 }
 
-/// The directory holding libgradcomm_runtime.so: --runtime-dir, else
-/// ../lib beside this executable (the build tree and an install alike).
+/// The directory holding libgradcomm_runtime.so: --runtime-dir, else the
+/// install's library directory or ../lib beside this executable (the
+/// build tree).
 static FailureOr<std::string> findRuntimeDir(const char *argv0) {
-  std::string dir = runtimeDir;
-  if (dir.empty()) {
+  SmallVector<std::string, 2> candidates;
+  if (!runtimeDir.empty()) {
+    candidates.push_back(runtimeDir);
+  } else {
     std::string exe = llvm::sys::fs::getMainExecutable(
         argv0, reinterpret_cast<void *>(&findRuntimeDir));
-    SmallString<256> candidate(llvm::sys::path::parent_path(exe));
-    llvm::sys::path::append(candidate, "..", "lib");
-    llvm::sys::path::remove_dots(candidate, /*remove_dot_dot=*/true);
-    dir = candidate.str().str();
+    StringRef bin = llvm::sys::path::parent_path(exe);
+    for (StringRef libdir :
+         {StringRef(GRADCOMM_INSTALL_LIBDIR), StringRef("lib")}) {
+      SmallString<256> candidate(bin);
+      llvm::sys::path::append(candidate, "..", libdir);
+      llvm::sys::path::remove_dots(candidate, /*remove_dot_dot=*/true);
+      candidates.push_back(candidate.str().str());
+    }
   }
-  SmallString<256> library(dir);
-  llvm::sys::path::append(library, "libgradcomm_runtime.so");
-  if (!llvm::sys::fs::exists(library)) {
-    llvm::errs() << "gradcomm-compile: --emit=shared links the runtime, but "
-                 << library << " does not exist; pass --runtime-dir\n";
-    return failure();
+  for (const std::string &dir : candidates) {
+    SmallString<256> library(dir);
+    llvm::sys::path::append(library, "libgradcomm_runtime.so");
+    if (llvm::sys::fs::exists(library))
+      return dir;
   }
-  return dir;
+  llvm::errs() << "gradcomm-compile: --emit=shared links the runtime, but "
+                  "libgradcomm_runtime.so is not in "
+               << llvm::join(candidates, " or ") << "; pass --runtime-dir\n";
+  return failure();
 }
 
 /// Links `object` into a shared library that records the runtime as

@@ -169,7 +169,7 @@ gradcomm_status gradcomm_state_save(const char *path);
 gradcomm_status gradcomm_state_restore(const char *path);
 
 /*===----------------------------------------------------------------------===*
- * ScaleCom (ARCHITECTURE.md section 2), float32, host pointers.
+ * ScaleCom (docs/design/architecture.md section 2), float32, host pointers.
  *===----------------------------------------------------------------------===*/
 
 /// One ScaleCom step of gradient `grad` (`count` elements) with the state
@@ -217,7 +217,7 @@ gradcomm_status gradcomm_local_topk_all_gather_f32(
     gradcomm_reduction reduction, int64_t *union_size);
 
 /*===----------------------------------------------------------------------===*
- * Gossip (ARCHITECTURE.md section 3).
+ * Gossip (docs/design/architecture.md section 3).
  *===----------------------------------------------------------------------===*/
 
 /// The peer of `rank` among `size` ranks at step `step`, or -1 when it sits

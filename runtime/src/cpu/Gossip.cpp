@@ -2,7 +2,7 @@
 //
 // Part of the GradComm project.
 //
-// ARCHITECTURE.md section 3: pairwise mixing with the peer of a
+// docs/design/architecture.md section 3: pairwise mixing with the peer of a
 // coordination-free schedule, via one MPI_Sendrecv per pair (both sides of
 // a pair call it with each other, so it cannot deadlock).
 //

@@ -2,9 +2,9 @@
 //
 // Part of the GradComm project.
 //
-// ARCHITECTURE.md section 2. The fused entry point streams the memory once
-// per step on every rank (gather + low-pass update + zeroing the output in
-// one pass); the leader adds its selection pass(es) before it.
+// docs/design/architecture.md section 2. The fused entry point streams the
+// memory once per step on every rank (gather + low-pass update + zeroing the
+// output in one pass); the leader adds its selection pass(es) before it.
 //
 //===----------------------------------------------------------------------===//
 

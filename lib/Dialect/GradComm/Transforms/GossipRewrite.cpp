@@ -2,8 +2,8 @@
 //
 // Part of the GradComm project.
 //
-// ARCHITECTURE.md section 3. See the pass description in Passes.td and
-// docs/gossip.md.
+// docs/design/architecture.md section 3. See the pass description in Passes.td
+// and docs/gossip.md.
 //
 //===----------------------------------------------------------------------===//
 

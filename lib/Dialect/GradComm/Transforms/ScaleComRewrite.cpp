@@ -4,8 +4,8 @@
 //
 // Rewrites gradient all-reduces into cltk_compress + sparse_all_reduce +
 // memory_update with a module-level state per gradient. See
-// docs/scalecom.md for the policy and ARCHITECTURE.md section 2 for the
-// semantics.
+// docs/scalecom.md for the policy and docs/design/architecture.md section 2 for
+// the semantics.
 //
 //===----------------------------------------------------------------------===//
 

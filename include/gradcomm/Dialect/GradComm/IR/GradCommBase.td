@@ -42,6 +42,28 @@ def GradComm_Dialect : Dialect {
     Process groups are named like upstream `shard` collectives: a `shard.grid`
     symbol and a list of its axes.
 
+    ### Discardable attributes
+
+    Users (and exporters) steer the rewrites with `gradcomm.*` attributes on
+    a `shard.all_reduce` or on the parameter's function argument; the passes
+    stamp `gradcomm.runtime_name`. The dialect verifies each one: an unknown
+    `gradcomm.*` name, a value of the wrong kind or range, or an attribute
+    where it has no meaning is an error.
+
+    | attribute | value | on |
+    |---|---|---|
+    | `gradcomm.policy` | `"dense"`, `"scalecom"` or `"gossip"` (force a policy) | all-reduce, argument |
+    | `gradcomm.name` | non-empty string: the parameter's name | argument |
+    | `gradcomm.ratio` | number > 0: ScaleCom ratio N / k | all-reduce, argument |
+    | `gradcomm.k` | integer >= 1: ScaleCom fixed k | all-reduce, argument |
+    | `gradcomm.beta` | number in (0, 1]: low-pass coefficient | all-reduce, argument |
+    | `gradcomm.selection` | `"exact"` or `"chunk"` | all-reduce, argument |
+    | `gradcomm.chunk_size` | integer >= 1 | all-reduce, argument |
+    | `gradcomm.schedule` | `"matching"`, `"ring"` or `"hypercube"` | all-reduce, argument |
+    | `gradcomm.mixing` | number in (0, 1): gossip mixing weight | all-reduce, argument |
+    | `gradcomm.period` | integer >= 1: gossip period | all-reduce, argument |
+    | `gradcomm.runtime_name` | non-empty string: the collective's name in runtime messages and counters | all-reduce, gradcomm ops |
+
     ```mlir
     shard.grid @grid(shape = 4)
     gradcomm.state @fc1_weight_grad : tensor<784x128xf32>
