@@ -49,7 +49,7 @@ private:
   LogicalResult validateOptions();
   /// Gossip plan for `op`, a reason to stay dense, or failure (diagnosed).
   FailureOr<std::optional<GossipPlan>>
-  decide(shard::AllReduceOp op, const GradientUse &use, std::string &reason);
+  decide(shard::AllReduceOp op, GradientUse &use, std::string &reason);
 };
 
 } // namespace
@@ -72,13 +72,14 @@ LogicalResult GossipRewritePass::validateOptions() {
 }
 
 FailureOr<std::optional<GossipPlan>>
-GossipRewritePass::decide(shard::AllReduceOp op, const GradientUse &use,
+GossipRewritePass::decide(shard::AllReduceOp op, GradientUse &use,
                           std::string &reason) {
   RewriteFilter filter{minElements, include, exclude};
   FailureOr<RewriteDecision> shared =
       decideRewrite(op, Policy::Gossip, filter, kPass);
   if (failed(shared))
     return failure();
+  use = shared->use;
   if (!shared->rewrite) {
     reason = shared->reason;
     return std::optional<GossipPlan>();
@@ -125,7 +126,7 @@ void GossipRewritePass::runOnOperation() {
   llvm::DenseSet<OpOperand *> exchanged;
   bool failedAny = false;
   for (shard::AllReduceOp op : allReduces) {
-    GradientUse use = analyzeGradient(op.getResult());
+    GradientUse use;
     std::string reason;
     FailureOr<std::optional<GossipPlan>> plan = decide(op, use, reason);
     if (failed(plan)) {
