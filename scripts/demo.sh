@@ -1,32 +1,46 @@
 #!/usr/bin/env bash
 # scripts/demo.sh - the GradComm main job, as far as it exists today.
 #
-# What this runs (and nothing more):
+# What this runs:
 #   1. installs what is missing (Debian packages, the Fashion-MNIST dataset
-#      included) and builds GradComm, as check.sh does;
+#      and matplotlib included) and builds GradComm, as check.sh does;
 #   2. shows the compiler: an annotated single-device SGD step through
 #      --gradcomm-scalecom-pipeline, with the pass's report;
-#   3. the main job (docs/design/architecture.md section 8): a 784-128-10 MLP on
-#      Fashion-MNIST, 4 MPI ranks, its training step
-#      (examples/fashion-mnist/step.mlir.in) compiled by gradcomm-compile once
-#      per strategy: dense all-reduce, ScaleCom (CLT-k, ratio 100, exact
-#      selection), ScaleCom with chunk selection and low-pass filter
-#      (beta 0.5), local top-k + all-gather (ratio 100), gossip (matching,
-#      mixing 0.5). Same seeds and hyper-parameters for all. Prints final
-#      loss, test accuracy (averaged model and mean of the replicas), bytes
-#      on the wire per step and time per step, and writes the loss curves to
-#      demo-out/loss.svg;
+#   3. the main job (docs/design/architecture.md section 8): a 784-128-10 MLP
+#      on Fashion-MNIST, its training step (examples/fashion-mnist/
+#      step.mlir.in) compiled by gradcomm-compile once per strategy: dense
+#      all-reduce; ScaleCom at ratio 100 and 400, exact and chunk selection,
+#      with and without the low-pass filter (beta 0.5); local top-k +
+#      all-gather (ratio 100); gossip (matching, mixing 0.5). Every strategy
+#      runs for EPOCHS epochs with each seed in SEEDS, same hyper-parameters,
+#      evaluating every EVAL_EVERY steps; scripts/lib/report.py writes
+#      demo-out/report.md and report.html with PNG plots (accuracy vs step
+#      with a band over seeds, accuracy vs bytes sent, loss) and a table
+#      (mean +- sd, gap to dense, measured traffic, time per step);
 #   4. a correctness check: the compiled ScaleCom linear-regression step
 #      equals a C++ reference of ScaleCom bit for bit on 4 ranks.
 #
-# STEPS (default 300) sets the training length. Times on this 2-core machine
-# are dominated by 4 MPI ranks sharing 2 cores; bytes are exact counts; one
-# seed per strategy (no error bars).
+# Sizes (defaults sized for about 10 minutes of training on 2 cores):
+#   RANKS=2 (one rank per core: with 4 ranks on 2 cores MPICH's busy-polling
+#   ranks steal each other's cores and times mean nothing; 4 is built too),
+#   EPOCHS=2, SEEDS="1 2 3", LR=0.1, EVAL_EVERY=150, STRATEGIES=(all 11).
+#   Global batch = 32 * RANKS. Times are wall time per step over shared
+#   memory (MPICH ch4:ucx), not a network; bytes are exact counts.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
-steps=${STEPS:-300}
+ranks=${RANKS:-2}
+epochs=${EPOCHS:-2}
+seeds=${SEEDS:-"1 2 3"}
+lr=${LR:-0.1}
+eval_every=${EVAL_EVERY:-150}
+all_strategies="dense scalecom-r100-exact scalecom-r100-exact-lp
+  scalecom-r100-chunk scalecom-r100-chunk-lp scalecom-r400-exact
+  scalecom-r400-exact-lp scalecom-r400-chunk scalecom-r400-chunk-lp
+  local-topk-r100 gossip"
+strategies=${STRATEGIES:-$all_strategies}
+case "$ranks" in 2 | 4) ;; *) echo "demo.sh: RANKS must be 2 or 4" >&2; exit 2 ;; esac
 
 # shellcheck source=scripts/lib/packages.sh
 source scripts/lib/packages.sh
@@ -47,29 +61,39 @@ echo "== 1. the ScaleCom pipeline on an annotated single-device step"
   grep -E "remark|gradcomm\.|shard\.all_reduce|func.func"
 
 echo
-echo "== 2. Fashion-MNIST MLP, 4 ranks, $steps steps (global batch 128, lr 0.1)"
+echo "== 2. Fashion-MNIST MLP: $ranks ranks, $epochs epochs, seeds $seeds," \
+  "lr $lr, global batch $((32 * ranks))"
 out=demo-out
-mkdir -p "$out"
+rm -rf "$out/runs" && mkdir -p "$out/runs"
 fm="$build/examples/fashion-mnist"
-printf "%-18s %8s %10s %10s %14s %14s %10s\n" strategy loss "acc(avg)" \
-  "acc(repl)" "value B/step" "index B/step" "ms/step"
-plots=()
-for strategy in dense scalecom scalecom-lowpass local-topk gossip; do
-  line=$(/usr/bin/mpiexec.mpich -n 4 "$fm/fashion-mnist-$strategy" \
-    --steps "$steps" --label "$strategy" --log "$out/$strategy.csv" |
-    grep '^summary')
-  field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$line"; }
-  printf "%-18s %8s %10s %10s %14s %14s %10s\n" "$strategy" "$(field loss)" \
-    "$(field acc_averaged)" "$(field acc_replicas)" \
-    "$(field value_bytes_per_step)" "$(field index_bytes_per_step)" \
-    "$(field ms_per_step)"
-  plots+=("$strategy=$out/$strategy.csv")
+start=$(date +%s)
+logs=()
+for strategy in $strategies; do
+  exe="$fm/fashion-mnist-np$ranks-$strategy"
+  [ -x "$exe" ] || { echo "demo.sh: no trainer $exe" >&2; exit 1; }
+  for seed in $seeds; do
+    log="$out/runs/$strategy-seed$seed.csv"
+    /usr/bin/mpiexec.mpich -n "$ranks" "$exe" --seed "$seed" \
+      --epochs "$epochs" --lr "$lr" --eval-every "$eval_every" \
+      --label "$strategy" --log "$log" | grep '^summary' |
+      sed 's/^summary /  /'
+    logs+=("$log")
+  done
 done
-python3 scripts/lib/plot_losses.py "$out/loss.svg" "${plots[@]}"
+elapsed=$(($(date +%s) - start))
+cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -n 1)
+context="machine=$(nproc) cores, $cpu; ranks=$ranks (MPICH $(
+  /usr/bin/mpichversion 2>/dev/null | sed -n 's/MPICH Version:[[:space:]]*//p' ||
+  true), one rank per core when ranks <= cores); training=$epochs epochs per run,
+  global batch $((32 * ranks)), lr $lr, plain SGD, seeds $seeds; evaluation=every
+  $eval_every steps on the 10,000 test images; times=wall time per step
+  (and time inside GradComm calls) over shared memory, not a network;
+  wall time of all runs=${elapsed} s; command=RANKS=$ranks EPOCHS=$epochs
+  SEEDS='$seeds' scripts/demo.sh"
+/usr/bin/python3 scripts/lib/report.py "$out" --context "$context" "${logs[@]}"
 echo
-echo "(101,770 parameters, dense all-reduce: 2*4*101770*(n-1)/n = 610,620 B per"
-echo " rank per step. ScaleCom/local top-k compress the two weight matrices"
-echo " (k = N/100); biases stay dense. Loss curves: $out/loss.svg)"
+sed -n '/^| strategy/,/^$/p' "$out/report.md"
+echo "(plots and the HTML page: $out/report.md, $out/report.html)"
 
 echo
 echo "== 3. correctness: compiled ScaleCom step vs C++ reference, 4 ranks"

@@ -6,10 +6,14 @@
 // Fashion-MNIST, data-parallel over the MPI ranks, its training step compiled
 // by gradcomm-compile with one communication strategy. Weights start equal
 // on every rank (rank 0's, broadcast); each rank reads its own disjoint
-// slice of every global batch. At the end the test accuracy of the averaged
-// model and of the replicas is reported (they differ only for gossip).
+// slice of every global batch. Every --eval-every steps (and at the end) it
+// logs one CSV row: step, epoch, training wall time and communication time,
+// bytes sent (values, indices), training loss, test loss and accuracy of the
+// averaged model, test accuracy of the replicas (mean, min, max: they differ
+// only for gossip) and the consensus distance over all parameters.
 //
-//   mpiexec -n 4 ./fashion-mnist-scalecom --steps 300 --log loss.csv
+//   mpiexec -n 4 ./fashion-mnist-scalecom --seed 1 --epochs 2 --lr 0.1 \
+//       --eval-every 100 --log run.csv
 //
 //===----------------------------------------------------------------------===//
 
@@ -91,32 +95,51 @@ struct Model {
   }
 };
 
-/// Test accuracy of `model` (host forward pass).
-double accuracy(Model &model, const Dataset &test) {
-  int correct = 0;
+/// Test loss (mean cross-entropy) and accuracy of `model` on samples
+/// [begin, end) of `test` (host forward pass), as sums over the samples.
+struct Evaluation {
+  double lossSum = 0.0;
+  double correct = 0.0;
+};
+
+Evaluation evaluate(const Model &model, const Dataset &test, int begin,
+                    int end) {
+  Evaluation result;
   std::vector<float> hidden(kHidden);
-  for (int s = 0; s < test.count; ++s) {
+  float logits[kClasses];
+  for (int s = begin; s < end; ++s) {
     const float *x = &test.images[size_t(s) * kIn];
-    for (int j = 0; j < kHidden; ++j) {
-      float acc = model.b1[j];
-      for (int i = 0; i < kIn; ++i)
-        acc += x[i] * model.w1[i * kHidden + j];
-      hidden[j] = std::max(acc, 0.0f);
+    for (int j = 0; j < kHidden; ++j)
+      hidden[j] = model.b1[j];
+    for (int i = 0; i < kIn; ++i) {
+      const float xi = x[i];
+      if (xi == 0.0f)
+        continue;
+      const float *row = &model.w1[size_t(i) * kHidden];
+      for (int j = 0; j < kHidden; ++j)
+        hidden[j] += xi * row[j];
     }
+    for (float &h : hidden)
+      h = std::max(h, 0.0f);
     int best = 0;
-    float bestLogit = -INFINITY;
+    float top = -INFINITY;
     for (int c = 0; c < kClasses; ++c) {
       float acc = model.b2[c];
       for (int j = 0; j < kHidden; ++j)
         acc += hidden[j] * model.w2[j * kClasses + c];
-      if (acc > bestLogit) {
-        bestLogit = acc;
+      logits[c] = acc;
+      if (acc > top) {
+        top = acc;
         best = c;
       }
     }
-    correct += best == test.labels[s];
+    double sum = 0.0;
+    for (float logit : logits)
+      sum += std::exp(double(logit) - top);
+    result.lossSum += std::log(sum) - (logits[test.labels[s]] - top);
+    result.correct += best == test.labels[s];
   }
-  return double(correct) / test.count;
+  return result;
 }
 
 void check(gradcomm_status status) {
@@ -142,6 +165,137 @@ void take(const Memref &result, std::vector<float> &into) {
   gradcomm_free_buffer(result.allocated);
 }
 
+struct Options {
+  uint32_t seed = 1;
+  int steps = 300;
+  double epochs = 0.0; // when > 0, overrides steps
+  double lr = 0.1;
+  int evalEvery = 0;   // 0: evaluate at the end only
+  int evalSamples = 0; // 0: the whole test set
+  std::string label = "run", logPath, dir;
+};
+
+/// Parses the command line; false (after a message on rank 0) when bad.
+bool parseOptions(int argc, char **argv, int rank, Options &options) {
+  const char *dirEnv = std::getenv("FASHION_MNIST_DIR");
+  options.dir = dirEnv ? dirEnv : "/usr/share/datasets/fashion-mnist";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    const char *value = i + 1 < argc ? argv[i + 1] : nullptr;
+    char *end = nullptr;
+    bool ok = value != nullptr;
+    if (a == "--seed" && ok)
+      options.seed = uint32_t(std::strtoul(value, &end, 10));
+    else if (a == "--steps" && ok)
+      options.steps = int(std::strtol(value, &end, 10));
+    else if (a == "--epochs" && ok)
+      options.epochs = std::strtod(value, &end);
+    else if (a == "--lr" && ok)
+      options.lr = std::strtod(value, &end);
+    else if (a == "--eval-every" && ok)
+      options.evalEvery = int(std::strtol(value, &end, 10));
+    else if (a == "--eval-samples" && ok)
+      options.evalSamples = int(std::strtol(value, &end, 10));
+    else if (a == "--label" && ok)
+      options.label = value;
+    else if (a == "--log" && ok)
+      options.logPath = value;
+    else if (a == "--data" && ok)
+      options.dir = value;
+    else
+      ok = false;
+    // Numbers must parse whole and be in range.
+    if (ok && end && (*end != '\0' || end == value))
+      ok = false;
+    if (ok && (options.steps < 0 || options.epochs < 0 || options.lr <= 0 ||
+               options.evalEvery < 0 || options.evalSamples < 0))
+      ok = false;
+    if (!ok) {
+      if (rank == 0)
+        std::fprintf(
+            stderr,
+            "trainer: bad argument '%s'\nusage: trainer [--seed S] "
+            "[--steps N | --epochs E] [--lr LR] [--eval-every N] "
+            "[--eval-samples N] [--label L] [--log file.csv] [--data dir]\n",
+            a.c_str());
+      return false;
+    }
+    ++i;
+  }
+  return true;
+}
+
+/// What one evaluation logs.
+struct Record {
+  int step = 0;
+  double epoch = 0, wallSeconds = 0, commSeconds = 0;
+  double valueBytes = 0, indexBytes = 0; // per rank, since the start
+  double trainLoss = 0, testLoss = 0, testAccuracy = 0;
+  double replicaMean = 0, replicaMin = 0, replicaMax = 0, consensus = 0;
+};
+
+constexpr const char *kParameters[] = {"fc1_weight", "fc1_bias", "fc2_weight",
+                                       "fc2_bias"};
+
+/// Communication counters of this rank since the start, over every
+/// collective of the step (gradients, gossip, the loss metric).
+void communication(double &seconds, double &valueBytes, double &indexBytes) {
+  seconds = valueBytes = indexBytes = 0.0;
+  std::vector<std::string> names = {"loss"};
+  for (const char *name : kParameters)
+    for (const char *suffix : {"_grad", "_gossip"})
+      names.push_back(std::string(name) + suffix);
+  for (const std::string &name : names) {
+    gradcomm_op_stats stats{};
+    check(gradcomm_stats_get(name.c_str(), &stats));
+    seconds += stats.seconds;
+    valueBytes += double(stats.value_bytes_sent);
+    indexBytes += double(stats.index_bytes_sent);
+  }
+}
+
+/// Collective: evaluates the averaged model (test set split over the
+/// ranks) and every replica, and fills the evaluation fields of `record`.
+void evaluateAll(const Model &model, const Dataset &test, int samples, int rank,
+                 int size, Record &record) {
+  Model averaged = model;
+  for (std::vector<float> *p : averaged.parameters()) {
+    MPI_Allreduce(MPI_IN_PLACE, p->data(), static_cast<int>(p->size()),
+                  MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (float &v : *p)
+      v /= size;
+  }
+  int begin = int(int64_t(samples) * rank / size);
+  int end = int(int64_t(samples) * (rank + 1) / size);
+  Evaluation part = evaluate(averaged, test, begin, end);
+  double sums[2] = {part.lossSum, part.correct};
+  MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  record.testLoss = sums[0] / samples;
+  record.testAccuracy = sums[1] / samples;
+
+  // Replicas: identical for dense and ScaleCom (evaluated once), apart for
+  // gossip (each rank evaluates its own on the whole test set).
+  double distance = 0.0;
+  Model &replica = const_cast<Model &>(model);
+  for (std::vector<float> *p : replica.parameters()) {
+    double d = 0.0;
+    check(gradcomm_consensus_distance_f32(p->data(),
+                                          static_cast<int64_t>(p->size()), &d));
+    distance += d;
+  }
+  record.consensus = distance;
+  double accuracy = record.testAccuracy;
+  if (distance > 0.0)
+    accuracy = evaluate(model, test, 0, samples).correct / samples;
+  double mean = 0.0, low = 0.0, high = 0.0;
+  MPI_Allreduce(&accuracy, &mean, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&accuracy, &low, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&accuracy, &high, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  record.replicaMean = mean / size;
+  record.replicaMin = low;
+  record.replicaMax = high;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -150,44 +304,37 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
 
-  int steps = 300;
-  std::string label = "run", logPath;
-  const char *dirEnv = std::getenv("FASHION_MNIST_DIR");
-  std::string dir = dirEnv ? dirEnv : "/usr/share/datasets/fashion-mnist";
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--steps" && i + 1 < argc)
-      steps = std::atoi(argv[++i]);
-    else if (a == "--label" && i + 1 < argc)
-      label = argv[++i];
-    else if (a == "--log" && i + 1 < argc)
-      logPath = argv[++i];
-    else if (a == "--data" && i + 1 < argc)
-      dir = argv[++i];
-    else {
-      if (rank == 0)
-        std::fprintf(stderr,
-                     "usage: trainer [--steps N] [--label L] [--log file.csv] "
-                     "[--data dir]\n");
-      MPI_Finalize();
-      return 2;
-    }
+  Options options;
+  if (!parseOptions(argc, argv, rank, options)) {
+    MPI_Finalize();
+    return 2;
   }
 
   Dataset train, test;
-  if (!load(dir, "train", train) || !load(dir, "t10k", test)) {
+  if (!load(options.dir, "train", train) || !load(options.dir, "t10k", test)) {
     if (rank == 0)
       std::fprintf(stderr,
                    "trainer: cannot read Fashion-MNIST from %s (Debian "
                    "package dataset-fashion-mnist, or set FASHION_MNIST_DIR)\n",
-                   dir.c_str());
+                   options.dir.c_str());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
+  const int globalBatch = kBatch * size;
+  const int steps =
+      options.epochs > 0
+          ? int(std::ceil(options.epochs * train.count / globalBatch))
+          : options.steps;
+  const int samples = options.evalSamples > 0
+                          ? std::min(options.evalSamples, test.count)
+                          : test.count;
 
   // Same initial weights everywhere: rank 0 draws them, everyone receives.
+  // The weights and the data order have their own seeds, derived from
+  // --seed (nothing GradComm draws depends on them).
   Model model;
   if (rank == 0) {
-    std::mt19937 rng(42);
+    std::seed_seq weightSeed{options.seed, 1u};
+    std::mt19937 rng(weightSeed);
     std::uniform_real_distribution<float> u1(-std::sqrt(6.0f / (kIn + kHidden)),
                                              std::sqrt(6.0f / (kIn + kHidden)));
     std::uniform_real_distribution<float> u2(
@@ -202,28 +349,68 @@ int main(int argc, char **argv) {
     MPI_Bcast(p->data(), static_cast<int>(p->size()), MPI_FLOAT, 0,
               MPI_COMM_WORLD);
 
-  // Every rank shuffles the training set with the same seed (the data RNG,
-  // separate from anything GradComm draws) and reads its own slice of each
-  // global batch.
+  // Every rank shuffles the training set with the same seed and reads its
+  // own slice of each global batch; a new permutation every epoch.
   std::vector<int> order(train.count);
   std::iota(order.begin(), order.end(), 0);
-  std::mt19937 dataRng(7);
-  std::shuffle(order.begin(), order.end(), dataRng);
-  const int globalBatch = kBatch * size;
+  std::seed_seq dataSeed{options.seed, 2u};
+  std::mt19937 dataRng(dataSeed);
+  const int stepsPerEpoch = std::max(1, train.count / globalBatch);
 
   FILE *log = nullptr;
-  if (rank == 0 && !logPath.empty())
-    log = std::fopen(logPath.c_str(), "w");
-  if (log)
-    std::fprintf(log, "step,loss\n");
+  if (rank == 0 && !options.logPath.empty()) {
+    log = std::fopen(options.logPath.c_str(), "w");
+    if (!log) {
+      std::fprintf(stderr, "trainer: cannot write %s\n",
+                   options.logPath.c_str());
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    std::fprintf(log, "label,seed,ranks,step,epoch,wall_s,comm_s,"
+                      "value_bytes,index_bytes,train_loss,test_loss,"
+                      "test_acc,replica_acc_mean,replica_acc_min,"
+                      "replica_acc_max,consensus\n");
+  }
 
   std::vector<float> x(kBatch * kIn), y(kBatch * kClasses);
-  double seconds = 0.0, recentLoss = 0.0;
-  int recent = 0;
+  std::vector<float> scale = {float(options.lr / globalBatch)};
+  double wallSeconds = 0.0, lossSum = 0.0;
+  int lossCount = 0;
+  Record last;
+  auto record = [&](int step) {
+    Record r;
+    r.step = step;
+    r.epoch = double(step) * globalBatch / train.count;
+    r.wallSeconds = wallSeconds;
+    double counters[3];
+    communication(counters[0], counters[1], counters[2]);
+    MPI_Allreduce(MPI_IN_PLACE, counters, 3, MPI_DOUBLE, MPI_SUM,
+                  MPI_COMM_WORLD);
+    r.commSeconds = counters[0] / size;
+    r.valueBytes = counters[1] / size;
+    r.indexBytes = counters[2] / size;
+    r.trainLoss = lossCount ? lossSum / lossCount : NAN;
+    lossSum = 0.0;
+    lossCount = 0;
+    evaluateAll(model, test, samples, rank, size, r);
+    if (log) {
+      std::fprintf(log,
+                   "%s,%u,%d,%d,%.4f,%.4f,%.4f,%.0f,%.0f,%.6f,%.6f,%.6f,%.6f,"
+                   "%.6f,%.6f,%.6g\n",
+                   options.label.c_str(), options.seed, size, r.step, r.epoch,
+                   r.wallSeconds, r.commSeconds, r.valueBytes, r.indexBytes,
+                   r.trainLoss, r.testLoss, r.testAccuracy, r.replicaMean,
+                   r.replicaMin, r.replicaMax, r.consensus);
+      std::fflush(log);
+    }
+    last = r;
+  };
+
   for (int step = 0; step < steps; ++step) {
+    if (step % stepsPerEpoch == 0)
+      std::shuffle(order.begin(), order.end(), dataRng);
+    const size_t base = size_t(step % stepsPerEpoch) * globalBatch;
     for (int b = 0; b < kBatch; ++b) {
-      int sample =
-          order[(size_t(step) * globalBatch + rank * kBatch + b) % train.count];
+      int sample = order[(base + rank * kBatch + b) % train.count];
       std::copy(&train.images[size_t(sample) * kIn],
                 &train.images[size_t(sample) * kIn] + kIn, &x[b * kIn]);
       std::fill(&y[b * kClasses], &y[b * kClasses] + kClasses, 0.0f);
@@ -234,65 +421,39 @@ int main(int argc, char **argv) {
                            xd = view2d(x, kBatch, kIn),
                            yd = view2d(y, kBatch, kClasses);
     gradcomm_memref_f32_1d b1 = view1d(model.b1), b2 = view1d(model.b2);
+    gradcomm_memref_f32_0d lr = {scale.data(), scale.data(), 0};
     step_results r;
     MPI_Barrier(MPI_COMM_WORLD);
     double start = MPI_Wtime();
-    _mlir_ciface_step(&r, &w1, &b1, &w2, &b2, &xd, &yd);
-    seconds += MPI_Wtime() - start;
+    _mlir_ciface_step(&r, &w1, &b1, &w2, &b2, &xd, &yd, &lr);
+    wallSeconds += MPI_Wtime() - start;
     take(r.r0, model.w1);
     take(r.r1, model.b1);
     take(r.r2, model.w2);
     take(r.r3, model.b2);
-    float loss = r.r4.aligned[r.r4.offset] / globalBatch;
+    lossSum += r.r4.aligned[r.r4.offset] / globalBatch;
+    ++lossCount;
     gradcomm_free_buffer(r.r4.allocated);
-    if (log)
-      std::fprintf(log, "%d,%.6f\n", step, loss);
-    if (step >= steps - 20) {
-      recentLoss += loss;
-      ++recent;
-    }
+    if (options.evalEvery > 0 && (step + 1) % options.evalEvery == 0 &&
+        step + 1 < steps)
+      record(step + 1);
   }
+  record(steps);
   if (log)
     std::fclose(log);
 
-  // Accuracy of this replica, of the mean replica accuracy, and of the
-  // averaged model.
-  double replicaAccuracy = accuracy(model, test), meanReplicaAccuracy = 0.0;
-  MPI_Allreduce(&replicaAccuracy, &meanReplicaAccuracy, 1, MPI_DOUBLE, MPI_SUM,
-                MPI_COMM_WORLD);
-  meanReplicaAccuracy /= size;
-  Model averaged = model;
-  for (std::vector<float> *p : averaged.parameters()) {
-    MPI_Allreduce(MPI_IN_PLACE, p->data(), static_cast<int>(p->size()),
-                  MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    for (float &v : *p)
-      v /= size;
-  }
-  double averagedAccuracy = rank == 0 ? accuracy(averaged, test) : 0.0;
-  double distance = 0.0;
-  check(gradcomm_consensus_distance_f32(
-      model.w1.data(), static_cast<int64_t>(model.w1.size()), &distance));
-
-  // Bytes this rank sent per step, over every parameter's communication.
-  uint64_t valueBytes = 0, indexBytes = 0;
-  for (const char *name : {"fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias"})
-    for (const char *suffix : {"_grad", "_gossip"}) {
-      gradcomm_op_stats stats{};
-      check(gradcomm_stats_get((std::string(name) + suffix).c_str(), &stats));
-      valueBytes += stats.value_bytes_sent;
-      indexBytes += stats.index_bytes_sent;
-    }
-  if (rank == 0) {
-    std::printf("summary label=%s steps=%d loss=%.4f acc_averaged=%.4f "
-                "acc_replicas=%.4f value_bytes_per_step=%.0f "
-                "index_bytes_per_step=%.0f ms_per_step=%.2f "
+  if (rank == 0)
+    std::printf("summary label=%s seed=%u steps=%d epochs=%.2f loss=%.4f "
+                "test_loss=%.4f acc_averaged=%.4f acc_replicas=%.4f "
+                "value_bytes_per_step=%.0f index_bytes_per_step=%.0f "
+                "ms_per_step=%.2f comm_ms_per_step=%.2f "
                 "consensus_distance=%.3g\n",
-                label.c_str(), steps, recent ? recentLoss / recent : 0.0,
-                averagedAccuracy, meanReplicaAccuracy,
-                double(valueBytes) / std::max(1, steps),
-                double(indexBytes) / std::max(1, steps),
-                1e3 * seconds / std::max(1, steps), distance);
-  }
+                options.label.c_str(), options.seed, steps, last.epoch,
+                last.trainLoss, last.testLoss, last.testAccuracy,
+                last.replicaMean, last.valueBytes / std::max(1, steps),
+                last.indexBytes / std::max(1, steps),
+                1e3 * last.wallSeconds / std::max(1, steps),
+                1e3 * last.commSeconds / std::max(1, steps), last.consensus);
   gradcomm_finalize();
   MPI_Finalize();
   return 0;

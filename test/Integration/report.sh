@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The demo's report generator on a tiny run: two strategies x two seeds of
+# the Fashion-MNIST trainer on a generated look-alike dataset, then
+# scripts/lib/report.py; checks that the report, the HTML page and the
+# plots exist, that the table's numbers parse, and that the plots are PNGs.
+# Usage: report.sh <mpiexec> <fashion-mnist build dir> <source root> <work dir>
+set -euo pipefail
+mpiexec=$1 fm=$2 root=$3 work=$4
+rm -rf "$work" && mkdir -p "$work/data" "$work/runs"
+/usr/bin/python3 "$root/test/Integration/Inputs/make_tiny_fashion_mnist.py" \
+  "$work/data"
+
+logs=()
+for strategy in dense scalecom-r100-exact gossip; do
+  for seed in 1 2; do
+    log="$work/runs/$strategy-seed$seed.csv"
+    "$mpiexec" -n 2 "$fm/fashion-mnist-np2-$strategy" --data "$work/data" \
+      --seed "$seed" --steps 12 --eval-every 4 --lr 0.05 \
+      --label "$strategy" --log "$log" >/dev/null
+    logs+=("$log")
+  done
+done
+# Same seed, same bits: a rerun logs the same numbers (times aside).
+"$mpiexec" -n 2 "$fm/fashion-mnist-np2-scalecom-r100-exact" --data \
+  "$work/data" --seed 1 --steps 12 --eval-every 4 --lr 0.05 \
+  --label scalecom-r100-exact --log "$work/rerun.csv" >/dev/null
+strip_times() { cut -d, -f1-5,8- "$1"; }
+diff <(strip_times "$work/runs/scalecom-r100-exact-seed1.csv") \
+  <(strip_times "$work/rerun.csv") ||
+  { echo "rerun with the same seed differs"; exit 1; }
+
+/usr/bin/python3 "$root/scripts/lib/report.py" "$work/report" \
+  --context "machine=test; ranks=2" "${logs[@]}"
+
+/usr/bin/python3 - "$work/report" <<'PY'
+import os, re, sys
+out = sys.argv[1]
+report = open(os.path.join(out, "report.md")).read()
+rows = [l for l in report.splitlines() if l.startswith("| ") and
+        not l.startswith("| strategy")]
+assert [r.split("|")[1].strip() for r in rows] == \
+    ["dense", "scalecom-r100-exact", "gossip"], rows
+for row in rows:
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "2" and cells[2] == "12", cells
+    mean, sd = (float(v) for v in cells[3].split("+-"))
+    assert 0.0 <= mean <= 1.0 and sd >= 0.0, cells
+    float(cells[4]); float(cells[5].split("+-")[0])
+    int(cells[7]); int(cells[8]); float(cells[10]); float(cells[11])
+dense = [c.strip() for c in rows[0].strip("|").split("|")]
+scalecom = [c.strip() for c in rows[1].strip("|").split("|")]
+assert float(dense[4]) == 0.0, dense
+assert int(scalecom[8]) > 0 and int(dense[8]) == 0, (dense, scalecom)
+assert re.match(r"[0-9.]+x less", scalecom[9]), scalecom
+for name in ("accuracy_vs_step.png", "accuracy_vs_bytes.png",
+             "loss_vs_step.png"):
+    data = open(os.path.join(out, name), "rb").read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000, name
+    assert name in report, name
+assert "<table>" in open(os.path.join(out, "report.html")).read()
+print("report: ok (%d rows)" % len(rows))
+PY
