@@ -101,6 +101,9 @@ void mlir::gradcomm::buildLLVMLoweringPipeline(OpPassManager &pm,
     pm.addPass(createExportCInterfacePass());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
+  // One function per loop nest: LLVM's work stays per function, so compile
+  // time is linear in the number of parameters.
+  pm.addPass(createOutlineKernelsPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
@@ -114,6 +117,7 @@ void mlir::gradcomm::buildLLVMLoweringPipeline(OpPassManager &pm,
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createFinalizeKernelsPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }

@@ -33,10 +33,13 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/CodeGen.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -45,6 +48,10 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/Transforms/IPO/AlwaysInliner.h"
+#include "llvm/Transforms/Utils/ModuleUtils.h"
+
+#include <chrono>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -99,6 +106,42 @@ static cl::opt<std::string>
           cl::desc("Run-time search path --emit=shared records (default: "
                    "the runtime directory; 'none' records none)"),
           cl::value_desc("dir"), cl::cat(category));
+
+static cl::opt<std::string> targetCpu(
+    "target-cpu",
+    cl::desc("CPU to generate code for: native (this machine, the default), "
+             "generic, or an LLVM CPU name (e.g. x86-64-v3, skylake); "
+             "recorded in the object's .gradcomm.target section"),
+    cl::value_desc("cpu"), cl::init("native"), cl::cat(category));
+
+static cl::opt<unsigned> optLevel("opt-level",
+                                  cl::desc("LLVM optimization level, 0 to 3"),
+                                  cl::value_desc("n"), cl::init(2),
+                                  cl::cat(category));
+
+static cl::opt<bool>
+    timePhases("time-phases",
+               cl::desc("Print the wall time of each compilation phase"),
+               cl::init(false), cl::cat(category));
+
+/// Wall time of one phase, printed with --time-phases.
+class PhaseTimer {
+public:
+  explicit PhaseTimer(StringRef name)
+      : name(name), start(std::chrono::steady_clock::now()) {}
+  ~PhaseTimer() {
+    if (!timePhases)
+      return;
+    std::chrono::duration<double> elapsed =
+        std::chrono::steady_clock::now() - start;
+    llvm::errs() << "gradcomm-compile: phase " << name << ": "
+                 << llvm::format("%.3f", elapsed.count()) << " s\n";
+  }
+
+private:
+  StringRef name;
+  std::chrono::steady_clock::time_point start;
+};
 
 //===----------------------------------------------------------------------===//
 // Strategy options: the pipeline option structs, bound to flags
@@ -270,7 +313,33 @@ static std::string strategyOptionsHelp() {
 // Code generation
 //===----------------------------------------------------------------------===//
 
-static LogicalResult writeObject(llvm::Module &module, StringRef path) {
+/// The CPU name and feature string --target-cpu asks for.
+static FailureOr<std::pair<std::string, std::string>>
+resolveTargetCpu(const llvm::Target &target, const llvm::Triple &triple) {
+  if (targetCpu == "native") {
+    std::string features;
+    for (const auto &feature : llvm::sys::getHostCPUFeatures())
+      features += (features.empty() ? "" : ",") +
+                  std::string(feature.second ? "+" : "-") +
+                  feature.first().str();
+    return std::make_pair(llvm::sys::getHostCPUName().str(), features);
+  }
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      target.createMCSubtargetInfo(triple, "", ""));
+  if (targetCpu != "generic" && info && !info->isCPUStringValid(targetCpu)) {
+    llvm::errs() << "gradcomm-compile: unknown --target-cpu '" << targetCpu
+                 << "' for " << triple.str()
+                 << " (native, generic, or an LLVM CPU name)\n";
+    return failure();
+  }
+  return std::make_pair(targetCpu.getValue(), std::string());
+}
+
+/// The target machine --target-cpu and --opt-level ask for, with `module`
+/// set up for it: triple, data layout, CPU attributes on every function and
+/// the record in the .gradcomm.target section.
+static FailureOr<std::unique_ptr<llvm::TargetMachine>>
+prepareTarget(llvm::Module &module) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
@@ -281,25 +350,82 @@ static LogicalResult writeObject(llvm::Module &module, StringRef path) {
     llvm::errs() << "gradcomm-compile: " << error << "\n";
     return failure();
   }
+  if (optLevel > 3) {
+    llvm::errs() << "gradcomm-compile: --opt-level must be 0 to 3, got "
+                 << optLevel << "\n";
+    return failure();
+  }
+  FailureOr<std::pair<std::string, std::string>> cpu =
+      resolveTargetCpu(*target, triple);
+  if (failed(cpu))
+    return failure();
+  const auto codegenLevel =
+      llvm::CodeGenOpt::getLevel(static_cast<int>(optLevel.getValue()));
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      triple, "generic", "", llvm::TargetOptions(), llvm::Reloc::PIC_,
-      std::nullopt, llvm::CodeGenOptLevel::Default));
+      triple, cpu->first, cpu->second, llvm::TargetOptions(), llvm::Reloc::PIC_,
+      std::nullopt, codegenLevel.value_or(llvm::CodeGenOptLevel::Default)));
   module.setTargetTriple(triple);
   module.setDataLayout(machine->createDataLayout());
+  for (llvm::Function &function : module) {
+    if (function.isDeclaration())
+      continue;
+    function.addFnAttr("target-cpu", cpu->first);
+    if (!cpu->second.empty())
+      function.addFnAttr("target-features", cpu->second);
+  }
+  // What the code was compiled for, readable in the object
+  // (`readelf -p .gradcomm.target step.o`): a step built for this machine's
+  // CPU fails on an older one, and this says why.
+  std::string record = "gradcomm-compile target-cpu=" + cpu->first +
+                       " opt-level=" + std::to_string(optLevel) +
+                       (cpu->second.empty() ? "" : " features=" + cpu->second);
+  auto *text =
+      llvm::ConstantDataArray::getString(module.getContext(), record, true);
+  auto *global = new llvm::GlobalVariable(
+      module, text->getType(), /*isConstant=*/true,
+      llvm::GlobalValue::InternalLinkage, text, "__gradcomm_target");
+  global->setSection(".gradcomm.target");
+  llvm::appendToUsed(module, {global});
+  return machine;
+}
 
-  // LLVM's O2 on the generated loops.
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder builder(machine.get());
-  builder.registerModuleAnalyses(mam);
-  builder.registerCGSCCAnalyses(cgam);
-  builder.registerFunctionAnalyses(fam);
-  builder.registerLoopAnalyses(lam);
-  builder.crossRegisterProxies(lam, fam, cgam, mam);
-  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2)
-      .run(module, mam);
+static LogicalResult writeObject(llvm::Module &module,
+                                 llvm::TargetMachine &target, StringRef path) {
+  llvm::TargetMachine *machine = &target;
+  {
+    PhaseTimer timer("llvm-optimize");
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder builder(machine);
+    builder.registerModuleAnalyses(mam);
+    builder.registerCGSCCAnalyses(cgam);
+    builder.registerFunctionAnalyses(fam);
+    builder.registerLoopAnalyses(lam);
+    builder.crossRegisterProxies(lam, fam, cgam, mam);
+    const llvm::OptimizationLevel levels[] = {
+        llvm::OptimizationLevel::O0, llvm::OptimizationLevel::O1,
+        llvm::OptimizationLevel::O2, llvm::OptimizationLevel::O3};
+    if (optLevel == 0) {
+      builder.buildO0DefaultPipeline(levels[0]).run(module, mam);
+    } else {
+      // LLVM's per-function simplification, then its optimization pipeline
+      // (loop vectorization, unrolling, ...), without the module
+      // simplification stage: the kernels are out of line by design, and
+      // its interprocedural passes (called-value propagation above all)
+      // grow faster than linearly with an entry point's thousands of
+      // arguments.
+      llvm::ModulePassManager passes;
+      passes.addPass(llvm::AlwaysInlinerPass());
+      passes.addPass(llvm::createModuleToFunctionPassAdaptor(
+          builder.buildFunctionSimplificationPipeline(
+              levels[optLevel], llvm::ThinOrFullLTOPhase::None)));
+      passes.addPass(builder.buildModuleOptimizationPipeline(
+          levels[optLevel], llvm::ThinOrFullLTOPhase::None));
+      passes.run(module, mam);
+    }
+  }
 
   std::error_code ec;
   llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_None);
@@ -308,6 +434,7 @@ static LogicalResult writeObject(llvm::Module &module, StringRef path) {
                  << ec.message() << "\n";
     return failure();
   }
+  PhaseTimer timer("llvm-codegen");
   llvm::legacy::PassManager codegen;
   if (machine->addPassesToEmitFile(codegen, out.os(), nullptr,
                                    llvm::CodeGenFileType::ObjectFile)) {
@@ -328,8 +455,21 @@ static void internalizeWrappedFunctions(llvm::Module &module) {
     if (function.isDeclaration() ||
         function.getName().starts_with("_mlir_ciface_"))
       continue;
-    if (module.getFunction(("_mlir_ciface_" + function.getName()).str()))
-      function.setLinkage(llvm::GlobalValue::InternalLinkage);
+    llvm::Function *wrapper =
+        module.getFunction(("_mlir_ciface_" + function.getName()).str());
+    if (!wrapper)
+      continue;
+    function.setLinkage(llvm::GlobalValue::InternalLinkage);
+    // An entry point only unpacks descriptors and calls the outlined
+    // kernels and runtime functions (gradcomm-outline-kernels), one call
+    // per parameter: optimizing it gains nothing, while LLVM's optimizer
+    // and SelectionDAG grow faster than linearly with its size (thousands
+    // of arguments, calls and result descriptors). The inner function is
+    // inlined into its C wrapper (no aggregate of results crosses a call),
+    // and the wrapper is compiled as is (fast instruction selection).
+    function.addFnAttr(llvm::Attribute::AlwaysInline);
+    wrapper->addFnAttr(llvm::Attribute::OptimizeNone);
+    wrapper->addFnAttr(llvm::Attribute::NoInline);
   }
 }
 
@@ -416,6 +556,7 @@ static LogicalResult writeText(StringRef path,
 static LogicalResult compile(ModuleOp module,
                              const gradcomm::CompileOptions &options) {
   MLIRContext *context = module.getContext();
+  PhaseTimer timer("mlir-pipeline");
   PassManager toMemref(context);
   gradcomm::buildCompilePipeline(toMemref, options,
                                  gradcomm::hasShardingAnnotations(module),
@@ -495,22 +636,29 @@ int main(int argc, char **argv) {
         writeText(outputFile, [&](raw_ostream &os) { module->print(os); }));
 
   llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(*module, llvmContext, "gradcomm_step");
+  std::unique_ptr<llvm::Module> llvmModule;
+  {
+    PhaseTimer timer("translate-to-llvm-ir");
+    llvmModule = translateModuleToLLVMIR(*module, llvmContext, "gradcomm_step");
+  }
   if (!llvmModule) {
     llvm::errs() << "gradcomm-compile: translation to LLVM IR failed\n";
     return 1;
   }
   internalizeWrappedFunctions(*llvmModule);
+  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
+      prepareTarget(*llvmModule);
+  if (failed(machine))
+    return 1;
   if (emit == Emit::Llvm)
     return failed(writeText(
         outputFile, [&](raw_ostream &os) { llvmModule->print(os, nullptr); }));
   if (emit == Emit::Obj)
-    return failed(writeObject(*llvmModule, outputFile)) ? 1 : 0;
+    return failed(writeObject(*llvmModule, **machine, outputFile)) ? 1 : 0;
 
   std::string object = outputFile + ".o";
   LogicalResult linked =
-      success(succeeded(writeObject(*llvmModule, object)) &&
+      success(succeeded(writeObject(*llvmModule, **machine, object)) &&
               succeeded(linkShared(object, outputFile, runtime)));
   llvm::sys::fs::remove(object);
   return failed(linked) ? 1 : 0;

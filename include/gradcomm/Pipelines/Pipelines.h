@@ -163,7 +163,8 @@ void buildLoweringPipeline(OpPassManager &pm,
 void buildBufferizationPipeline(OpPassManager &pm);
 
 /// The rest, to the LLVM dialect: C interfaces (optional), buffer
-/// deallocation, and the standard lowering of linalg, scf, memref, arith,
+/// deallocation, gradcomm-outline-kernels, and the standard lowering of
+/// linalg, scf, memref, arith,
 /// math, index, func and cf.
 void buildLLVMLoweringPipeline(OpPassManager &pm, bool exportCInterface);
 

@@ -8,15 +8,24 @@
 
 shard.grid @grid(shape = 4)
 
-// CHECK-LABEL: llvm.func @hook(
-// CHECK-SAME:  -> !llvm.struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>
+// Each runtime call (with its status check) is outlined by
+// gradcomm-outline-kernels into an internal, never-inlined function taking
+// bare pointers.
 // CHECK-NOT:   llvm.call @malloc
 // CHECK-NOT:   llvm.intr.memcpy
 // CHECK-NOT:   llvm.load {{.*}} -> f32
 // CHECK-NOT:   llvm.store {{.*}} : f32
-// CHECK:       llvm.call @_mlir_memref_to_llvm_alloc
+// CHECK-LABEL: llvm.func internal @hook__comm_0(
+// CHECK-SAME:  %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) attributes {llvm.bareptr, no_inline}
 // CHECK:       llvm.call @gradcomm_rt_scalecom_f32
+// CHECK:       llvm.call @gradcomm_rt_check
+// CHECK-LABEL: llvm.func internal @hook__comm_1(
 // CHECK:       llvm.call @gradcomm_rt_dense_all_reduce_f32
+// CHECK-LABEL: llvm.func @hook(
+// CHECK-SAME:  -> !llvm.struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>
+// CHECK:       llvm.call @_mlir_memref_to_llvm_alloc
+// CHECK:       llvm.call @hook__comm_0
+// CHECK:       llvm.call @hook__comm_1
 // CHECK-NOT:   llvm.call @_mlir_memref_to_llvm_free
 // CHECK:       llvm.return
 func.func @hook(%gw: tensor<1024x256xf32>, %gb: tensor<256xf32>)

@@ -41,6 +41,8 @@ ArrayRef<AttrSpec> mlir::gradcomm::getAttrSpecs() {
       {attr::kRuntimeName, AttrValueKind::NonEmptyString,
        OnAllReduce | OnGradCommOp,
        "the op's name in runtime messages and counters (set by the passes)"},
+      {attr::kKernel, AttrValueKind::Unit, OnFunction,
+       "a function gradcomm-outline-kernels created"},
   };
   return specs;
 }
@@ -118,6 +120,10 @@ std::optional<std::string> mlir::gradcomm::checkAttrValue(const AttrSpec &spec,
           .str();
     return std::nullopt;
   }
+  case AttrValueKind::Unit:
+    if (!isa<UnitAttr>(value))
+      return mustBe("a unit attribute");
+    return std::nullopt;
   case AttrValueKind::PolicyName:
     return stringIn(
         [](StringRef text) -> std::optional<std::string> {

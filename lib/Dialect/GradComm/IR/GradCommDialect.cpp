@@ -9,6 +9,7 @@
 #include "gradcomm/Dialect/GradComm/IR/GradCommOps.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -63,9 +64,10 @@ static LogicalResult verifyGradCommAttribute(Operation *op,
 LogicalResult
 GradCommDialect::verifyOperationAttribute(Operation *op,
                                           NamedAttribute attribute) {
-  AttrPlace place = isa<shard::AllReduceOp>(op) ? OnAllReduce
-                    : op->getDialect() == this  ? OnGradCommOp
-                                                : AttrPlace(0);
+  AttrPlace place = isa<shard::AllReduceOp>(op)    ? OnAllReduce
+                    : op->getDialect() == this     ? OnGradCommOp
+                    : isa<FunctionOpInterface>(op) ? OnFunction
+                                                   : AttrPlace(0);
   std::string placeText = ("on '" + op->getName().getStringRef() + "'").str();
   return verifyGradCommAttribute(op, attribute, place, placeText);
 }

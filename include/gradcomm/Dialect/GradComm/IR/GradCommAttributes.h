@@ -42,6 +42,8 @@ inline constexpr llvm::StringLiteral kPeriod = "gradcomm.period";
 /// counters; stamped by the rewrite passes and `gradcomm-name-collectives`,
 /// read by `convert-gradcomm-to-runtime`.
 inline constexpr llvm::StringLiteral kRuntimeName = "gradcomm.runtime_name";
+/// Marks a function `gradcomm-outline-kernels` created (unit).
+inline constexpr llvm::StringLiteral kKernel = "gradcomm.kernel";
 } // namespace attr
 
 /// What values an attribute takes.
@@ -54,6 +56,7 @@ enum class AttrValueKind {
   PolicyName,
   SelectionName,
   ScheduleName,
+  Unit,
 };
 
 /// Where an attribute may appear.
@@ -61,6 +64,7 @@ enum AttrPlace : unsigned {
   OnAllReduce = 1,  // a shard.all_reduce op
   OnArgument = 2,   // a function argument (the parameter)
   OnGradCommOp = 4, // an op of the gradcomm dialect
+  OnFunction = 8,   // a function op
 };
 
 /// One row of the table of `gradcomm.*` attributes.

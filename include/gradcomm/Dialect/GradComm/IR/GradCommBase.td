@@ -63,6 +63,7 @@ def GradComm_Dialect : Dialect {
     | `gradcomm.mixing` | number in (0, 1): gossip mixing weight | all-reduce, argument |
     | `gradcomm.period` | integer >= 1: gossip period | all-reduce, argument |
     | `gradcomm.runtime_name` | non-empty string: the collective's name in runtime messages and counters | all-reduce, gradcomm ops |
+    | `gradcomm.kernel` | unit: a function `gradcomm-outline-kernels` created | functions |
 
     ```mlir
     shard.grid @grid(shape = 4)

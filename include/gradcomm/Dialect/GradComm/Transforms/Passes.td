@@ -181,6 +181,65 @@ def NameCollectivesPass
   let dependentDialects = ["::mlir::gradcomm::GradCommDialect"];
 }
 
+def OutlineKernelsPass
+    : Pass<"gradcomm-outline-kernels", "::mlir::ModuleOp"> {
+  let summary = "Outline each structured op of a step into its own function";
+  let description = [{
+    Runs on memref IR (after bufferization). Every `linalg` structured op at
+    the top level of a function definition moves into a private function
+    `@<function>__kernel_<i>` that the step calls, so no function grows with
+    the number of parameters: LLVM's optimization and instruction selection
+    work per function, and a step with thousands of parameters compiles in
+    time linear in their number. The kernels take statically shaped,
+    identity-layout buffers as bare pointers (`llvm.bareptr`) and are never
+    inlined back (`no_inline`). Constants the op reads are cloned into the
+    kernel; other values it reads become arguments.
+
+    ```mlir
+    func.func @step(%a: memref<64xf32>, %b: memref<64xf32>) {
+      linalg.generic ... ins(%a : memref<64xf32>) outs(%b : memref<64xf32>)
+      return
+    }
+    // becomes
+    func.func private @step__kernel_0(%a: memref<64xf32>, %b: memref<64xf32>)
+        attributes {llvm.bareptr, no_inline} {
+      linalg.generic ... ins(%a : memref<64xf32>) outs(%b : memref<64xf32>)
+      return
+    }
+    func.func @step(%a: memref<64xf32>, %b: memref<64xf32>) {
+      call @step__kernel_0(%a, %b) : (memref<64xf32>, memref<64xf32>) -> ()
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let options = [
+    Option<"minOps", "min-ops", "int64_t", "0",
+           "Only outline from functions with at least this many structured "
+           "ops (0: always)">
+  ];
+}
+
+def FinalizeKernelsPass
+    : Pass<"gradcomm-finalize-kernels", "::mlir::ModuleOp"> {
+  let summary = "Give outlined kernels internal linkage and no inlining, in "
+                "the LLVM dialect";
+  let description = [{
+    Runs after `convert-func-to-llvm`, which drops `func.func`'s `no_inline`
+    and gives private functions external linkage. Every `llvm.func` marked
+    `gradcomm.kernel` (by `gradcomm-outline-kernels`) gets internal linkage,
+    so two steps linked into one program never clash on a kernel name, and
+    `no_inline`, so LLVM keeps it out of line; the marker is removed.
+
+    ```mlir
+    llvm.func @step__kernel_0(%a: !llvm.ptr) attributes {gradcomm.kernel}
+    // becomes
+    llvm.func internal @step__kernel_0(%a: !llvm.ptr) attributes {no_inline}
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def DropInPlaceResultsPass
     : Pass<"gradcomm-drop-in-place-results", "::mlir::ModuleOp"> {
   let summary = "Drop results of public functions that are an argument's "

@@ -1,0 +1,196 @@
+//===- OutlineKernels.cpp - One function per structured op ----------------===//
+//
+// Part of the GradComm project.
+//
+// Compile time of a step must stay linear in its number of parameters
+// (docs/performance.md, "Compile time"): without this pass every loop nest
+// of every parameter lands in one LLVM function, and LLVM's per-function
+// work (induction-variable simplification, instruction selection) grows
+// faster than linearly with function size.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gradcomm/Dialect/GradComm/IR/GradCommAttributes.h"
+#include "gradcomm/Dialect/GradComm/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <functional>
+
+namespace mlir::gradcomm {
+#define GEN_PASS_DEF_OUTLINEKERNELSPASS
+#include "gradcomm/Dialect/GradComm/Transforms/Passes.h.inc"
+} // namespace mlir::gradcomm
+
+using namespace mlir;
+
+namespace {
+
+/// Can `type` cross a bare-pointer call: a statically shaped memref with
+/// the identity layout (or a scalar)?
+bool passesAsBarePointer(Type type) {
+  auto memref = dyn_cast<MemRefType>(type);
+  if (!memref)
+    return !isa<BaseMemRefType>(type);
+  return memref.hasStaticShape() && memref.getLayout().isIdentity();
+}
+
+/// Ops that are cheaper to recreate inside an outlined function than to
+/// pass in: constants, symbol addresses, and casts (a cast's source is
+/// passed instead, keeping bare pointers possible).
+bool isRematerializable(Operation *op) {
+  return op && (op->hasTrait<OpTrait::ConstantLike>() ||
+                isa<LLVM::AddressOfOp, memref::CastOp>(op));
+}
+
+/// A call of a runtime entry point (a declaration with a C interface),
+/// with the check of its status when that is its only use.
+SmallVector<Operation *> runtimeCallGroup(func::CallOp call,
+                                          SymbolTable &symbols) {
+  auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+  if (!callee || !callee.isExternal() ||
+      !callee->hasAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName()))
+    return {};
+  SmallVector<Operation *> group = {call};
+  for (Value result : call.getResults()) {
+    if (!result.hasOneUse())
+      return {};
+    auto check = dyn_cast<func::CallOp>(*result.getUsers().begin());
+    if (!check || check->getBlock() != call->getBlock() ||
+        check.getNumResults() != 0)
+      return {};
+    group.push_back(check);
+  }
+  return group;
+}
+
+class OutlineKernelsPass
+    : public gradcomm::impl::OutlineKernelsPassBase<OutlineKernelsPass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
+    for (func::FuncOp func : functions) {
+      if (func.isExternal() || func->hasAttr(gradcomm::attr::kKernel))
+        continue;
+      // Loop nests and runtime calls (with their status checks): each
+      // becomes one function.
+      SmallVector<SmallVector<Operation *>> groups;
+      int64_t structured = 0;
+      for (Block &block : func.getBody())
+        for (Operation &op : block) {
+          if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+            if (linalgOp.hasPureBufferSemantics()) {
+              groups.push_back({&op});
+              ++structured;
+            }
+          } else if (auto call = dyn_cast<func::CallOp>(op)) {
+            SmallVector<Operation *> group = runtimeCallGroup(call, symbols);
+            if (!group.empty())
+              groups.push_back(std::move(group));
+          }
+        }
+      if (structured < minOps)
+        continue;
+      for (auto [index, group] : llvm::enumerate(groups))
+        outline(group, func, index, symbols);
+    }
+  }
+
+private:
+  /// Moves `group` (ops of one block, in order, whose results are used only
+  /// inside the group) into a new private function called in its place.
+  void outline(ArrayRef<Operation *> group, func::FuncOp parent, size_t index,
+               SymbolTable &symbols) {
+    llvm::SmallPtrSet<Operation *, 4> members(group.begin(), group.end());
+    for (Operation *op : group)
+      for (Value result : op->getResults())
+        for (Operation *user : result.getUsers())
+          if (!members.contains(user))
+            return; // a value escapes: leave the group where it is
+
+    // What the group reads from outside: operands and values its regions
+    // use from above. Rematerializable producers are cloned in (their
+    // operands captured in turn); everything else becomes an argument.
+    llvm::SetVector<Value> captured;
+    llvm::SetVector<Operation *> cloned;
+    std::function<void(Value)> capture = [&](Value value) {
+      Operation *def = value.getDefiningOp();
+      if (def && members.contains(def))
+        return;
+      if (isRematerializable(def)) {
+        for (Value operand : def->getOperands())
+          capture(operand);
+        cloned.insert(def);
+        return;
+      }
+      captured.insert(value);
+    };
+    for (Operation *op : group) {
+      for (Value operand : op->getOperands())
+        capture(operand);
+      llvm::SetVector<Value> fromAbove;
+      getUsedValuesDefinedAbove(op->getRegions(), fromAbove);
+      for (Value value : fromAbove)
+        capture(value);
+    }
+
+    SmallVector<Type> types;
+    for (Value value : captured)
+      types.push_back(value.getType());
+    Operation *first = group.front();
+    OpBuilder builder(parent);
+    bool isLoopNest = isa<linalg::LinalgOp>(first);
+    std::string name = (parent.getName() +
+                        (isLoopNest ? "__kernel_" : "__comm_") + Twine(index))
+                           .str();
+    auto kernel = func::FuncOp::create(builder, first->getLoc(), name,
+                                       builder.getFunctionType(types, {}));
+    kernel.setPrivate();
+    kernel->setAttr(gradcomm::attr::kKernel, builder.getUnitAttr());
+    // Kept out of line: inlining them back would rebuild the one big
+    // function this pass exists to avoid.
+    kernel.setNoInline(true);
+    if (llvm::all_of(types, passesAsBarePointer))
+      kernel->setAttr("llvm.bareptr", builder.getUnitAttr());
+    symbols.insert(kernel);
+
+    Block *body = kernel.addEntryBlock();
+    OpBuilder inside = OpBuilder::atBlockBegin(body);
+    IRMapping mapping;
+    for (auto [value, argument] : llvm::zip(captured, body->getArguments()))
+      mapping.map(value, argument);
+    // Producers in program order, so each clone finds its operands mapped.
+    SmallVector<Operation *> producers(cloned.begin(), cloned.end());
+    llvm::sort(producers, [](Operation *a, Operation *b) {
+      return a->getBlock() == b->getBlock() ? a->isBeforeInBlock(b) : false;
+    });
+    for (Operation *producer : producers)
+      inside.clone(*producer, mapping);
+    for (Operation *op : group)
+      inside.clone(*op, mapping);
+    func::ReturnOp::create(inside, first->getLoc());
+
+    OpBuilder atOp(first);
+    func::CallOp::create(atOp, first->getLoc(), kernel, captured.getArrayRef());
+    for (Operation *op : llvm::reverse(group))
+      op->erase();
+    for (Operation *producer : llvm::reverse(producers))
+      if (producer->use_empty())
+        producer->erase();
+  }
+};
+
+} // namespace
