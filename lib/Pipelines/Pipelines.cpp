@@ -104,6 +104,9 @@ void mlir::gradcomm::buildLLVMLoweringPipeline(OpPassManager &pm,
   // One function per loop nest: LLVM's work stays per function, so compile
   // time is linear in the number of parameters.
   pm.addPass(createOutlineKernelsPass());
+  // Reductions outside the contiguous output dimension: LLVM vectorizes the
+  // inner loop without reordering any floating-point addition.
+  pm.addNestedPass<func::FuncOp>(createInterchangeReductionsPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());

@@ -240,6 +240,34 @@ def FinalizeKernelsPass
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def InterchangeReductionsPass
+    : Pass<"gradcomm-interchange-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Move reduction loops outside the output's fastest dimension";
+  let description = [{
+    A `linalg.generic` lowers to loops in the order of its iteration
+    dimensions; a matmul written `(m, n, k)` then has its reduction
+    innermost, with strided loads and a loop-carried sum that LLVM cannot
+    vectorize without reordering floating-point additions. This pass
+    permutes the dimensions so that the reductions run just outside the
+    output's fastest-varying (last) dimension, when that dimension is
+    parallel and some input is contiguous along it too (a row reduction is
+    left alone): `(m, n, k)` becomes `(m, k, n)`. Every output element still
+    accumulates its terms in the same order, so results are bit-identical,
+    and the innermost loop is a contiguous, vectorizable update.
+
+    ```mlir
+    linalg.generic {indexing_maps = [(m, n, k) -> (m, k), (m, n, k) -> (k, n),
+                                     (m, n, k) -> (m, n)],
+                    iterator_types = ["parallel", "parallel", "reduction"]}
+    // becomes
+    linalg.generic {indexing_maps = [(m, k, n) -> (m, k), (m, k, n) -> (k, n),
+                                     (m, k, n) -> (m, n)],
+                    iterator_types = ["parallel", "reduction", "parallel"]}
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def DropInPlaceResultsPass
     : Pass<"gradcomm-drop-in-place-results", "::mlir::ModuleOp"> {
   let summary = "Drop results of public functions that are an argument's "
