@@ -150,6 +150,11 @@ uint64_t broadcastBytes(uint64_t bytes, int size);
 
 /// MPI collectives on counts above INT_MAX, split into several calls.
 gradcomm_status allReduceSum(const Call &call, float *data, int64_t count);
+
+/// Completes `request`, testing it and yielding the core between tests
+/// (never busy-waiting for long: ranks may share cores).
+gradcomm_status waitYielding(const Call &call, MPI_Request &request,
+                             const char *what);
 gradcomm_status broadcastIndices(const Call &call, int64_t *data, int64_t count,
                                  int root);
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <sched.h>
 
 using namespace gradcomm;
 
@@ -75,11 +76,14 @@ gradcomm::checkConsistency(const Call &call,
     ++i;
   }
   buffer[2 * n] = localNonFinite ? ctx.size - ctx.rank : 0;
+  MPI_Request request;
   GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Allreduce(MPI_IN_PLACE, buffer.data(),
-                             static_cast<int>(buffer.size()), MPI_INT64_T,
-                             MPI_MAX, ctx.comm),
-               "MPI_Allreduce (consistency check)"));
+      call.mpi(MPI_Iallreduce(MPI_IN_PLACE, buffer.data(),
+                              static_cast<int>(buffer.size()), MPI_INT64_T,
+                              MPI_MAX, ctx.comm, &request),
+               "MPI_Iallreduce (consistency check)"));
+  GRADCOMM_RETURN_IF_ERROR(
+      waitYielding(call, request, "MPI_Iallreduce (consistency check)"));
   i = 0;
   for (const CheckField &field : fields) {
     int64_t max = buffer[i], min = -buffer[n + i];
@@ -119,10 +123,12 @@ gradcomm_status gradcomm::allReduceSum(const Call &call, float *data,
                                        int64_t count) {
   for (int64_t offset = 0; offset < count; offset += INT_MAX) {
     int chunk = static_cast<int>(std::min<int64_t>(count - offset, INT_MAX));
+    MPI_Request request;
     GRADCOMM_RETURN_IF_ERROR(
-        call.mpi(MPI_Allreduce(MPI_IN_PLACE, data + offset, chunk, MPI_FLOAT,
-                               MPI_SUM, context().comm),
-                 "MPI_Allreduce"));
+        call.mpi(MPI_Iallreduce(MPI_IN_PLACE, data + offset, chunk, MPI_FLOAT,
+                                MPI_SUM, context().comm, &request),
+                 "MPI_Iallreduce"));
+    GRADCOMM_RETURN_IF_ERROR(waitYielding(call, request, "MPI_Iallreduce"));
   }
   return GRADCOMM_OK;
 }
@@ -131,11 +137,33 @@ gradcomm_status gradcomm::broadcastIndices(const Call &call, int64_t *data,
                                            int64_t count, int root) {
   for (int64_t offset = 0; offset < count; offset += INT_MAX) {
     int chunk = static_cast<int>(std::min<int64_t>(count - offset, INT_MAX));
-    GRADCOMM_RETURN_IF_ERROR(call.mpi(
-        MPI_Bcast(data + offset, chunk, MPI_INT64_T, root, context().comm),
-        "MPI_Bcast"));
+    MPI_Request request;
+    GRADCOMM_RETURN_IF_ERROR(
+        call.mpi(MPI_Ibcast(data + offset, chunk, MPI_INT64_T, root,
+                            context().comm, &request),
+                 "MPI_Ibcast"));
+    GRADCOMM_RETURN_IF_ERROR(waitYielding(call, request, "MPI_Ibcast"));
   }
   return GRADCOMM_OK;
+}
+
+gradcomm_status gradcomm::waitYielding(const Call &call, MPI_Request &request,
+                                       const char *what) {
+  // A blocking MPI call busy-polls: with more ranks than cores (4 ranks on
+  // a 2-core machine), the waiting ranks take the cores the others need
+  // to compute, and a step takes 100x longer. Test a little, then yield
+  // the core between tests; with one rank per core the yield returns at
+  // once.
+  constexpr int kSpinsBeforeYield = 64;
+  for (int spins = 0;; ++spins) {
+    int done = 0;
+    GRADCOMM_RETURN_IF_ERROR(
+        call.mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what));
+    if (done)
+      return GRADCOMM_OK;
+    if (spins >= kSpinsBeforeYield)
+      sched_yield();
+  }
 }
 
 double gradcomm::now() { return MPI_Wtime(); }

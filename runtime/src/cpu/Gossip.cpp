@@ -94,11 +94,19 @@ gradcomm_status gradcomm_gossip_exchange_f32(const char *stateName, float *x,
     } else {
       static thread_local std::vector<float> received;
       received.resize(count);
-      GRADCOMM_RETURN_IF_ERROR(call.mpi(
-          MPI_Sendrecv(x, static_cast<int>(count), MPI_FLOAT, peer, 0,
-                       received.data(), static_cast<int>(count), MPI_FLOAT,
-                       peer, 0, ctx.comm, MPI_STATUS_IGNORE),
-          "MPI_Sendrecv"));
+      // A paired exchange, posted both ways, then waited for without
+      // monopolizing the core.
+      MPI_Request requests[2];
+      GRADCOMM_RETURN_IF_ERROR(
+          call.mpi(MPI_Irecv(received.data(), static_cast<int>(count),
+                             MPI_FLOAT, peer, 0, ctx.comm, &requests[0]),
+                   "MPI_Irecv"));
+      GRADCOMM_RETURN_IF_ERROR(
+          call.mpi(MPI_Isend(x, static_cast<int>(count), MPI_FLOAT, peer, 0,
+                             ctx.comm, &requests[1]),
+                   "MPI_Isend"));
+      GRADCOMM_RETURN_IF_ERROR(waitYielding(call, requests[0], "MPI_Irecv"));
+      GRADCOMM_RETURN_IF_ERROR(waitYielding(call, requests[1], "MPI_Isend"));
       cpu::mix(x, received.data(), count, mixing);
     }
     stats.messages += 1;

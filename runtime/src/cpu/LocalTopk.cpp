@@ -95,16 +95,21 @@ gradcomm_status gradcomm_local_topk_all_gather_f32(
     static thread_local std::vector<int64_t> allIndices;
     allValues.resize(k * ctx.size);
     allIndices.resize(k * ctx.size);
+    MPI_Request requests[2];
+    GRADCOMM_RETURN_IF_ERROR(call.mpi(
+        MPI_Iallgather(state->values.data(), static_cast<int>(k), MPI_FLOAT,
+                       allValues.data(), static_cast<int>(k), MPI_FLOAT,
+                       ctx.comm, &requests[0]),
+        "MPI_Iallgather (values)"));
+    GRADCOMM_RETURN_IF_ERROR(call.mpi(
+        MPI_Iallgather(state->indices.data(), static_cast<int>(k), MPI_INT64_T,
+                       allIndices.data(), static_cast<int>(k), MPI_INT64_T,
+                       ctx.comm, &requests[1]),
+        "MPI_Iallgather (indices)"));
     GRADCOMM_RETURN_IF_ERROR(
-        call.mpi(MPI_Allgather(state->values.data(), static_cast<int>(k),
-                               MPI_FLOAT, allValues.data(), static_cast<int>(k),
-                               MPI_FLOAT, ctx.comm),
-                 "MPI_Allgather (values)"));
+        waitYielding(call, requests[0], "MPI_Iallgather (values)"));
     GRADCOMM_RETURN_IF_ERROR(
-        call.mpi(MPI_Allgather(state->indices.data(), static_cast<int>(k),
-                               MPI_INT64_T, allIndices.data(),
-                               static_cast<int>(k), MPI_INT64_T, ctx.comm),
-                 "MPI_Allgather (indices)"));
+        waitYielding(call, requests[1], "MPI_Iallgather (indices)"));
 
     for (int64_t j = 0; j < k * ctx.size; ++j)
       out[allIndices[j]] += allValues[j];
