@@ -66,7 +66,7 @@ echo
 echo "== 2. Fashion-MNIST MLP: $ranks ranks, $epochs epochs, seeds $seeds," \
   "lr $lr, global batch $((32 * ranks))"
 out=demo-out
-rm -rf "$out/runs" && mkdir -p "$out/runs"
+rm -rf "$out/runs" "$out/cluster" && mkdir -p "$out/runs"
 fm="$build/examples/fashion-mnist"
 start=$(date +%s)
 logs=()
@@ -83,6 +83,47 @@ for strategy in $strategies; do
   done
 done
 elapsed=$(($(date +%s) - start))
+
+# The same training on an emulated cluster (bench/cluster/netns.sh): one
+# network namespace per rank, links shaped to 1 Gbit/s, MPI over TCP only.
+# Needs root and network namespaces; skipped (and said so) otherwise.
+cluster_logs=()
+cluster_context=""
+cluster_strategies=${CLUSTER_STRATEGIES:-"dense scalecom-r100-exact
+  scalecom-r400-chunk-lp local-topk-r100 gossip"}
+cluster_epochs=${CLUSTER_EPOCHS:-1}
+if [ "${CLUSTER:-1}" = 1 ] && [ "$(id -u)" -eq 0 ] &&
+  ip netns add gcprobe 2>/dev/null; then
+  ip netns delete gcprobe
+  echo
+  echo "== 2b. emulated cluster: $ranks ranks in network namespaces, 1 Gbit/s" \
+    "links, MPI over TCP, $cluster_epochs epoch(s), seed 1"
+  trap 'bash bench/cluster/netns.sh down' EXIT
+  bash bench/cluster/netns.sh up "$ranks" 1gbit
+  mkdir -p "$out/cluster"
+  for strategy in $cluster_strategies; do
+    log="$out/cluster/$strategy.csv"
+    # Bounded: UCX 1.13 can hang in MPI_Finalize over tcp (openucx/ucx#8738).
+    if timeout 600 bash bench/cluster/netns.sh run "$ranks" \
+      "$fm/fashion-mnist-np$ranks-$strategy" --seed 1 \
+      --epochs "$cluster_epochs" --lr "$lr" --eval-every "$eval_every" \
+      --label "$strategy" --log "$log" >"$out/cluster/$strategy.out" 2>&1; then
+      sed -n 's/^summary /  /p' "$out/cluster/$strategy.out"
+    else
+      echo "  $strategy: failed or timed out ($out/cluster/$strategy.out)"
+    fi
+    [ -s "$log" ] && cluster_logs+=("$log")
+  done
+  bash bench/cluster/netns.sh down
+  trap - EXIT
+  cluster_context="$ranks ranks, one network namespace each, veth links
+    into a bridge shaped with tc tbf to 1 Gbit/s both ways, MPICH over UCX
+    tcp only; $cluster_epochs epoch(s), seed 1. On this 2-core machine the
+    ranks also share cores and the TCP stack's CPU time; wall time is the
+    training loop's, evaluation excluded."
+else
+  echo "(emulated cluster skipped: it needs root and network namespaces)"
+fi
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -n 1)
 context="machine=$(nproc) cores, $cpu; ranks=$ranks (MPICH $(
   /usr/bin/mpichversion 2>/dev/null | sed -n 's/MPICH Version:[[:space:]]*//p' ||
@@ -94,7 +135,12 @@ context="machine=$(nproc) cores, $cpu; ranks=$ranks (MPICH $(
   (and time inside GradComm calls) over shared memory, not a network;
   wall time of all runs=${elapsed} s; command=RANKS=$ranks EPOCHS=$epochs
   SEEDS='$seeds' scripts/demo.sh"
-/usr/bin/python3 scripts/lib/report.py "$out" --context "$context" "${logs[@]}"
+cluster_args=()
+[ "${#cluster_logs[@]}" -gt 0 ] &&
+  cluster_args=(--cluster "${cluster_logs[@]}" --cluster-context
+    "$cluster_context")
+/usr/bin/python3 scripts/lib/report.py "$out" --context "$context" \
+  "${cluster_args[@]}" -- "${logs[@]}"
 echo
 sed -n '/^| strategy/,/^$/p' "$out/report.md"
 echo "(plots and the HTML page: $out/report.md, $out/report.html)"

@@ -256,7 +256,7 @@ void communication(double &seconds, double &valueBytes, double &indexBytes) {
 
 /// Collective: evaluates the averaged model (test set split over the
 /// ranks) and every replica, and fills the evaluation fields of `record`.
-void evaluateAll(const Model &model, const Dataset &test, int samples, int rank,
+void evaluateAll(Model &model, const Dataset &test, int samples, int rank,
                  int size, Record &record) {
   Model averaged = model;
   for (std::vector<float> *p : averaged.parameters()) {
@@ -276,8 +276,7 @@ void evaluateAll(const Model &model, const Dataset &test, int samples, int rank,
   // Replicas: identical for dense and ScaleCom (evaluated once), apart for
   // gossip (each rank evaluates its own on the whole test set).
   double distance = 0.0;
-  Model &replica = const_cast<Model &>(model);
-  for (std::vector<float> *p : replica.parameters()) {
+  for (std::vector<float> *p : model.parameters()) {
     double d = 0.0;
     check(gradcomm_consensus_distance_f32(p->data(),
                                           static_cast<int64_t>(p->size()), &d));

@@ -30,13 +30,16 @@ diff <(strip_times "$work/runs/scalecom-r100-exact-seed1.csv") \
   { echo "rerun with the same seed differs"; exit 1; }
 
 /usr/bin/python3 "$root/scripts/lib/report.py" "$work/report" \
-  --context "machine=test; ranks=2" "${logs[@]}"
+  --context "machine=test; ranks=2" --cluster "$work/runs/dense-seed1.csv" \
+  "$work/runs/gossip-seed1.csv" --cluster-context "test cluster" \
+  -- "${logs[@]}"
 
 /usr/bin/python3 - "$work/report" <<'PY'
 import os, re, sys
 out = sys.argv[1]
 report = open(os.path.join(out, "report.md")).read()
-rows = [l for l in report.splitlines() if l.startswith("| ") and
+main = report.split("## Emulated cluster")[0]
+rows = [l for l in main.splitlines() if l.startswith("| ") and
         not l.startswith("| strategy")]
 assert [r.split("|")[1].strip() for r in rows] == \
     ["dense", "scalecom-r100-exact", "gossip"], rows
@@ -52,8 +55,9 @@ scalecom = [c.strip() for c in rows[1].strip("|").split("|")]
 assert float(dense[4]) == 0.0, dense
 assert int(scalecom[8]) > 0 and int(dense[8]) == 0, (dense, scalecom)
 assert re.match(r"[0-9.]+x less", scalecom[9]), scalecom
+assert "## Emulated cluster" in report and "test cluster" in report
 for name in ("accuracy_vs_step.png", "accuracy_vs_bytes.png",
-             "loss_vs_step.png"):
+             "loss_vs_step.png", "accuracy_vs_wall_cluster.png"):
     data = open(os.path.join(out, name), "rb").read()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000, name
     assert name in report, name
