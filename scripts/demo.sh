@@ -21,7 +21,7 @@
 #      equals a C++ reference of ScaleCom bit for bit on 4 ranks.
 #
 # Sizes (defaults sized for about 10 minutes on 2 cores):
-#   RANKS=4 (2 is built too: one rank per core), EPOCHS=3, SEEDS="1 2 3",
+#   RANKS=4 (2 is built too: one rank per core), EPOCHS=2, SEEDS="1 2 3",
 #   LR=0.1, EVAL_EVERY=100, STRATEGIES=(all 11). Global batch = 32 * RANKS.
 #   Times are wall time per step over shared memory (MPICH ch4:ucx), not a
 #   network; with 4 ranks on 2 cores two ranks share each core (the runtime
@@ -33,7 +33,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
 ranks=${RANKS:-4}
-epochs=${EPOCHS:-3}
+epochs=${EPOCHS:-2}
 seeds=${SEEDS:-"1 2 3"}
 lr=${LR:-0.1}
 eval_every=${EVAL_EVERY:-100}
