@@ -9,6 +9,7 @@
 #
 #   netns.sh up N [RATE]      create N ranks' namespaces (RATE default 1gbit)
 #   netns.sh run N CMD...     mpiexec.mpich CMD on N ranks, one per namespace
+#                             (DONE_PATTERN: see run below)
 #   netns.sh down             delete everything this script made
 set -euo pipefail
 
@@ -45,6 +46,19 @@ up() {
   done
 }
 
+# Kills `$1` and all its descendants (mpiexec, its proxy, the ranks).
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do
+    kill_tree "$child"
+  done
+  kill -KILL "$1" 2>/dev/null || true
+}
+
+# Runs CMD on N ranks and prints its output when it ends. UCX 1.13 can hang
+# in MPI_Finalize over tcp (openucx/ucx#8738): when DONE_PATTERN (a grep
+# pattern, e.g. '^summary') has appeared in the output and the job has not
+# exited 10 s later, the job is ended and the run counts as finished.
 run() {
   local n=$1 i
   shift
@@ -54,7 +68,27 @@ run() {
     [ "$i" -gt 0 ] && args+=(:)
     args+=(-n 1 ip netns exec "$prefix$i" "$@")
   done
-  /usr/bin/mpiexec.mpich "${args[@]}"
+  local output rc=0 after=0
+  output=$(mktemp)
+  /usr/bin/mpiexec.mpich "${args[@]}" >"$output" 2>&1 &
+  local pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ -n "${DONE_PATTERN:-}" ] && grep -q -- "$DONE_PATTERN" "$output"; then
+      after=$((after + 1))
+      if [ "$after" -ge 20 ]; then
+        echo "netns.sh: the job finished but did not exit (UCX MPI_Finalize" \
+          "over tcp, openucx/ucx#8738); ended it" >>"$output"
+        kill_tree "$pid"
+        break
+      fi
+    fi
+    sleep 0.5
+  done
+  wait "$pid" 2>/dev/null || rc=$?
+  cat "$output"
+  rm -f "$output"
+  [ "$after" -ge 20 ] && rc=0
+  return "$rc"
 }
 
 case "${1:-}" in
