@@ -76,12 +76,17 @@ std::optional<std::string> mlir::gradcomm::checkAttrValue(const AttrSpec &spec,
     return ("'" + spec.name + "' must be " + what + ", got " + describe(value))
         .str();
   };
-  auto stringIn = [&](std::optional<std::string> (*check)(StringRef),
-                      StringRef what) -> std::optional<std::string> {
+  // One of an enum's names (`isName` is the enum's symbolize function).
+  auto oneOf = [&](bool (*isName)(StringRef),
+                   StringRef names) -> std::optional<std::string> {
     auto text = dyn_cast<StringAttr>(value);
     if (!text)
-      return mustBe(what);
-    return check(text.getValue());
+      return mustBe(names);
+    if (isName(text.getValue()))
+      return std::nullopt;
+    return ("'" + spec.name + "' must be " + names + ", got \"" +
+            text.getValue() + "\"")
+        .str();
   };
   switch (spec.kind) {
   case AttrValueKind::NonEmptyString: {
@@ -125,37 +130,14 @@ std::optional<std::string> mlir::gradcomm::checkAttrValue(const AttrSpec &spec,
       return mustBe("a unit attribute");
     return std::nullopt;
   case AttrValueKind::PolicyName:
-    return stringIn(
-        [](StringRef text) -> std::optional<std::string> {
-          if (symbolizePolicy(text))
-            return std::nullopt;
-          return ("'" + attr::kPolicy +
-                  "' must be \"dense\", \"scalecom\" or \"gossip\", got \"" +
-                  text + "\"")
-              .str();
-        },
-        "\"dense\", \"scalecom\" or \"gossip\"");
+    return oneOf([](StringRef t) { return symbolizePolicy(t).has_value(); },
+                 "\"dense\", \"scalecom\" or \"gossip\"");
   case AttrValueKind::SelectionName:
-    return stringIn(
-        [](StringRef text) -> std::optional<std::string> {
-          if (symbolizeSelection(text))
-            return std::nullopt;
-          return ("'" + attr::kSelection +
-                  "' must be \"exact\" or \"chunk\", got \"" + text + "\"")
-              .str();
-        },
-        "\"exact\" or \"chunk\"");
+    return oneOf([](StringRef t) { return symbolizeSelection(t).has_value(); },
+                 "\"exact\" or \"chunk\"");
   case AttrValueKind::ScheduleName:
-    return stringIn(
-        [](StringRef text) -> std::optional<std::string> {
-          if (symbolizeSchedule(text))
-            return std::nullopt;
-          return ("'" + attr::kSchedule +
-                  "' must be \"matching\", \"ring\" or \"hypercube\", got \"" +
-                  text + "\"")
-              .str();
-        },
-        "\"matching\", \"ring\" or \"hypercube\"");
+    return oneOf([](StringRef t) { return symbolizeSchedule(t).has_value(); },
+                 "\"matching\", \"ring\" or \"hypercube\"");
   }
   llvm_unreachable("unknown attribute kind");
 }
