@@ -178,6 +178,18 @@ static StringRef strategyName(Strategy chosen) {
   llvm_unreachable("unknown strategy");
 }
 
+/// `pipelineOptions` seen through StrategyOptions.
+template <typename PipelineOptions>
+static StrategyOptions bindTo(StringRef pipeline,
+                              PipelineOptions &pipelineOptions) {
+  return StrategyOptions{
+      pipeline,
+      [&](StringRef name) { return pipelineOptions.findOption(name); },
+      [&](StringRef text) {
+        return pipelineOptions.parseFromString(text, llvm::errs());
+      }};
+}
+
 static std::optional<StrategyOptions>
 optionsFor(Strategy chosen, gradcomm::CompileOptions &options) {
   switch (chosen) {
@@ -185,19 +197,9 @@ optionsFor(Strategy chosen, gradcomm::CompileOptions &options) {
     return std::nullopt;
   case Strategy::ScaleCom:
   case Strategy::LocalTopk:
-    return StrategyOptions{
-        "gradcomm-scalecom-pipeline",
-        [&](StringRef name) { return options.scalecom.findOption(name); },
-        [&](StringRef text) {
-          return options.scalecom.parseFromString(text, llvm::errs());
-        }};
+    return bindTo("gradcomm-scalecom-pipeline", options.scalecom);
   case Strategy::Gossip:
-    return StrategyOptions{
-        "gradcomm-gossip-pipeline",
-        [&](StringRef name) { return options.gossip.findOption(name); },
-        [&](StringRef text) {
-          return options.gossip.parseFromString(text, llvm::errs());
-        }};
+    return bindTo("gradcomm-gossip-pipeline", options.gossip);
   }
   llvm_unreachable("unknown strategy");
 }

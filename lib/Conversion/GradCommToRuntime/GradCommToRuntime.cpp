@@ -191,7 +191,7 @@ public:
       return global;
     // Symbol names are sanitized, so two texts can map to one base name
     // ("a.b" and "a_b"): a suffix keeps them apart.
-    std::string base = "__gradcomm_str_" + sanitize(text);
+    std::string base = "__gradcomm_str_" + sanitizeSymbolName(text);
     std::string symbol = base;
     for (int suffix = 1; !names.insert(symbol).second; ++suffix)
       symbol = base + "_" + std::to_string(suffix);
@@ -206,14 +206,6 @@ public:
   }
 
 private:
-  static std::string sanitize(StringRef text) {
-    std::string result = text.str();
-    for (char &c : result)
-      if (!llvm::isAlnum(c) && c != '_')
-        c = '_';
-    return result;
-  }
-
   ModuleOp module;
   llvm::StringSet<> names;
   llvm::StringMap<func::FuncOp> functions;

@@ -8,6 +8,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/Twine.h"
 
 #include <cmath>
@@ -64,7 +65,17 @@ static std::string describe(Attribute value) {
   return text;
 }
 
-static std::string formatDouble(double value) {
+std::string mlir::gradcomm::sanitizeSymbolName(StringRef name) {
+  std::string result = name.str();
+  for (char &c : result)
+    if (!llvm::isAlnum(c) && c != '_')
+      c = '_';
+  if (result.empty() || llvm::isDigit(result.front()))
+    result.insert(result.begin(), '_');
+  return result;
+}
+
+std::string mlir::gradcomm::formatNumber(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof(buffer), "%g", value);
   return buffer;
@@ -111,7 +122,7 @@ std::optional<std::string> mlir::gradcomm::checkAttrValue(const AttrSpec &spec,
                   : *number > 0.0 && *number < 1.0;
     if (!ok)
       return ("'" + spec.name + "' must be " + range + ", got " +
-              formatDouble(*number))
+              formatNumber(*number))
           .str();
     return std::nullopt;
   }

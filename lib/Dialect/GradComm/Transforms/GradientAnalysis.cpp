@@ -16,8 +16,6 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 
-#include <cstdio>
-
 using namespace mlir;
 using namespace mlir::gradcomm;
 
@@ -111,16 +109,6 @@ std::string mlir::gradcomm::parameterName(BlockArgument parameter) {
   return (func.getName() + "_arg" + Twine(parameter.getArgNumber())).str();
 }
 
-std::string mlir::gradcomm::sanitizeSymbolName(StringRef name) {
-  std::string result = name.str();
-  for (char &c : result)
-    if (!llvm::isAlnum(c) && c != '_')
-      c = '_';
-  if (result.empty() || llvm::isDigit(result.front()))
-    result.insert(result.begin(), '_');
-  return result;
-}
-
 std::optional<std::string>
 mlir::gradcomm::whyNotRewritable(shard::AllReduceOp op) {
   if (op.getReduction() != shard::ReductionKind::Sum &&
@@ -141,12 +129,6 @@ mlir::gradcomm::whyNotRewritable(shard::AllReduceOp op) {
             " grid axes; exactly one is needed")
         .str();
   return std::nullopt;
-}
-
-std::string mlir::gradcomm::formatNumber(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%g", value);
-  return buffer;
 }
 
 void mlir::gradcomm::insertDeclaration(SymbolTable &symbolTable,

@@ -99,6 +99,14 @@ struct PolicyOverrides {
   std::string policySource;
 };
 
+/// `name` with every character outside [A-Za-z0-9_] replaced by '_' (and a
+/// leading '_' before a digit), so it can serve as a symbol and a
+/// checkpoint key.
+std::string sanitizeSymbolName(llvm::StringRef name);
+
+/// `value` as a person writes it ("0.5", "100"), for diagnostics.
+std::string formatNumber(double value);
+
 /// Reads the overrides of `op`; `parameter` may be null.
 PolicyOverrides readPolicyOverrides(Operation *op, BlockArgument parameter);
 

@@ -45,17 +45,10 @@ GradientUse analyzeGradient(Value reduced);
 /// "<function>_arg<N>".
 std::string parameterName(BlockArgument parameter);
 
-/// `name` with every character outside [A-Za-z0-9_] replaced by '_', so it
-/// can serve as a symbol and a checkpoint key.
-std::string sanitizeSymbolName(StringRef name);
-
 /// Why `op` cannot be rewritten by a GradComm pass whatever the policy
 /// (not sum/average, not a static floating-point tensor with equal input
 /// and result types, not exactly one grid axis), or nullopt.
 std::optional<std::string> whyNotRewritable(shard::AllReduceOp op);
-
-/// `value` as a person writes it ("0.5", "100"), for diagnostics.
-std::string formatNumber(double value);
 
 /// Inserts the unattached declaration `op` (a gradcomm.state) into the
 /// symbol table's module, after its leading grid and state declarations,
