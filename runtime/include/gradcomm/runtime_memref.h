@@ -85,6 +85,13 @@ void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
 void _mlir_memref_to_llvm_free(void *pointer);
 void gradcomm_free_buffer(void *allocated);
 
+/// memref.copy between buffers whose layouts are not both contiguous (the
+/// slices of convolution gradients, concatenations): the symbol
+/// finalize-memref-to-llvm calls, as in MLIR's c_runner_utils, with the
+/// same unranked-descriptor ABI. Host buffers only.
+void memrefCopy(int64_t element_size, gradcomm_unranked_memref *source,
+                gradcomm_unranked_memref *destination);
+
 /// This rank and the group size (shard.process_multi_index,
 /// shard.grid_shape); stop the job if the runtime cannot start.
 int64_t gradcomm_rt_rank(void);

@@ -331,3 +331,72 @@ void _mlir_memref_to_llvm_free(void *pointer) {
 void gradcomm_free_buffer(void *allocated) {
   _mlir_memref_to_llvm_free(allocated);
 }
+
+namespace {
+
+/// The ranked descriptor behind an unranked one: {allocated, aligned,
+/// offset, sizes[rank], strides[rank]}.
+struct StridedView {
+  char *base;
+  const int64_t *sizes;
+  const int64_t *strides;
+};
+
+StridedView stridedView(const gradcomm_unranked_memref *memref,
+                        int64_t elementSize) {
+  auto *words = static_cast<int64_t *>(memref->descriptor);
+  char *aligned = reinterpret_cast<char *>(words[1]);
+  return {aligned + words[2] * elementSize, words + 3,
+          words + 3 + memref->rank};
+}
+
+/// Copies dimension `d` onward; the innermost dimension is one memcpy when
+/// both sides are contiguous in it.
+void copyStrided(const StridedView &from, const StridedView &to, int64_t rank,
+                 int64_t d, int64_t elementSize, int64_t fromOffset,
+                 int64_t toOffset) {
+  int64_t size = from.sizes[d];
+  if (d == rank - 1 && from.strides[d] == 1 && to.strides[d] == 1) {
+    std::memcpy(to.base + toOffset * elementSize,
+                from.base + fromOffset * elementSize,
+                static_cast<size_t>(size * elementSize));
+    return;
+  }
+  for (int64_t i = 0; i < size; ++i) {
+    int64_t fromAt = fromOffset + i * from.strides[d];
+    int64_t toAt = toOffset + i * to.strides[d];
+    if (d == rank - 1)
+      std::memcpy(to.base + toAt * elementSize,
+                  from.base + fromAt * elementSize,
+                  static_cast<size_t>(elementSize));
+    else
+      copyStrided(from, to, rank, d + 1, elementSize, fromAt, toAt);
+  }
+}
+
+} // namespace
+
+void memrefCopy(int64_t element_size, gradcomm_unranked_memref *source,
+                gradcomm_unranked_memref *destination) {
+  int64_t rank = source->rank;
+  StridedView from = stridedView(source, element_size);
+  StridedView to = stridedView(destination, element_size);
+  if (!deviceBuffers().empty() &&
+      (deviceBuffers().count(
+           reinterpret_cast<void *>(static_cast<int64_t *>(
+               source->descriptor)[0])) != 0 ||
+       deviceBuffers().count(reinterpret_cast<void *>(
+           static_cast<int64_t *>(destination->descriptor)[0])) != 0)) {
+    std::fprintf(stderr, "gradcomm: memrefCopy: strided copies of device "
+                         "buffers are not supported (CUDA backend)\n");
+    std::abort();
+  }
+  for (int64_t d = 0; d < rank; ++d)
+    if (from.sizes[d] == 0)
+      return;
+  if (rank == 0) {
+    std::memcpy(to.base, from.base, static_cast<size_t>(element_size));
+    return;
+  }
+  copyStrided(from, to, rank, 0, element_size, 0, 0);
+}

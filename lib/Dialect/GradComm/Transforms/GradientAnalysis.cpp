@@ -64,12 +64,22 @@ static BlockArgument findParameter(Value value, Type type, int depth) {
   return nullptr;
 }
 
+static bool hasParameterName(BlockArgument parameter) {
+  auto func = cast<FunctionOpInterface>(parameter.getOwner()->getParentOp());
+  return static_cast<bool>(func.getArgAttrOfType<StringAttr>(
+      parameter.getArgNumber(), attr::kName));
+}
+
 GradientUse mlir::gradcomm::analyzeGradient(Value reduced) {
   constexpr int kParameterSearchDepth = 8;
   Type type = reduced.getType();
   // (value on the elementwise path, parameter met so far on that path)
   SmallVector<std::pair<Value, BlockArgument>> worklist = {{reduced, nullptr}};
   llvm::DenseSet<Value> visited;
+  // An update of an unnamed argument (an optimizer's momentum buffer: `buf =
+  // m * buf + g` is returned too) only counts when no named parameter is
+  // updated from the same gradient.
+  GradientUse unnamed;
   while (!worklist.empty()) {
     auto [value, parameter] = worklist.pop_back_val();
     if (!visited.insert(value).second)
@@ -78,8 +88,10 @@ GradientUse mlir::gradcomm::analyzeGradient(Value reduced) {
       Operation *user = use.getOwner();
       if (user->hasTrait<OpTrait::ReturnLike>() &&
           isa_and_nonnull<FunctionOpInterface>(user->getParentOp())) {
-        if (parameter)
+        if (parameter && hasParameterName(parameter))
           return {true, parameter, &use};
+        if (parameter && !unnamed.isGradient)
+          unnamed = {true, parameter, &use};
         continue;
       }
       if (!isElementwiseOp(user) || !useCarriesData(use))
@@ -98,7 +110,7 @@ GradientUse mlir::gradcomm::analyzeGradient(Value reduced) {
           worklist.push_back({result, found ? found : parameter});
     }
   }
-  return {};
+  return unnamed;
 }
 
 std::string mlir::gradcomm::parameterName(BlockArgument parameter) {

@@ -1,0 +1,138 @@
+"""Calls a step compiled with `gradcomm-compile --emit=shared` from Python
+(numpy arrays in and out, through ctypes), using the manifest that
+gradcomm-export writes beside the MLIR.
+
+    step = CompiledStep("libstep.so", "step.json")
+    outputs = step(inputs)          # dict name -> numpy array, both ways
+    step.close()                    # gradcomm_finalize (MPI_Finalize)
+
+Inputs are copied before the call (the compiled step may update its
+arguments in place); outputs are copied out and their buffers released
+with gradcomm_free_buffer.
+"""
+
+import ctypes
+import json
+
+import numpy as np
+
+C_TYPES = {"f32": ctypes.c_float, "i64": ctypes.c_int64, "i1": ctypes.c_bool}
+NUMPY_TYPES = {"f32": np.float32, "i64": np.int64, "i1": np.bool_}
+
+_descriptor_types = {}
+
+
+def descriptor_type(dtype, rank):
+    """The ranked memref descriptor struct MLIR's C interface uses."""
+    key = (dtype, rank)
+    if key not in _descriptor_types:
+        pointer = ctypes.POINTER(C_TYPES[dtype])
+        fields = [("allocated", pointer), ("aligned", pointer),
+                  ("offset", ctypes.c_int64)]
+        if rank:
+            fields += [("sizes", ctypes.c_int64 * rank),
+                       ("strides", ctypes.c_int64 * rank)]
+        _descriptor_types[key] = type(
+            "MemRef_%s_%dd" % (dtype, rank), (ctypes.Structure,),
+            {"_fields_": fields})
+    return _descriptor_types[key]
+
+
+def describe(array, dtype):
+    descriptor = descriptor_type(dtype, array.ndim)()
+    pointer = array.ctypes.data_as(ctypes.POINTER(C_TYPES[dtype]))
+    descriptor.allocated = descriptor.aligned = pointer
+    descriptor.offset = 0
+    if array.ndim:
+        itemsize = array.itemsize
+        for i in range(array.ndim):
+            descriptor.sizes[i] = array.shape[i]
+            descriptor.strides[i] = array.strides[i] // itemsize
+    return descriptor
+
+
+def read_out(descriptor, entry):
+    shape = tuple(entry["shape"])
+    dtype = NUMPY_TYPES[entry["dtype"]]
+    itemsize = np.dtype(dtype).itemsize
+    count = int(np.prod(shape)) if shape else 1
+    address = ctypes.cast(descriptor.aligned, ctypes.c_void_p).value
+    if count == 0:
+        return np.zeros(shape, dtype)
+    address += descriptor.offset * itemsize
+    strides = tuple(descriptor.strides[i] * itemsize
+                    for i in range(len(shape))) if shape else ()
+    span = 1 + sum((s - 1) * abs(st) // itemsize
+                   for s, st in zip(shape, strides))
+    flat = np.ctypeslib.as_array(
+        (C_TYPES[entry["dtype"]] * span).from_address(address))
+    view = np.lib.stride_tricks.as_strided(flat.view(dtype), shape, strides)
+    return np.array(view, copy=True)
+
+
+class CompiledStep:
+    def __init__(self, library, manifest):
+        if isinstance(manifest, str):
+            with open(manifest) as f:
+                manifest = json.load(f)
+        self.manifest = manifest
+        self.library = ctypes.CDLL(library)
+        self.function = getattr(self.library,
+                                "_mlir_ciface_" + manifest["function"])
+        self.function.restype = None
+        self.results_type = type("Results", (ctypes.Structure,), {
+            "_fields_": [("r%d" % i, descriptor_type(e["dtype"],
+                                                     len(e["shape"])))
+                         for i, e in enumerate(manifest["outputs"])]})
+        for name, restype in (("gradcomm_init", ctypes.c_int),
+                              ("gradcomm_finalize", ctypes.c_int),
+                              ("gradcomm_rank", ctypes.c_int),
+                              ("gradcomm_free_buffer", None),
+                              ("gradcomm_last_error", ctypes.c_char_p)):
+            getattr(self.library, name).restype = restype
+        self.library.gradcomm_free_buffer.argtypes = [ctypes.c_void_p]
+        self._check(self.library.gradcomm_init(), "gradcomm_init")
+
+    def _check(self, status, what):
+        if status != 0:
+            message = self.library.gradcomm_last_error() or b""
+            raise RuntimeError("%s failed: %s" % (what, message.decode()))
+
+    def rank(self):
+        value = ctypes.c_int()
+        self._check(self.library.gradcomm_rank(ctypes.byref(value)),
+                    "gradcomm_rank")
+        return value.value
+
+    def __call__(self, inputs):
+        arrays, descriptors = [], []
+        for entry in self.manifest["inputs"]:
+            if entry["name"] not in inputs:
+                raise KeyError("missing input '%s'" % entry["name"])
+            array = np.array(inputs[entry["name"]],
+                             dtype=NUMPY_TYPES[entry["dtype"]], copy=True,
+                             order="C")
+            if tuple(array.shape) != tuple(entry["shape"]):
+                raise ValueError("input '%s' has shape %s, the step expects "
+                                 "%s" % (entry["name"], list(array.shape),
+                                         entry["shape"]))
+            arrays.append(array)
+            descriptors.append(describe(array, entry["dtype"]))
+        results = self.results_type()
+        self.function(ctypes.byref(results),
+                      *[ctypes.byref(d) for d in descriptors])
+        outputs = {}
+        owned = {a.ctypes.data for a in arrays}
+        freed = set()
+        for i, entry in enumerate(self.manifest["outputs"]):
+            descriptor = getattr(results, "r%d" % i)
+            outputs[entry["name"]] = read_out(descriptor, entry)
+            allocated = ctypes.cast(descriptor.allocated,
+                                    ctypes.c_void_p).value
+            if allocated and allocated not in owned and allocated not in freed:
+                freed.add(allocated)
+                self.library.gradcomm_free_buffer(allocated)
+        return outputs
+
+    def close(self):
+        self._check(self.library.gradcomm_finalize(), "gradcomm_finalize")

@@ -1,0 +1,94 @@
+"""gradcomm-export MODULE:FACTORY --batch B --ranks N ... -o step.mlir
+
+MODULE is a Python file (path ending in .py) or an importable module name;
+FACTORY a function in it returning gradcomm.torch.export.StepSpec."""
+
+import argparse
+import importlib
+import importlib.util
+import os
+import sys
+import time
+
+from gradcomm.mlir import ExportError
+
+
+def load_factory(spec):
+    if ":" not in spec:
+        raise ExportError("expected MODULE:FACTORY, got %r" % spec)
+    module_name, factory_name = spec.rsplit(":", 1)
+    if module_name.endswith(".py"):
+        if not os.path.isfile(module_name):
+            raise ExportError("no such file: %s" % module_name)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(module_name)))
+        loader = importlib.util.spec_from_file_location(
+            "gradcomm_export_models", module_name)
+        module = importlib.util.module_from_spec(loader)
+        loader.loader.exec_module(module)
+    else:
+        module = importlib.import_module(module_name)
+    factory = getattr(module, factory_name, None)
+    if not callable(factory):
+        raise ExportError("%s has no function %r" % (module_name,
+                                                     factory_name))
+    return factory
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(
+        prog="gradcomm-export",
+        description="Export one data-parallel training step of a PyTorch "
+        "model to GradComm MLIR (and a JSON manifest beside it).")
+    parser.add_argument("factory", help="MODULE:FACTORY returning a StepSpec")
+    parser.add_argument("-o", "--output", required=True,
+                        help="the .mlir file to write (manifest: .json)")
+    parser.add_argument("--batch", type=int, required=True,
+                        help="samples per rank per step")
+    parser.add_argument("--ranks", type=int, default=1,
+                        help="data-parallel ranks (shard.grid size)")
+    parser.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
+    parser.add_argument("--lr", type=float, default=0.01,
+                        help="learning rate, a constant in the step")
+    parser.add_argument("--lr-input", action="store_true",
+                        help="make the learning rate a tensor<f32> input "
+                        "named 'lr' instead")
+    parser.add_argument("--momentum", type=float, default=0.0)
+    parser.add_argument("--nesterov", action="store_true")
+    parser.add_argument("--weight-decay", type=float, default=0.0)
+    parser.add_argument("--betas", type=float, nargs=2, default=(0.9, 0.999))
+    parser.add_argument("--eps", type=float, default=1e-8)
+    parser.add_argument("--reduction", choices=["average", "sum"],
+                        default="average",
+                        help="all-reduce kind for gradients and the loss")
+    parser.add_argument("--function", default="step",
+                        help="name of the exported function")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse(argv)
+    try:
+        from gradcomm.torch import optim
+        from gradcomm.torch.export import export_step
+
+        start = time.perf_counter()
+        spec = load_factory(args.factory)()
+        optimizer = optim.make(args.optimizer, args.momentum,
+                               args.weight_decay, args.nesterov,
+                               tuple(args.betas), args.eps)
+        exported = export_step(spec, args.batch, args.ranks, optimizer,
+                               args.lr, args.lr_input, args.reduction,
+                               args.function)
+        exported.write(args.output)
+        print("gradcomm-export: wrote %s (%d inputs, %d outputs) in %.2f s"
+              % (args.output, len(exported.manifest["inputs"]),
+                 len(exported.manifest["outputs"]),
+                 time.perf_counter() - start), file=sys.stderr)
+    except (ExportError, ValueError) as error:
+        print("gradcomm-export: error: %s" % error, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,254 @@
+"""Export one data-parallel training step of a torch.nn.Module to GradComm
+MLIR: forward, loss, torch.autograd.grad through functional_call, one
+shard.all_reduce per parameter gradient (and the loss), and the optimizer
+update, all on tensors (linalg/tensor/arith/math). See docs/export.md."""
+
+import json
+import re
+
+import torch
+import torch.nn.functional as F
+
+from gradcomm.mlir import Builder, ExportError, Tensor
+from gradcomm.torch import optim
+from gradcomm.torch.graph import GraphConverter, element_type, trace
+
+try:  # torch >= 2.0
+    from torch.func import functional_call
+except ImportError:  # torch 1.13
+    from torch.nn.utils.stateless import functional_call
+
+
+class StepSpec:
+    """What a model factory returns: the model, the shape of one sample
+    (without the batch dimension) and of its target, and the loss."""
+
+    def __init__(self, model, input_shape, input_dtype=torch.float32,
+                 target_shape=(), target_dtype=torch.int64, loss_fn=None):
+        self.model = model
+        self.input_shape = tuple(input_shape)
+        self.input_dtype = input_dtype
+        self.target_shape = tuple(target_shape)
+        self.target_dtype = target_dtype
+        self.loss_fn = loss_fn or F.cross_entropy
+
+
+class ExportedStep:
+    """The MLIR text and its manifest (argument and result order, names,
+    roles, shapes, element types) that gradcomm.torch.runner reads."""
+
+    def __init__(self, text, manifest):
+        self.text = text
+        self.manifest = manifest
+
+    def write(self, path):
+        with open(path, "w") as f:
+            f.write(self.text)
+        with open(manifest_path(path), "w") as f:
+            json.dump(self.manifest, f, indent=1, sort_keys=True)
+            f.write("\n")
+
+
+def manifest_path(mlir_path):
+    return re.sub(r"\.mlir$", "", mlir_path) + ".json"
+
+
+def ssa_name(name):
+    return "%arg." + re.sub(r"[^A-Za-z0-9_.$-]", "_", name)
+
+
+class _Signature:
+    """Function arguments and results with their manifest entries."""
+
+    def __init__(self):
+        self.args = []
+        self.results = []
+
+    def add_arg(self, name, role, shape, dtype, attrs=""):
+        taken = {a[0].name for a in self.args}
+        ssa = ssa_name(name)
+        while ssa in taken:
+            ssa += "_"
+        value = Tensor(ssa, shape, dtype)
+        self.args.append((value, name, role, attrs))
+        return value
+
+    def add_result(self, value, name, role):
+        self.results.append((value, name, role))
+
+    def manifest_entries(self, items):
+        return [{"name": name, "role": role, "shape": list(value.shape),
+                 "dtype": value.dtype} for value, name, role in items]
+
+
+def _all_reduce(builder, value, reduction, runtime_name=None):
+    name = builder.fresh("r")
+    attrs = ' {gradcomm.runtime_name = "%s"}' % runtime_name \
+        if runtime_name else ""
+    builder.emit("%s = shard.all_reduce %s on @grid grid_axes = [0] "
+                 "reduction = %s%s : %s -> %s" % (name, value.name, reduction,
+                                                  attrs, value.type,
+                                                  value.type))
+    return Tensor(name, value.shape, value.dtype)
+
+
+def export_step(spec, batch, ranks, optimizer, lr=0.01, lr_input=False,
+                reduction="average", function="step"):
+    """Exports the per-rank step for `ranks` ranks of `batch` samples each.
+
+    reduction: 'average' all-reduces the local mean-loss gradients with
+    `average`; 'sum' scales the local loss by 1/ranks and all-reduces with
+    `sum`. Both give the gradient of the global-batch mean loss, and the
+    returned loss is the mean of the ranks' losses."""
+    if reduction not in ("average", "sum"):
+        raise ExportError("reduction must be 'average' or 'sum'")
+    if batch < 1 or ranks < 1:
+        raise ExportError("batch and ranks must be positive")
+    if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", function):
+        raise ExportError("function name %r is not a C identifier" %
+                          (function,))
+    model = spec.model
+    model.train()
+    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if not params:
+        raise ExportError("the model has no trainable parameters")
+    buffers = list(model.named_buffers())
+    for name, value in params + buffers:
+        element_type(value.dtype, "'%s'" % name)
+    param_names = [n for n, _ in params]
+    buffer_names = [n for n, _ in buffers]
+    scale = 1.0 / ranks if reduction == "sum" else 1.0
+
+    def forward_backward(param_values, buffer_values, x, y):
+        state = dict(zip(param_names, param_values))
+        state.update(zip(buffer_names, buffer_values))
+        loss = spec.loss_fn(functional_call(model, state, (x,)), y)
+        if loss.dim() != 0:
+            raise ExportError("the loss must be a scalar, got shape %s" %
+                              list(loss.shape))
+        objective = loss * scale if scale != 1.0 else loss
+        grads = torch.autograd.grad(objective, param_values,
+                                    allow_unused=True)
+        for name, grad in zip(param_names, grads):
+            if grad is None:
+                raise ExportError("parameter '%s' does not affect the loss "
+                                  "(freeze it: requires_grad_(False))" % name)
+        return [objective] + list(grads) + list(buffer_values)
+
+    x = torch.zeros((batch,) + spec.input_shape, dtype=spec.input_dtype)
+    y = torch.zeros((batch,) + spec.target_shape, dtype=spec.target_dtype)
+    traced_params = [p.detach().clone().requires_grad_(True)
+                     for _, p in params]
+    traced_buffers = [b.detach().clone() for _, b in buffers]
+    backward_graph = trace(forward_backward,
+                           (traced_params, traced_buffers, x, y), model)
+
+    state_names = optimizer.state_names()
+    states = [s for _, p in params for s in optimizer.initial_state(p)]
+
+    def update(param_values, grad_values, state_values, lr_value):
+        new_params, new_states = [], []
+        k = len(state_names)
+        for i, (param, grad) in enumerate(zip(param_values, grad_values)):
+            new_param, new_state = optimizer.update(
+                param, grad, state_values[i * k:(i + 1) * k], lr_value)
+            new_params.append(new_param)
+            new_states.extend(new_state)
+        return new_params + new_states
+
+    lr_example = torch.tensor(float(lr)) if lr_input else float(lr)
+    if lr_input:
+        update_graph = trace(lambda p, g, s, r: update(p, g, s, r),
+                             ([p.detach() for _, p in params],
+                              [p.detach() for _, p in params], states,
+                              lr_example))
+    else:
+        update_graph = trace(lambda p, g, s: update(p, g, s, float(lr)),
+                             ([p.detach() for _, p in params],
+                              [p.detach() for _, p in params], states))
+
+    sig = _Signature()
+    builder = Builder()
+    param_args = [
+        sig.add_arg(n, "parameter", p.shape, "f32",
+                    ' {gradcomm.name = "%s"}' % n) for n, p in params]
+    buffer_args = [sig.add_arg(n, "buffer", b.shape,
+                               element_type(b.dtype, n)) for n, b in buffers]
+    state_args = []
+    for (n, p) in params:
+        for state_name, value in zip(state_names, optimizer.initial_state(p)):
+            state_args.append(sig.add_arg(
+                "%s.%s" % (n, state_name), "optimizer_state", value.shape,
+                "f32"))
+    x_arg = sig.add_arg("input", "input", x.shape,
+                        element_type(x.dtype, "the input"))
+    y_arg = sig.add_arg("target", "target", y.shape,
+                        element_type(y.dtype, "the target"))
+    lr_arg = sig.add_arg("lr", "lr", (), "f32") if lr_input else None
+    seed = []
+
+    def seed_provider():
+        if not seed:
+            seed.append(sig.add_arg("dropout_seed", "seed", (), "i64"))
+        return seed[0]
+
+    converter = GraphConverter(builder, seed_provider)
+    builder.lines.append("  // Forward and backward (per-rank batch).")
+    outputs = converter.run(backward_graph,
+                            param_args + buffer_args + [x_arg, y_arg])
+    loss = outputs[0]
+    grads = outputs[1:1 + len(params)]
+    new_buffers = outputs[1 + len(params):]
+    op = "average" if reduction == "average" else "sum"
+    builder.lines.append("  // Gradient all-reduces over the data-parallel "
+                         "axis, and the loss (a metric).")
+    reduced = [_all_reduce(builder, g, op) for g in grads]
+    loss_vector = builder.reshape(loss, (1,))
+    reduced_loss = _all_reduce(builder, loss_vector, op, "loss")
+    builder.lines.append("  // Optimizer update (%s)." % optimizer.name)
+    update_inputs = param_args + reduced + state_args
+    if lr_input:
+        update_inputs.append(lr_arg)
+    updated = converter.run(update_graph, update_inputs)
+    for (n, _), value in zip(params, updated[:len(params)]):
+        sig.add_result(value, n, "parameter")
+    for (n, _), arg, value in zip(buffers, buffer_args, new_buffers):
+        if value is not arg:
+            sig.add_result(value, n, "buffer")
+    for arg_entry, value in zip(sig.args[len(params) + len(buffers):],
+                                updated[len(params):]):
+        sig.add_result(value, arg_entry[1], "optimizer_state")
+    sig.add_result(reduced_loss, "loss", "loss")
+
+    manifest = {
+        "function": function, "ranks": ranks, "batch": batch,
+        "reduction": reduction, "optimizer": optimizer.name,
+        "lr": None if lr_input else float(lr),
+        "inputs": sig.manifest_entries([(a[0], a[1], a[2])
+                                        for a in sig.args]),
+        "outputs": sig.manifest_entries(sig.results),
+    }
+    return ExportedStep(render(sig, builder, ranks, function, model),
+                        manifest)
+
+
+def render(sig, builder, ranks, function, model):
+    header = [
+        "// Exported by gradcomm-export from %s: one data-parallel training"
+        % type(model).__name__,
+        "// step in SPMD form for %d ranks (per-rank batch; gradients "
+        "all-reduced)." % ranks,
+        "",
+        "shard.grid @grid(shape = %d)" % ranks,
+        "",
+    ]
+    args = ",\n    ".join("%s: %s%s" % (value.name, value.type, attrs)
+                          for value, _, _, attrs in sig.args)
+    results = ", ".join(value.type for value, _, _ in sig.results)
+    lines = header + ["func.func @%s(\n    %s)\n    -> (%s) {" %
+                      (function, args, results)]
+    lines += builder.lines
+    lines.append("  return %s : %s" % (
+        ", ".join(value.name for value, _, _ in sig.results), results))
+    lines.append("}")
+    return "\n".join(lines) + "\n"

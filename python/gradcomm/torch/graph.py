@@ -1,0 +1,210 @@
+"""Walks an ATen fx graph (from make_fx) and emits each node through its
+converter (gradcomm.torch.ops) into a gradcomm.mlir.Builder."""
+
+import contextlib
+import operator
+
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from gradcomm.mlir import ExportError, Tensor
+from gradcomm.torch.ops import CONVERTERS
+
+# Ops whose result shares storage with an argument: an in-place update of
+# such a result would have to reach the base too, which a functional graph
+# cannot express, so it is refused.
+VIEW_OPS = {
+    "view", "_reshape_alias", "_unsafe_view", "reshape", "t", "transpose",
+    "permute", "expand", "slice", "select", "split", "split_with_sizes",
+    "unsqueeze", "squeeze", "alias", "detach", "unbind", "as_strided",
+    "diagonal", "narrow",
+}
+
+DTYPES = {torch.float32: "f32", torch.int64: "i64", torch.bool: "i1"}
+
+
+def element_type(dtype, what):
+    if dtype not in DTYPES:
+        raise ExportError("%s has dtype %s; GradComm exports float32, int64 "
+                          "and bool tensors" % (what, dtype))
+    return DTYPES[dtype]
+
+
+class _ModuleStack:
+    """Forward hooks that keep the qualified name of the module running, so
+    every traced node can say where in the model it came from."""
+
+    def __init__(self):
+        self.names = []
+
+    def current(self):
+        return self.names[-1] if self.names else None
+
+    @contextlib.contextmanager
+    def attached(self, model):
+        handles = []
+        for name, module in model.named_modules():
+            label = name or type(module).__name__
+
+            def enter(_module, _inputs, label=label):
+                self.names.append(label)
+
+            def leave(_module, _inputs, _outputs):
+                self.names.pop()
+
+            handles.append(module.register_forward_pre_hook(enter))
+            handles.append(module.register_forward_hook(leave))
+        try:
+            yield
+        finally:
+            for handle in handles:
+                handle.remove()
+
+
+def trace(fn, args, model=None):
+    """make_fx(fn)(*args) with each node's module (meta 'gradcomm_module')."""
+    from torch.fx.experimental import proxy_tensor
+
+    stack = _ModuleStack()
+    tracer_class = proxy_tensor.PythonKeyTracer
+    original = tracer_class.create_node
+
+    def create_node(self, *a, **k):
+        node = original(self, *a, **k)
+        node.meta["gradcomm_module"] = stack.current()
+        return node
+
+    tracer_class.create_node = create_node
+    try:
+        with stack.attached(model) if model is not None else \
+                contextlib.nullcontext():
+            return make_fx(fn)(*args)
+    finally:
+        tracer_class.create_node = original
+
+
+def aten_name(target):
+    packet = getattr(target, "overloadpacket", None)
+    return packet.__name__ if packet is not None else str(target)
+
+
+def describe(value):
+    if isinstance(value, Tensor):
+        return "%s %s" % (value.dtype, list(value.shape))
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(describe(v) for v in value) + "]"
+    return repr(value)
+
+
+class Context:
+    """What a converter sees: the builder, errors that name the node, and
+    in-place updates of its arguments."""
+
+    def __init__(self, converter, node, args):
+        self.b = converter.builder
+        self.node = node
+        self.args = args
+        self.mutations = {}
+        self._converter = converter
+
+    def fail(self, message):
+        node = self.node
+        where = node.meta.get("gradcomm_module")
+        place = ("in module '%s'" % where) if where else \
+            "in the backward pass or the optimizer"
+        raise ExportError("aten.%s (%s, %s): %s; arguments: %s" % (
+            aten_name(node.target), node.name, place, message,
+            ", ".join(describe(a) for a in self.args)))
+
+    def mutate(self, position, value):
+        """Argument `position` (an fx node) now holds `value`."""
+        self.mutations[position] = value
+
+    def dropout_seed(self):
+        return self._converter.dropout_seed()
+
+
+class GraphConverter:
+    """Converts fx graphs into one builder; values persist across graphs."""
+
+    def __init__(self, builder, seed_provider=None):
+        self.builder = builder
+        self.seed_provider = seed_provider
+        self.dropout_count = 0
+
+    def dropout_seed(self):
+        if self.seed_provider is None:
+            raise ExportError("dropout needs a seed input")
+        self.dropout_count += 1
+        return self.seed_provider(), self.dropout_count
+
+    def run(self, gm, inputs):
+        """Binds the placeholders to `inputs` (Tensors, in order) and
+        returns the flattened outputs."""
+        env = {}
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        if len(placeholders) != len(inputs):
+            raise ExportError("graph has %d inputs, %d given" %
+                              (len(placeholders), len(inputs)))
+        for node, value in zip(placeholders, inputs):
+            env[node] = value
+        for node in gm.graph.nodes:
+            if node.op == "placeholder":
+                continue
+            if node.op == "output":
+                flat, _ = torch.utils._pytree.tree_flatten(node.args[0])
+                return [env[n] if isinstance(n, torch.fx.Node) else n
+                        for n in flat]
+            if node.op == "get_attr":
+                env[node] = self.constant(getattr(gm, node.target), node)
+                continue
+            if node.op != "call_function":
+                raise ExportError("unexpected fx node %s (%s)" %
+                                  (node.name, node.op))
+            if node.target is operator.getitem:
+                env[node] = env[node.args[0]][node.args[1]]
+                continue
+            self.call(node, env)
+        raise ExportError("graph has no output")
+
+    def call(self, node, env):
+        name = aten_name(node.target)
+        inplace = name.endswith("_") and not name.endswith("__")
+        if not node.users and not inplace:
+            return  # dead (e.g. make_fx's scratch `empty`)
+        args = torch.fx.node.map_arg(node.args, lambda n: env[n])
+        kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
+        kwargs = {k: v for k, v in kwargs.items()
+                  if k not in ("layout", "device", "pin_memory",
+                               "memory_format", "non_blocking")}
+        ctx = Context(self, node, list(args))
+        fn = CONVERTERS.get(name)
+        if fn is None:
+            ctx.fail("no converter for this op (see docs/export.md, 'Adding "
+                     "an op')")
+        try:
+            result = fn(ctx, *args, **kwargs)
+        except ExportError:
+            raise
+        except TypeError as error:
+            ctx.fail("unexpected arguments (%s)" % error)
+        env[node] = result
+        if inplace:
+            ctx.mutate(0, result)
+        for position, value in ctx.mutations.items():
+            target = node.args[position]
+            if not isinstance(target, torch.fx.Node):
+                ctx.fail("in-place update of a non-tensor argument")
+            if target.op == "call_function" and aten_name(
+                    target.target) in VIEW_OPS:
+                ctx.fail("in-place update of a view (%s) is not supported"
+                         % target.name)
+            env[target] = value
+
+    def constant(self, tensor, node):
+        dtype = element_type(tensor.dtype, "constant " + node.name)
+        if tensor.numel() > 1 << 20:
+            raise ExportError("constant %s has %d elements; pass it as a "
+                              "buffer instead" % (node.name, tensor.numel()))
+        values = tensor.detach().reshape(-1).tolist()
+        return self.builder.dense_constant(values, tuple(tensor.shape), dtype)

@@ -1,0 +1,49 @@
+"""Reductions: sum, mean, amax, amin over a list of dims (all when empty)."""
+
+from gradcomm.torch.ops import converter, normalize_dim
+from gradcomm.torch.ops.elementwise import element_type
+
+
+def reduced_dims(ctx, a, dims):
+    if dims is None or (isinstance(dims, (list, tuple)) and not dims):
+        return list(range(a.rank))
+    if isinstance(dims, int):
+        dims = [dims]
+    return [normalize_dim(ctx, d, a.rank) for d in dims]
+
+
+def float_input(ctx, a, what):
+    if a.dtype != "f32":
+        ctx.fail("%s of a %s tensor is not supported" % (what, a.dtype))
+
+
+@converter("sum")
+def sum_(ctx, a, dims=None, keepdim=False, dtype=None):
+    float_input(ctx, a, "sum")
+    element_type(ctx, dtype, "f32")
+    if a.rank == 0:
+        return a
+    return ctx.b.sum(a, reduced_dims(ctx, a, dims), keepdim)
+
+
+@converter("mean")
+def mean(ctx, a, dims=None, keepdim=False, dtype=None):
+    total = sum_(ctx, a, dims, keepdim, dtype)
+    count = max(a.numel(), 1) // max(total.numel(), 1)
+    return ctx.b.map(total.shape, [total], lambda b, v: b.binary(
+        "arith.divf", v[0], b.const(float(count))))
+
+
+def extremum(opname, init):
+    def convert(ctx, a, dims=(), keepdim=False):
+        float_input(ctx, a, opname)
+        if a.rank == 0:
+            return a
+        return ctx.b.reduce(a, reduced_dims(ctx, a, dims), keepdim, init,
+                            lambda b, acc, x: b.binary(opname, acc, x))
+
+    return convert
+
+
+converter("amax")(extremum("arith.maximumf", float("-inf")))
+converter("amin")(extremum("arith.minimumf", float("inf")))

@@ -1,0 +1,179 @@
+"""Shape ATen ops: views and reshapes, transposes, broadcasts, slices,
+concatenation and splits. Views are value copies here: the exported graph
+is functional (in-place ops rebind their target in the exporter)."""
+
+from gradcomm.mlir import broadcast_results
+from gradcomm.torch.ops import converter, normalize_dim
+
+
+def resolve_shape(ctx, a, shape):
+    shape = [int(s) for s in shape]
+    if shape.count(-1) > 1:
+        ctx.fail("more than one -1 in %s" % shape)
+    if -1 in shape:
+        known = 1
+        for s in shape:
+            if s != -1:
+                known *= s
+        if known == 0 or a.numel() % known:
+            ctx.fail("cannot view %s as %s" % (list(a.shape), shape))
+        shape[shape.index(-1)] = a.numel() // known
+    return shape
+
+
+@converter("view", "_unsafe_view", "reshape", "_reshape_alias")
+def view(ctx, a, shape, *strides):
+    return ctx.b.reshape(a, resolve_shape(ctx, a, shape))
+
+
+@converter("flatten")
+def flatten(ctx, a, start_dim=0, end_dim=-1):
+    if a.rank == 0:
+        return ctx.b.reshape(a, [1])
+    start = normalize_dim(ctx, start_dim, a.rank)
+    end = normalize_dim(ctx, end_dim, a.rank)
+    size = 1
+    for s in a.shape[start:end + 1]:
+        size *= s
+    return ctx.b.reshape(a, list(a.shape[:start]) + [size] +
+                         list(a.shape[end + 1:]))
+
+
+@converter("unsqueeze")
+def unsqueeze(ctx, a, d):
+    d = normalize_dim(ctx, d, a.rank + 1)
+    return ctx.b.reshape(a, list(a.shape[:d]) + [1] + list(a.shape[d:]))
+
+
+@converter("squeeze")
+def squeeze(ctx, a, d=None):
+    if d is None:
+        dims = [i for i, s in enumerate(a.shape) if s == 1]
+    else:
+        dims = [normalize_dim(ctx, x, a.rank)
+                for x in (d if isinstance(d, (list, tuple)) else [d])]
+    return ctx.b.reshape(a, [s for i, s in enumerate(a.shape)
+                             if not (i in dims and s == 1)])
+
+
+@converter("t")
+def t(ctx, a):
+    if a.rank < 2:
+        return a
+    return ctx.b.permute(a, [1, 0])
+
+
+@converter("transpose")
+def transpose(ctx, a, d0, d1):
+    d0, d1 = normalize_dim(ctx, d0, a.rank), normalize_dim(ctx, d1, a.rank)
+    perm = list(range(a.rank))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return a if d0 == d1 else ctx.b.permute(a, perm)
+
+
+@converter("permute")
+def permute(ctx, a, dims):
+    perm = [normalize_dim(ctx, d, a.rank) for d in dims]
+    if sorted(perm) != list(range(a.rank)):
+        ctx.fail("%s is not a permutation" % list(dims))
+    return a if perm == list(range(a.rank)) else ctx.b.permute(a, perm)
+
+
+@converter("expand")
+def expand(ctx, a, sizes, implicit=False):
+    lead = len(sizes) - a.rank
+    shape = [a.shape[i - lead] if s == -1 else int(s)
+             for i, s in enumerate(sizes)]
+    if tuple(shape) == a.shape:
+        return a
+    try:
+        broadcast_results(a.shape, shape)
+    except Exception:
+        ctx.fail("cannot expand %s to %s" % (list(a.shape), list(sizes)))
+    return ctx.b.map(shape, [a], lambda b, v: v[0], a.dtype)
+
+
+@converter("cat")
+def cat(ctx, tensors, d=0):
+    tensors = [x for x in tensors if x.numel() > 0 or x.rank > 1]
+    first = tensors[0]
+    d = normalize_dim(ctx, d, first.rank)
+    for x in tensors:
+        if x.rank != first.rank or x.dtype != first.dtype or any(
+                x.shape[i] != first.shape[i] for i in range(x.rank) if i != d):
+            ctx.fail("cat of mismatched tensors")
+    shape = list(first.shape)
+    shape[d] = sum(x.shape[d] for x in tensors)
+    result = ctx.b.empty(shape, first.dtype)
+    offset = 0
+    for x in tensors:
+        offsets = [0] * len(shape)
+        offsets[d] = offset
+        result = ctx.b.insert_slice(x, result, offsets)
+        offset += x.shape[d]
+    return result
+
+
+def slice_along(ctx, a, d, start, length, step=1):
+    offsets, sizes, strides = [0] * a.rank, list(a.shape), [1] * a.rank
+    offsets[d], sizes[d], strides[d] = start, length, step
+    return ctx.b.extract_slice(a, offsets, sizes, strides)
+
+
+@converter("split_with_sizes")
+def split_with_sizes(ctx, a, sizes, d=0):
+    d = normalize_dim(ctx, d, a.rank)
+    if sum(sizes) != a.shape[d]:
+        ctx.fail("split sizes %s do not add up to %d" % (list(sizes),
+                                                          a.shape[d]))
+    pieces, start = [], 0
+    for size in sizes:
+        pieces.append(slice_along(ctx, a, d, start, size))
+        start += size
+    return tuple(pieces)
+
+
+@converter("split")
+def split(ctx, a, split_size, d=0):
+    if isinstance(split_size, (list, tuple)):
+        return split_with_sizes(ctx, a, split_size, d)
+    d = normalize_dim(ctx, d, a.rank)
+    sizes, left = [], a.shape[d]
+    while left > 0:
+        sizes.append(min(split_size, left))
+        left -= split_size
+    return split_with_sizes(ctx, a, sizes or [0], d)
+
+
+@converter("slice")
+def slice_(ctx, a, d=0, start=None, end=None, step=1):
+    d = normalize_dim(ctx, d, a.rank)
+    size = a.shape[d]
+    start = 0 if start is None else start
+    end = size if end is None else end
+    start = max(0, min(size, start + size if start < 0 else start))
+    end = max(start, min(size, end + size if end < 0 else end))
+    length = (end - start + step - 1) // step
+    if start == 0 and length == size and step == 1:
+        return a
+    return slice_along(ctx, a, d, start, length, step)
+
+
+@converter("select")
+def select(ctx, a, d, index):
+    d = normalize_dim(ctx, d, a.rank)
+    index = normalize_dim(ctx, index, a.shape[d])
+    piece = slice_along(ctx, a, d, index, 1)
+    return ctx.b.reshape(piece, a.shape[:d] + a.shape[d + 1:])
+
+
+@converter("unbind")
+def unbind(ctx, a, d=0):
+    d = normalize_dim(ctx, d, a.rank)
+    return tuple(select(ctx, a, d, i) for i in range(a.shape[d]))
+
+
+@converter("stack")
+def stack(ctx, tensors, d=0):
+    d = normalize_dim(ctx, d, tensors[0].rank + 1)
+    return cat(ctx, [unsqueeze(ctx, x, d) for x in tensors], d)

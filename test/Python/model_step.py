@@ -1,0 +1,227 @@
+"""Runs an exported, gradcomm-compiled step of an example model on this MPI
+rank and checks it against eager PyTorch.
+
+  run (under mpiexec, every rank):
+    model_step.py run --model M --library libstep.so --manifest step.json
+                      --steps S --out DIR [--check]
+  --check: compare this rank's parameters, buffers and loss after S steps
+  with PyTorch's data-parallel step (the global batch split over the ranks,
+  per-rank gradients averaged, torch.optim updating), within --tolerance
+  relative to the largest magnitude of each tensor.
+
+  compare (after mpiexec, one process):
+    model_step.py replicas --out DIR       every rank's parameters equal, bit
+                                           for bit (ScaleCom)
+    model_step.py mean --model M --manifest step.json --out DIR
+                                           the mean of the replicas equals the
+                                           PyTorch step (gossip, one step)
+"""
+
+import argparse
+import glob
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path[:0] = [os.path.join(ROOT, "python"),
+                os.path.join(ROOT, "examples", "pytorch")]
+
+import models  # noqa: E402
+from gradcomm.runner import CompiledStep  # noqa: E402
+from gradcomm.torch import optim  # noqa: E402
+from gradcomm.torch.export import functional_call  # noqa: E402
+
+
+def global_batch(spec, manifest, step):
+    """Deterministic data for `step`: the global batch of all ranks."""
+    generator = torch.Generator().manual_seed(1000 + step)
+    total = manifest["batch"] * manifest["ranks"]
+    if spec.input_dtype == torch.int64:
+        vocab = spec.model.vocab
+        x = torch.randint(0, vocab, (total,) + spec.input_shape,
+                          generator=generator)
+        y = torch.randint(0, vocab, (total,) + spec.target_shape,
+                          generator=generator)
+    else:
+        x = torch.randn((total,) + spec.input_shape, generator=generator)
+        y = torch.randint(0, 10, (total,) + spec.target_shape,
+                          generator=generator)
+    return x, y
+
+
+def rank_slice(tensor, manifest, rank):
+    b = manifest["batch"]
+    return tensor[rank * b:(rank + 1) * b]
+
+
+def make_optimizer(manifest):
+    options = manifest["test_optimizer"]
+    return optim.make(manifest["optimizer"], **options)
+
+
+def initial_inputs(spec, manifest):
+    """Parameters, buffers and optimizer state by manifest name."""
+    values = {n: p.detach().numpy() for n, p in spec.model.named_parameters()}
+    values.update({n: b.detach().numpy()
+                   for n, b in spec.model.named_buffers()})
+    optimizer = make_optimizer(manifest)
+    for n, p in spec.model.named_parameters():
+        for state_name, value in zip(optimizer.state_names(),
+                                     optimizer.initial_state(p)):
+            values["%s.%s" % (n, state_name)] = value.numpy()
+    return values
+
+
+def reference(spec, manifest, steps):
+    """Eager PyTorch: per-rank gradients averaged, torch.optim steps.
+    Returns (parameters, per-rank buffers, last mean loss)."""
+    model = spec.model
+    ranks = manifest["ranks"]
+    params = {n: p.detach().clone().requires_grad_(True)
+              for n, p in model.named_parameters()}
+    buffers = [{n: b.detach().clone() for n, b in model.named_buffers()}
+               for _ in range(ranks)]
+    optimizer = optim.torch_optimizer(make_optimizer(manifest),
+                                      list(params.values()), manifest["lr"])
+    loss_mean = None
+    for step in range(steps):
+        x, y = global_batch(spec, manifest, step)
+        grads = [torch.zeros_like(p) for p in params.values()]
+        losses = []
+        for r in range(ranks):
+            state = dict(params)
+            state.update(buffers[r])
+            loss = spec.loss_fn(functional_call(
+                model, state, (rank_slice(x, manifest, r),)),
+                rank_slice(y, manifest, r))
+            for acc, g in zip(grads, torch.autograd.grad(
+                    loss, list(params.values()))):
+                acc += g
+            losses.append(loss.item())
+        for p, g in zip(params.values(), grads):
+            p.grad = g / ranks
+        optimizer.step()
+        loss_mean = sum(losses) / ranks
+    return ({n: p.detach().numpy() for n, p in params.items()},
+            [{n: b.numpy() for n, b in rb.items()} for rb in buffers],
+            loss_mean)
+
+
+def relative_error(actual, expected):
+    actual = np.asarray(actual, dtype=np.float64)
+    expected = np.asarray(expected, dtype=np.float64)
+    scale = max(np.max(np.abs(expected)) if expected.size else 0.0, 1e-30)
+    return float(np.max(np.abs(actual - expected)) / scale) \
+        if expected.size else 0.0
+
+
+def load_manifest(path, args):
+    with open(path) as f:
+        manifest = json.load(f)
+    manifest["test_optimizer"] = json.loads(args.optimizer_options)
+    return manifest
+
+
+def run(args):
+    manifest = load_manifest(args.manifest, args)
+    spec = getattr(models, args.model)()
+    step = CompiledStep(args.library, manifest)
+    rank = step.rank()
+    values = initial_inputs(spec, manifest)
+    loss = None
+    for s in range(args.steps):
+        x, y = global_batch(spec, manifest, s)
+        values["input"] = rank_slice(x, manifest, rank).numpy()
+        values["target"] = rank_slice(y, manifest, rank).numpy()
+        outputs = step(values)
+        loss = float(outputs.pop("loss")[0])
+        values.update(outputs)
+    step.close()
+    os.makedirs(args.out, exist_ok=True)
+    params = {n: values[n] for n, _ in spec.model.named_parameters()}
+    np.savez(os.path.join(args.out, "rank%d.npz" % rank), **params)
+    if not args.check:
+        return 0
+    expected, buffers, expected_loss = reference(
+        getattr(models, args.model)(), manifest, args.steps)
+    worst = 0.0
+    failures = []
+    checked = list(expected.items()) + [
+        (n, b) for n, b in buffers[rank].items()
+        if b.dtype == np.float32 and n in values and any(
+            e["name"] == n for e in manifest["outputs"])]
+    for name, want in checked:
+        error = relative_error(values[name], want)
+        worst = max(worst, error)
+        if error > args.tolerance:
+            failures.append("%s: relative error %.3g" % (name, error))
+    loss_error = abs(loss - expected_loss) / max(abs(expected_loss), 1e-30)
+    if loss_error > args.tolerance:
+        failures.append("loss %.9g, PyTorch %.9g" % (loss, expected_loss))
+    print("rank %d: %d tensors after %d steps, worst relative error %.3g, "
+          "loss %.6f (PyTorch %.6f)" % (rank, len(checked), args.steps, worst,
+                                        loss, expected_loss))
+    for failure in failures:
+        print("rank %d: MISMATCH %s" % (rank, failure))
+    return 1 if failures else 0
+
+
+def rank_files(out):
+    files = sorted(glob.glob(os.path.join(out, "rank*.npz")))
+    if len(files) < 2:
+        raise SystemExit("expected the files of several ranks in " + out)
+    return [dict(np.load(f)) for f in files]
+
+
+def replicas(args):
+    ranks = rank_files(args.out)
+    for name, value in ranks[0].items():
+        for r, other in enumerate(ranks[1:], 1):
+            if value.tobytes() != other[name].tobytes():
+                print("replica %d differs from replica 0 in %s" % (r, name))
+                return 1
+    print("%d replicas bit-identical (%d tensors)" % (len(ranks),
+                                                      len(ranks[0])))
+    return 0
+
+
+def mean(args):
+    manifest = load_manifest(args.manifest, args)
+    ranks = rank_files(args.out)
+    expected, _, _ = reference(getattr(models, args.model)(), manifest, 1)
+    worst = 0.0
+    for name, want in expected.items():
+        average = np.mean([np.asarray(r[name], np.float64) for r in ranks],
+                          axis=0)
+        worst = max(worst, relative_error(average, want))
+    distinct = any(ranks[0][n].tobytes() != ranks[1][n].tobytes()
+                   for n in expected)
+    print("mean of %d replicas vs PyTorch step: worst relative error %.3g "
+          "(replicas distinct: %s)" % (len(ranks), worst, distinct))
+    return 0 if worst <= args.tolerance and distinct else 1
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["run", "replicas", "mean"])
+    parser.add_argument("--model")
+    parser.add_argument("--library")
+    parser.add_argument("--manifest")
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--check", action="store_true")
+    parser.add_argument("--tolerance", type=float, default=1e-5)
+    parser.add_argument("--optimizer-options", default="{}",
+                        help="JSON keyword arguments of gradcomm.torch.optim"
+                        ".make (must match the export)")
+    args = parser.parse_args()
+    return {"run": run, "replicas": replicas, "mean": mean}[args.mode](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
