@@ -117,10 +117,13 @@ void mlir::gradcomm::buildLLVMLoweringPipeline(OpPassManager &pm,
   FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
   memrefToLLVM.useGenericFunctions = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
-  pm.addPass(createConvertMathToLLVMPass());
-  // What LLVM has no intrinsic for (erf in GELU, tanh) becomes a libm call;
-  // steps link -lm (gradcomm_compile_step and --emit=shared do).
+  // Math ops become libm calls before math-to-llvm sees them: upstream's
+  // math-to-llvm lowers expm1 to exp(x) - 1 and log1p to log(1 + x), which
+  // lose every digit near 0 (Adam's bias correction), and has no lowering
+  // for erf (GELU). exp and log end as the same libm calls either way.
+  // Steps link -lm (gradcomm_compile_step and --emit=shared do).
   pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());

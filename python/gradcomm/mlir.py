@@ -112,10 +112,9 @@ class Body:
     def const(self, value, dtype="f32"):
         if dtype == "f32":
             literal = float_literal(value)
-        elif dtype == "i1":
-            literal = "true" if value else "false"
-        else:
-            literal = str(int(value))
+        else:  # i1 too: `arith.constant true` takes no type suffix
+            literal = str(int(bool(value))) if dtype == "i1" else \
+                str(int(value))
         return self.op("arith.constant " + literal, dtype)
 
     def binary(self, opname, a, b, dtype="f32"):
@@ -189,10 +188,9 @@ class Builder:
         name = self.fresh("c")
         if dtype == "f32":
             literal = float_literal(value)
-        elif dtype == "i1":
-            literal = "true" if value else "false"
-        else:
-            literal = str(int(value))
+        else:  # i1 too: `arith.constant true` takes no type suffix
+            literal = str(int(bool(value))) if dtype == "i1" else \
+                str(int(value))
         self.emit("%s = arith.constant %s : %s" % (name, literal, dtype))
         return name
 

@@ -80,10 +80,13 @@ class CompiledStep:
         self.function = getattr(self.library,
                                 "_mlir_ciface_" + manifest["function"])
         self.function.restype = None
+        # Results that are arguments are not in the C signature.
+        self.returned = [e for e in manifest["outputs"]
+                         if "aliases_input" not in e]
         self.results_type = type("Results", (ctypes.Structure,), {
             "_fields_": [("r%d" % i, descriptor_type(e["dtype"],
                                                      len(e["shape"])))
-                         for i, e in enumerate(manifest["outputs"])]})
+                         for i, e in enumerate(self.returned)]})
         for name, restype in (("gradcomm_init", ctypes.c_int),
                               ("gradcomm_finalize", ctypes.c_int),
                               ("gradcomm_rank", ctypes.c_int),
@@ -119,12 +122,20 @@ class CompiledStep:
             arrays.append(array)
             descriptors.append(describe(array, entry["dtype"]))
         results = self.results_type()
-        self.function(ctypes.byref(results),
-                      *[ctypes.byref(d) for d in descriptors])
+        pointers = [ctypes.byref(d) for d in descriptors]
+        if self.returned:
+            self.function(ctypes.byref(results), *pointers)
+        else:
+            self.function(*pointers)
         outputs = {}
         owned = {a.ctypes.data for a in arrays}
         freed = set()
-        for i, entry in enumerate(self.manifest["outputs"]):
+        by_name = {e["name"]: a for e, a in zip(self.manifest["inputs"],
+                                                 arrays)}
+        for entry in self.manifest["outputs"]:
+            if "aliases_input" in entry:
+                outputs[entry["name"]] = by_name[entry["aliases_input"]]
+        for i, entry in enumerate(self.returned):
             descriptor = getattr(results, "r%d" % i)
             outputs[entry["name"]] = read_out(descriptor, entry)
             allocated = ctypes.cast(descriptor.allocated,

@@ -149,7 +149,7 @@ def run(args):
         return 0
     expected, buffers, expected_loss = reference(
         getattr(models, args.model)(), manifest, args.steps)
-    worst = 0.0
+    worst, worst_name = 0.0, None
     failures = []
     checked = list(expected.items()) + [
         (n, b) for n, b in buffers[rank].items()
@@ -157,15 +157,17 @@ def run(args):
             e["name"] == n for e in manifest["outputs"])]
     for name, want in checked:
         error = relative_error(values[name], want)
-        worst = max(worst, error)
+        if error >= worst:
+            worst, worst_name = error, name
         if error > args.tolerance:
             failures.append("%s: relative error %.3g" % (name, error))
     loss_error = abs(loss - expected_loss) / max(abs(expected_loss), 1e-30)
     if loss_error > args.tolerance:
         failures.append("loss %.9g, PyTorch %.9g" % (loss, expected_loss))
-    print("rank %d: %d tensors after %d steps, worst relative error %.3g, "
-          "loss %.6f (PyTorch %.6f)" % (rank, len(checked), args.steps, worst,
-                                        loss, expected_loss))
+    print("rank %d: %d tensors after %d steps, worst relative error %.3g "
+          "(%s), loss %.6f (PyTorch %.6f)" % (rank, len(checked), args.steps,
+                                              worst, worst_name, loss,
+                                              expected_loss))
     for failure in failures:
         print("rank %d: MISMATCH %s" % (rank, failure))
     return 1 if failures else 0

@@ -77,8 +77,18 @@ class _Signature:
         self.results.append((value, name, role))
 
     def manifest_entries(self, items):
-        return [{"name": name, "role": role, "shape": list(value.shape),
-                 "dtype": value.dtype} for value, name, role in items]
+        """Manifest entries. A result that is an argument itself is
+        returned by no compiled function (gradcomm-drop-in-place-results
+        removes it from the C signature): its entry names that argument."""
+        arg_names = {a[0].name: a[1] for a in self.args}
+        entries = []
+        for value, name, role in items:
+            entry = {"name": name, "role": role, "shape": list(value.shape),
+                     "dtype": value.dtype}
+            if items is self.results and value.name in arg_names:
+                entry["aliases_input"] = arg_names[value.name]
+            entries.append(entry)
+        return entries
 
 
 def _all_reduce(builder, value, reduction, runtime_name=None):
@@ -252,3 +262,42 @@ def render(sig, builder, ranks, function, model):
         ", ".join(value.name for value, _, _ in sig.results), results))
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def export_function(fn, args, function="fn", model=None):
+    """Exports fn(*args) (tensors in, a tensor or a tuple of tensors out) as
+    one func.func without a grid: the ops alone, for tests and for graphs
+    that are not training steps. Tensors that require grad may be
+    differentiated inside fn; dropout adds a last argument `dropout_seed`
+    (tensor<i64>). Returns (text, manifest)."""
+    gm = trace(fn, args, model)
+    sig = _Signature()
+    builder = Builder()
+    inputs = [sig.add_arg("in%d" % i, "input", a.shape,
+                          element_type(a.dtype, "argument %d" % i))
+              for i, a in enumerate(args)]
+    seed = []
+
+    def seed_provider():
+        if not seed:
+            seed.append(sig.add_arg("dropout_seed", "seed", (), "i64"))
+        return seed[0]
+
+    outputs = GraphConverter(builder, seed_provider).run(gm, inputs)
+    for i, value in enumerate(outputs):
+        if not isinstance(value, Tensor):
+            raise ExportError("output %d is not a tensor" % i)
+        sig.add_result(value, "out%d" % i, "output")
+    body = [line.replace("  ", "    ", 1) for line in builder.lines]
+    args_text = ", ".join("%s: %s" % (value.name, value.type)
+                          for value, _, _, _ in sig.args)
+    results = ", ".join(value.type for value, _, _ in sig.results)
+    text = "\n".join(
+        ["  func.func @%s(%s) -> (%s) {" % (function, args_text, results)] +
+        body + ["    return %s : %s" % (", ".join(
+            value.name for value, _, _ in sig.results), results), "  }"])
+    manifest = {"function": function,
+                "inputs": sig.manifest_entries([(a[0], a[1], a[2])
+                                                for a in sig.args]),
+                "outputs": sig.manifest_entries(sig.results)}
+    return text, manifest

@@ -111,7 +111,7 @@ class Context:
         node = self.node
         where = node.meta.get("gradcomm_module")
         place = ("in module '%s'" % where) if where else \
-            "in the backward pass or the optimizer"
+            "outside the model's modules: backward pass or optimizer"
         raise ExportError("aten.%s (%s, %s): %s; arguments: %s" % (
             aten_name(node.target), node.name, place, message,
             ", ".join(describe(a) for a in self.args)))

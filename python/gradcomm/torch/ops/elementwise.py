@@ -126,7 +126,8 @@ def unary_math(opname):
 
 for _name, _op in (("exp", "math.exp"), ("log", "math.log"),
                    ("sqrt", "math.sqrt"), ("tanh", "math.tanh"),
-                   ("erf", "math.erf")):
+                   ("erf", "math.erf"), ("expm1", "math.expm1"),
+                   ("log1p", "math.log1p"), ("abs", "math.absf")):
     converter(_name)(unary_math(_op))
 
 
@@ -136,6 +137,12 @@ def rsqrt(ctx, a):
         return b.binary("arith.divf", b.const(1.0), b.unary("math.sqrt", v[0]))
 
     return pointwise(ctx, [a], body, "f32")
+
+
+@converter("reciprocal")
+def reciprocal(ctx, a):
+    return pointwise(ctx, [a], lambda b, v: b.binary(
+        "arith.divf", b.const(1.0), v[0]), "f32")
 
 
 @converter("sigmoid")
@@ -326,6 +333,21 @@ def zeros_like(ctx, a, dtype=None, **kwargs):
 @converter("full_like")
 def full_like(ctx, a, value, dtype=None, **kwargs):
     return filled(ctx, a.shape, value, element_type(ctx, dtype, a.dtype))
+
+
+@converter("new_ones")
+def new_ones(ctx, a, size, dtype=None, **kwargs):
+    return filled(ctx, size, 1, element_type(ctx, dtype, a.dtype))
+
+
+@converter("new_zeros")
+def new_zeros(ctx, a, size, dtype=None, **kwargs):
+    return filled(ctx, size, 0, element_type(ctx, dtype, a.dtype))
+
+
+@converter("new_full")
+def new_full(ctx, a, size, value, dtype=None, **kwargs):
+    return filled(ctx, size, value, element_type(ctx, dtype, a.dtype))
 
 
 @converter("full")

@@ -319,32 +319,64 @@ def uniform(b, seed, salt, flat):
     return b.binary("arith.mulf", as_float, b.const(1.0 / (1 << 24)))
 
 
+def uniform_tensor(ctx, shape):
+    """A tensor of uniforms in [0, 1) from the step's dropout seed, a salt
+    per random op and each element's position: the same seed gives the
+    same bits on every run and rank."""
+    seed, salt = ctx.dropout_seed()
+    rank = len(shape)
+    loops = ["d%d" % i for i in range(rank)]
+
+    def body(b, ins, outs):
+        flat = b.const(0, "index")
+        for i, size in enumerate(shape):
+            flat = b.binary("arith.addi", b.binary(
+                "arith.muli", flat, b.const(size, "index"), "index"),
+                b.index(i), "index")
+        flat = b.cast("arith.index_cast", flat, "index", "i64")
+        return [uniform(b, ins[0], salt, flat)]
+
+    return ctx.b.generic(rank, ["parallel"] * rank, [(seed, [])],
+                         [(ctx.b.empty(tuple(shape)), loops)], body)[0]
+
+
 @converter("native_dropout")
 def native_dropout(ctx, x, p, train):
     if not train or p == 0:
         return x, ctx.b.full(x.shape, True, "i1")
     if not 0 <= p < 1:
         ctx.fail("dropout probability %r is not in [0, 1)" % (p,))
-    seed, salt = ctx.dropout_seed()
     scale = 1.0 / (1.0 - p)
-    rank = x.rank
-    loops = ["d%d" % i for i in range(rank)]
 
-    def body(b, ins, outs):
-        flat = b.const(0, "index")
-        for i, size in enumerate(x.shape):
-            flat = b.binary("arith.addi", b.binary(
-                "arith.muli", flat, b.const(size, "index"), "index"),
-                b.index(i), "index")
-        flat = b.cast("arith.index_cast", flat, "index", "i64")
-        keep = b.cmpf("oge", uniform(b, ins[1], salt, flat), b.const(p))
-        kept = b.binary("arith.mulf", ins[0], b.const(scale))
-        return [b.select(keep, kept, b.const(0.0)), keep]
+    def body(b, v):
+        keep = b.cmpf("oge", v[1], b.const(p))
+        kept = b.binary("arith.mulf", v[0], b.const(scale))
+        return b.select(keep, kept, b.const(0.0))
 
-    return tuple(ctx.b.generic(
-        rank, ["parallel"] * rank, [(x, loops), (seed, [])],
-        [(ctx.b.empty(x.shape), loops), (ctx.b.empty(x.shape, "i1"), loops)],
-        body))
+    u = uniform_tensor(ctx, x.shape)
+    out = ctx.b.map(x.shape, [x, u], body)
+    mask = ctx.b.map(x.shape, [u], lambda b, v: b.cmpf(
+        "oge", v[0], b.const(p)), "i1")
+    return out, mask
+
+
+@converter("bernoulli", "bernoulli_")
+def bernoulli(ctx, x, p=None, generator=None):
+    """1.0 with probability p (a float), else 0.0: PyTorch's CPU dropout
+    is empty_like(x).bernoulli_(1 - p), then a division and a product."""
+    if not isinstance(p, float) or generator is not None:
+        ctx.fail("bernoulli with a float probability only")
+    if not 0 <= p <= 1:
+        ctx.fail("probability %r is not in [0, 1]" % (p,))
+    u = uniform_tensor(ctx, x.shape)
+    return ctx.b.map(x.shape, [u], lambda b, v: b.select(
+        b.cmpf("olt", v[0], b.const(p)), b.const(1.0), b.const(0.0)))
+
+
+@converter("empty_like")
+def empty_like(ctx, x, dtype=None, **kwargs):
+    from gradcomm.torch.ops.elementwise import element_type
+    return ctx.b.empty(x.shape, element_type(ctx, dtype, x.dtype))
 
 
 @converter("native_dropout_backward")

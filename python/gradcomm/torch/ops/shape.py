@@ -177,3 +177,32 @@ def unbind(ctx, a, d=0):
 def stack(ctx, tensors, d=0):
     d = normalize_dim(ctx, d, tensors[0].rank + 1)
     return cat(ctx, [unsqueeze(ctx, x, d) for x in tensors], d)
+
+
+def scatter_into_zeros(ctx, grad, input_sizes, offsets, strides):
+    zeros = ctx.b.full(tuple(input_sizes), 0.0, grad.dtype)
+    return ctx.b.insert_slice(grad, zeros, offsets, strides)
+
+
+@converter("select_backward")
+def select_backward(ctx, grad, input_sizes, d, index):
+    d = normalize_dim(ctx, d, len(input_sizes))
+    index = normalize_dim(ctx, index, input_sizes[d])
+    shape = list(input_sizes)
+    shape[d] = 1
+    offsets = [0] * len(shape)
+    offsets[d] = index
+    return scatter_into_zeros(ctx, ctx.b.reshape(grad, shape), input_sizes,
+                              offsets, None)
+
+
+@converter("slice_backward")
+def slice_backward(ctx, grad, input_sizes, d, start, end, step):
+    d = normalize_dim(ctx, d, len(input_sizes))
+    size = input_sizes[d]
+    start = max(0, min(size, start + size if start < 0 else start))
+    offsets = [0] * len(input_sizes)
+    offsets[d] = start
+    strides = [1] * len(input_sizes)
+    strides[d] = step
+    return scatter_into_zeros(ctx, grad, input_sizes, offsets, strides)
