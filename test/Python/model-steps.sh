@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# An example model (examples/pytorch/models.py) exported with
+# gradcomm-export and compiled with gradcomm-compile:
+#   - dense on 1 and on 4 ranks: the parameters after 5 steps equal
+#     PyTorch's data-parallel step within 1e-5 (relative to each tensor's
+#     largest magnitude) on every rank;
+#   - ScaleCom on 4 ranks: the replicas stay bit-identical (3 steps);
+#   - gossip on 4 ranks, plain SGD: the replicas differ and their mean
+#     equals PyTorch's step (1 step from identical replicas; mixing keeps
+#     the mean, and plain SGD is linear in the gradient, so the mean of the
+#     local steps is the averaged-gradient step; with Adam it is not).
+# Usage: model-steps.sh <model> <bin dir> <mpiexec> <work dir>
+set -euo pipefail
+model=$1 bin=$2 mpiexec=$3 work=$4
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+python=/usr/bin/python3
+rm -rf "$work" && mkdir -p "$work" && cd "$work"
+
+# Each model exercises another optimizer and reduction.
+case $model in
+  mlp)
+    flags=(--optimizer sgd --lr 0.05 --momentum 0.9 --weight-decay 1e-4
+           --reduction sum)
+    options='{"momentum": 0.9, "weight_decay": 1e-4}' ;;
+  cnn)
+    flags=(--optimizer adam --lr 0.002 --weight-decay 0.01)
+    options='{"weight_decay": 0.01}' ;;
+  transformer)
+    flags=(--optimizer sgd --lr 0.1 --momentum 0.9 --nesterov)
+    options='{"momentum": 0.9, "nesterov": true}' ;;
+  *) echo "unknown model $model"; exit 2 ;;
+esac
+
+step() { # <name> <ranks> <steps> <manifest> <extra run flags...>
+  local name=$1 ranks=$2 steps=$3 manifest=$4
+  shift 4
+  "$mpiexec" -n "$ranks" "$python" "$here/model_step.py" run --model "$model" \
+    --library "./lib$name.so" --manifest "$manifest" --steps "$steps" \
+    --out "out-$name" "$@"
+}
+
+for ranks in 1 4; do
+  "$bin/gradcomm-export" "$root/examples/pytorch/models.py:$model" \
+    --batch 4 --ranks "$ranks" "${flags[@]}" -o "np$ranks.mlir"
+done
+"$bin/gradcomm-compile" np1.mlir -o libdense1.so --emit=shared --strategy=dense
+"$bin/gradcomm-compile" np4.mlir -o libdense4.so --emit=shared --strategy=dense
+"$bin/gradcomm-compile" np4.mlir -o libscalecom4.so --emit=shared \
+  --strategy=scalecom --ratio=10 --min-elements=64
+"$bin/gradcomm-export" "$root/examples/pytorch/models.py:$model" \
+  --batch 4 --ranks 4 --optimizer sgd --lr 0.05 -o np4-sgd.mlir
+"$bin/gradcomm-compile" np4-sgd.mlir -o libgossip4.so --emit=shared \
+  --strategy=gossip --schedule=matching --mixing=0.5
+
+step dense1 1 5 np1.json --check --optimizer-options "$options"
+step dense4 4 5 np4.json --check --optimizer-options "$options"
+step scalecom4 4 3 np4.json --optimizer-options "$options"
+"$python" "$here/model_step.py" replicas --out out-scalecom4
+step gossip4 4 1 np4-sgd.json
+"$python" "$here/model_step.py" mean --model "$model" --manifest np4-sgd.json \
+  --out out-gossip4
