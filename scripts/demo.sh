@@ -18,7 +18,11 @@
 #      with a band over seeds, accuracy vs bytes sent, loss) and a table
 #      (mean +- sd, gap to dense, measured traffic, time per step);
 #   4. a correctness check: the compiled ScaleCom linear-regression step
-#      equals a C++ reference of ScaleCom bit for bit on 4 ranks.
+#      equals a C++ reference of ScaleCom bit for bit on 4 ranks;
+#   5. a real model from PyTorch: the CNN of examples/pytorch/models.py
+#      (2 conv + batch norm + pool + fc) exported with gradcomm-export,
+#      compiled dense and with ScaleCom (ratio 100), trained on 4 ranks for
+#      CNN_EPOCHS epochs (default 1) with examples/pytorch/train.py.
 #
 # Sizes (defaults sized for about 10 minutes on 2 cores):
 #   RANKS=4 (2 is built too: one rank per core), EPOCHS=2, SEEDS="1 2 3",
@@ -151,3 +155,21 @@ echo "== 3. correctness: compiled ScaleCom step vs C++ reference, 4 ranks"
 /usr/bin/mpiexec.mpich -n 4 \
   "$build/examples/linear-regression/linear-regression-scalecom-exact-np4" \
   --steps 20 --reference scalecom --k 128 --quiet | tail -n 1
+
+echo
+cnn_epochs=${CNN_EPOCHS:-1}
+echo "== 4. a PyTorch model: the Fashion-MNIST CNN exported with" \
+  "gradcomm-export, 4 ranks, $cnn_epochs epoch(s), SGD momentum 0.9, lr 0.05"
+cnn="$out/cnn"
+rm -rf "$cnn" && mkdir -p "$cnn"
+"$build/bin/gradcomm-export" examples/pytorch/models.py:cnn --batch 32 \
+  --ranks 4 --momentum 0.9 --lr 0.05 -o "$cnn/cnn.mlir"
+for strategy in dense scalecom; do
+  options=(--strategy=$strategy)
+  [ "$strategy" = scalecom ] && options+=(--ratio=100)
+  "$build/bin/gradcomm-compile" "$cnn/cnn.mlir" -o "$cnn/lib$strategy.so" \
+    --emit=shared "${options[@]}"
+  /usr/bin/mpiexec.mpich -n 4 /usr/bin/python3 examples/pytorch/train.py \
+    --model cnn --library "$cnn/lib$strategy.so" --manifest "$cnn/cnn.json" \
+    --epochs "$cnn_epochs" --label "cnn-$strategy" | sed 's/^summary /  /'
+done

@@ -1,0 +1,131 @@
+"""Trains an exported, gradcomm-compiled step on Fashion-MNIST under
+mpiexec: every rank loads the compiled library through gradcomm.runner and
+takes its slice of each global batch; rank 0 evaluates the trained model
+in eager PyTorch (its own batch-norm statistics) on the test set.
+
+  gradcomm-export examples/pytorch/models.py:cnn --batch 32 --ranks 4 \\
+      --momentum 0.9 --lr 0.05 -o cnn.mlir
+  gradcomm-compile cnn.mlir -o libcnn.so --emit=shared --strategy=scalecom
+  mpiexec.mpich -n 4 /usr/bin/python3 examples/pytorch/train.py \\
+      --model cnn --library ./libcnn.so --manifest cnn.json --epochs 1
+"""
+
+import argparse
+import gzip
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.dirname(HERE)),
+                             "python"), HERE]
+
+import models  # noqa: E402
+from gradcomm.runner import CompiledStep  # noqa: E402
+from gradcomm.torch import optim  # noqa: E402
+from gradcomm.torch.export import functional_call  # noqa: E402
+
+
+def read_idx(path):
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    dims = data[3]
+    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big")
+             for i in range(dims)]
+    return np.frombuffer(data, np.uint8, offset=4 + 4 * dims).reshape(shape)
+
+
+def load(directory, prefix):
+    images = read_idx(os.path.join(directory, prefix +
+                                   "-images-idx3-ubyte.gz"))
+    labels = read_idx(os.path.join(directory, prefix +
+                                   "-labels-idx1-ubyte.gz"))
+    images = images.astype(np.float32)[:, None] / np.float32(255.0)
+    return images, labels.astype(np.int64)
+
+
+def evaluate(spec, values, images, labels):
+    model = spec.model
+    model.eval()
+    state = {n: torch.from_numpy(values[n]) for n, _ in
+             list(model.named_parameters()) + list(model.named_buffers())
+             if n in values}
+    correct, loss = 0, 0.0
+    with torch.no_grad():
+        for start in range(0, len(labels), 1000):
+            x = torch.from_numpy(images[start:start + 1000])
+            y = torch.from_numpy(labels[start:start + 1000])
+            out = functional_call(model, state, (x,))
+            loss += float(spec.loss_fn(out, y, reduction="sum"))
+            correct += int((out.argmax(1) == y).sum())
+    return loss / len(labels), correct / len(labels)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="cnn")
+    parser.add_argument("--library", required=True)
+    parser.add_argument("--manifest", required=True)
+    parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    parser.add_argument("--epochs", type=float, default=1.0)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--label", default="exported")
+    parser.add_argument("--optimizer-options", default="momentum=0.9",
+                        help="comma-separated k=v of the export's optimizer "
+                        "(initial state only)")
+    args = parser.parse_args()
+
+    step = CompiledStep(args.library, args.manifest)
+    manifest = step.manifest
+    rank, ranks, batch = step.rank(), manifest["ranks"], manifest["batch"]
+    spec = getattr(models, args.model)()
+    images, labels = load(args.data, "train")
+    options = dict(kv.split("=") for kv in args.optimizer_options.split(",")
+                   if kv)
+    optimizer = optim.make(manifest["optimizer"],
+                           **{k: float(v) for k, v in options.items()})
+    values = {n: p.detach().numpy().copy()
+              for n, p in spec.model.named_parameters()}
+    values.update({n: b.detach().numpy().copy()
+                   for n, b in spec.model.named_buffers()})
+    for n, p in spec.model.named_parameters():
+        for state, value in zip(optimizer.state_names(),
+                                optimizer.initial_state(p)):
+            values["%s.%s" % (n, state)] = value.numpy()
+
+    global_batch = batch * ranks
+    steps_per_epoch = len(labels) // global_batch
+    steps = max(1, int(args.epochs * steps_per_epoch))
+    rng = np.random.RandomState(args.seed)
+    order = rng.permutation(len(labels))
+    wall, losses = 0.0, []
+    for s in range(steps):
+        if s and s % steps_per_epoch == 0:
+            order = rng.permutation(len(labels))
+        first = (s % steps_per_epoch) * global_batch + rank * batch
+        chosen = order[first:first + batch]
+        values["input"], values["target"] = images[chosen], labels[chosen]
+        start = time.perf_counter()
+        outputs = step(values)
+        wall += time.perf_counter() - start
+        losses.append(float(outputs.pop("loss")[0]))
+        values.update(outputs)
+    step.close()
+    if rank == 0:
+        test_images, test_labels = load(args.data, "t10k")
+        test_loss, accuracy = evaluate(spec, values, test_images, test_labels)
+        tail = losses[-50:]
+        print("summary %s: %d ranks, %d steps (%.2f epochs), train loss "
+              "(last 50) %.4f, test loss %.4f, test accuracy %.4f, "
+              "%.1f ms per step" % (
+                  args.label, ranks, steps, steps / steps_per_epoch,
+                  sum(tail) / len(tail), test_loss, accuracy,
+                  1000 * wall / steps))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
