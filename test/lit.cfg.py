@@ -26,6 +26,7 @@ tools = [
     ToolSubst("gradcomm-compile", unresolved="fatal"),
     ToolSubst("not", unresolved="fatal"),
     ToolSubst("split-file", unresolved="fatal"),
+    ToolSubst("gradcomm-export", unresolved="fatal"),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
@@ -36,3 +37,15 @@ if config.mpiexec and os.path.exists(config.mpiexec):
     config.substitutions.append(("%mpiexec", config.mpiexec))
 if shutil.which("nvidia-smi") and os.system("nvidia-smi -L >/dev/null 2>&1") == 0:
     config.available_features.add("cuda-gpu")
+
+# The PyTorch exporter's tests (test/Export/*.py) run Debian's python3 with
+# the source tree's package; without python3-torch they are UNSUPPORTED.
+python = "/usr/bin/python3"
+config.environment["PYTHONPATH"] = os.path.join(config.gradcomm_src_root,
+                                                "python")
+config.substitutions.append(("%python", python))
+config.substitutions.append(
+    ("%models", os.path.join(config.gradcomm_src_root, "examples", "pytorch",
+                             "models.py")))
+if os.system(python + ' -c "import torch" >/dev/null 2>&1') == 0:
+    config.available_features.add("torch")

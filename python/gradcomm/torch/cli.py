@@ -69,10 +69,14 @@ def main(argv=None):
     args = parse(argv)
     try:
         from gradcomm.torch import optim
-        from gradcomm.torch.export import export_step
+        from gradcomm.torch.export import StepSpec, export_step
 
         start = time.perf_counter()
         spec = load_factory(args.factory)()
+        if not isinstance(spec, StepSpec):
+            raise ExportError("%s returned %s, not a gradcomm.torch.export."
+                              "StepSpec" % (args.factory,
+                                            type(spec).__name__))
         optimizer = optim.make(args.optimizer, args.momentum,
                                args.weight_decay, args.nesterov,
                                tuple(args.betas), args.eps)

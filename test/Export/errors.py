@@ -1,0 +1,23 @@
+# An op without a converter: the ATen op, the module it is in and the
+# argument shapes, no traceback.
+# RUN: not gradcomm-export %S/Inputs/small.py:cumulative --batch 3 -o %t.mlir 2>&1 | FileCheck %s --check-prefix=OP
+# OP: gradcomm-export: error: aten.cumsum (cumsum, in module 'Cumulative'): no converter for this op (see docs/export.md, 'Adding an op'); arguments: f32 [3, 2], 1
+# OP-NOT: Traceback
+
+# RUN: not gradcomm-export %S/Inputs/small.py:unused --batch 2 -o %t.mlir 2>&1 | FileCheck %s --check-prefix=UNUSED
+# UNUSED: gradcomm-export: error: parameter 'spare.weight' does not affect the loss (freeze it: requires_grad_(False))
+
+# RUN: not gradcomm-export %S/Inputs/small.py:missing --batch 2 -o %t.mlir 2>&1 | FileCheck %s --check-prefix=FACTORY
+# FACTORY: gradcomm-export: error: {{.*}}small.py has no function 'missing'
+
+# RUN: not gradcomm-export %S/Inputs/nowhere.py:tiny --batch 2 -o %t.mlir 2>&1 | FileCheck %s --check-prefix=FILE
+# FILE: gradcomm-export: error: no such file: {{.*}}nowhere.py
+
+# RUN: not gradcomm-export %S/Inputs/small.py:not_a_spec --batch 2 -o %t.mlir 2>&1 | FileCheck %s --check-prefix=SPEC
+# SPEC: gradcomm-export: error: {{.*}}not_a_spec returned int, not a gradcomm.torch.export.StepSpec
+
+# RUN: not gradcomm-export %S/Inputs/small.py:tiny --batch 0 -o %t.mlir 2>&1 | FileCheck %s --check-prefix=BATCH
+# BATCH: gradcomm-export: error: batch and ranks must be positive
+
+# RUN: not gradcomm-export %S/Inputs/small.py:tiny --batch 2 --function 1step -o %t.mlir 2>&1 | FileCheck %s --check-prefix=NAME
+# NAME: gradcomm-export: error: function name '1step' is not a C identifier
