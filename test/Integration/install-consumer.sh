@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs GradComm into a scratch prefix, builds examples/ against it as an
 # outside project would (find_package(GradComm), gradcomm_compile_step), and
-# runs one of its trainers with its reference check.
+# runs one of its trainers with its reference check; exports a PyTorch
+# model with the installed gradcomm-export.
 #   install-consumer.sh <build-dir> <examples-dir> <mpiexec> <scratch-dir>
 set -euo pipefail
 build=$1 examples=$2 mpiexec=$3 scratch=$4
@@ -13,3 +14,12 @@ cmake --build "$scratch/build" --target linear-regression-scalecom-exact-np2 \
   >/dev/null
 "$mpiexec" -n 2 "$scratch/build/linear-regression/linear-regression-scalecom-exact-np2" \
   --steps 5 --reference scalecom --quiet
+# The installed exporter finds its package relative to itself, without
+# PYTHONPATH, and what it writes compiles with the installed driver.
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  env -u PYTHONPATH "$scratch/prefix/bin/gradcomm-export" \
+    "$examples/pytorch/models.py:mlp" --batch 2 --ranks 2 \
+    -o "$scratch/mlp.mlir"
+  "$scratch/prefix/bin/gradcomm-compile" "$scratch/mlp.mlir" \
+    -o "$scratch/mlp.o" --strategy=scalecom
+fi
