@@ -22,7 +22,9 @@
 #   5. a real model from PyTorch: the CNN of examples/pytorch/models.py
 #      (2 conv + batch norm + pool + fc) exported with gradcomm-export,
 #      compiled dense and with ScaleCom (ratio 100), trained on 4 ranks for
-#      CNN_EPOCHS epochs (default 1) with examples/pytorch/train.py.
+#      CNN_EPOCHS epochs (default 1) with examples/pytorch/train.py;
+#   6. the 2-layer transformer language model of the same file on Debian's
+#      GPL-3 text, dense and ScaleCom, LM_EPOCHS epochs (default 0.5).
 #
 # Sizes (defaults sized for about 10 minutes on 2 cores):
 #   RANKS=4 (2 is built too: one rank per core), EPOCHS=2, SEEDS="1 2 3",
@@ -172,4 +174,21 @@ for strategy in dense scalecom; do
   /usr/bin/mpiexec.mpich -n 4 /usr/bin/python3 examples/pytorch/train.py \
     --model cnn --library "$cnn/lib$strategy.so" --manifest "$cnn/cnn.json" \
     --epochs "$cnn_epochs" --label "cnn-$strategy" | sed 's/^summary /  /'
+done
+
+echo
+lm_epochs=${LM_EPOCHS:-0.5}
+echo "== 5. the 2-layer transformer language model exported from PyTorch," \
+  "on Debian's GPL-3 text, 4 ranks, $lm_epochs epoch(s), Adam lr 0.003"
+"$build/bin/gradcomm-export" examples/pytorch/models.py:transformer \
+  --batch 8 --ranks 4 --optimizer adam --lr 0.003 -o "$cnn/lm.mlir"
+for strategy in dense scalecom; do
+  options=(--strategy=$strategy)
+  [ "$strategy" = scalecom ] && options+=(--ratio=100)
+  "$build/bin/gradcomm-compile" "$cnn/lm.mlir" -o "$cnn/liblm-$strategy.so" \
+    --emit=shared "${options[@]}"
+  /usr/bin/mpiexec.mpich -n 4 /usr/bin/python3 examples/pytorch/train.py \
+    --model transformer --library "$cnn/liblm-$strategy.so" \
+    --manifest "$cnn/lm.json" --optimizer-options "" --epochs "$lm_epochs" \
+    --label "lm-$strategy" | sed 's/^summary /  /'
 done

@@ -1,7 +1,9 @@
-"""Trains an exported, gradcomm-compiled step on Fashion-MNIST under
-mpiexec: every rank loads the compiled library through gradcomm.runner and
-takes its slice of each global batch; rank 0 evaluates the trained model
-in eager PyTorch (its own batch-norm statistics) on the test set.
+"""Trains an exported, gradcomm-compiled step under mpiexec: the MLP or CNN
+on Fashion-MNIST, or the transformer language model on a text (--text,
+default GPL-3 from Debian's base-files). Every rank loads the compiled
+library through gradcomm.runner and takes its slice of each global batch;
+rank 0 evaluates the trained model in eager PyTorch (its own batch-norm
+statistics) on the test set (the last 10 % of the text).
 
   gradcomm-export examples/pytorch/models.py:cnn --batch 32 --ranks 4 \\
       --momentum 0.9 --lr 0.05 -o cnn.mlir
@@ -47,6 +49,22 @@ def load(directory, prefix):
     return images, labels.astype(np.int64)
 
 
+# The transformer's 64 token ids: these 63 characters (text lower-cased)
+# and one for every other character.
+ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789 \n.,;:'\"()-!?/&%$#*+=<>[]_"
+
+
+def load_text(path, context):
+    """(train, test) windows of context + 1 token ids."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read().lower()
+    lookup = {c: i for i, c in enumerate(ALPHABET)}
+    ids = np.array([lookup.get(c, len(ALPHABET)) for c in text], np.int64)
+    split = int(len(ids) * 0.9)
+    windows = np.lib.stride_tricks.sliding_window_view(ids, context + 1)
+    return windows[:split - context], windows[split:]
+
+
 def evaluate(spec, values, images, labels):
     model = spec.model
     model.eval()
@@ -59,8 +77,12 @@ def evaluate(spec, values, images, labels):
             x = torch.from_numpy(images[start:start + 1000])
             y = torch.from_numpy(labels[start:start + 1000])
             out = functional_call(model, state, (x,))
-            loss += float(spec.loss_fn(out, y, reduction="sum"))
-            correct += int((out.argmax(1) == y).sum())
+            if out.dim() == 3:  # language model: per-token loss, accuracy
+                loss += float(spec.loss_fn(out, y)) * len(y)
+                correct += float((out.argmax(2) == y).float().mean()) * len(y)
+            else:
+                loss += float(spec.loss_fn(out, y, reduction="sum"))
+                correct += int((out.argmax(1) == y).sum())
     return loss / len(labels), correct / len(labels)
 
 
@@ -70,6 +92,8 @@ def main():
     parser.add_argument("--library", required=True)
     parser.add_argument("--manifest", required=True)
     parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    parser.add_argument("--text", default="/usr/share/common-licenses/GPL-3",
+                        help="the language model's text")
     parser.add_argument("--epochs", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--label", default="exported")
@@ -82,7 +106,12 @@ def main():
     manifest = step.manifest
     rank, ranks, batch = step.rank(), manifest["ranks"], manifest["batch"]
     spec = getattr(models, args.model)()
-    images, labels = load(args.data, "train")
+    if args.model == "transformer":
+        context = spec.input_shape[0]
+        train_windows, test_windows = load_text(args.text, context)
+        images, labels = train_windows[:, :-1], train_windows[:, 1:]
+    else:
+        images, labels = load(args.data, "train")
     options = dict(kv.split("=") for kv in args.optimizer_options.split(",")
                    if kv)
     optimizer = optim.make(manifest["optimizer"],
@@ -115,7 +144,11 @@ def main():
         values.update(outputs)
     step.close()
     if rank == 0:
-        test_images, test_labels = load(args.data, "t10k")
+        if args.model == "transformer":
+            test_images = np.ascontiguousarray(test_windows[::7, :-1])
+            test_labels = np.ascontiguousarray(test_windows[::7, 1:])
+        else:
+            test_images, test_labels = load(args.data, "t10k")
         test_loss, accuracy = evaluate(spec, values, test_images, test_labels)
         tail = losses[-50:]
         print("summary %s: %d ranks, %d steps (%.2f epochs), train loss "

@@ -188,6 +188,9 @@ class GraphConverter:
             raise
         except TypeError as error:
             ctx.fail("unexpected arguments (%s)" % error)
+        except Exception as error:  # a converter bug: say where, not how
+            ctx.fail("the converter failed (%s: %s)" % (type(error).__name__,
+                                                        error))
         env[node] = result
         if inplace:
             ctx.mutate(0, result)
