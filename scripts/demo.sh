@@ -26,7 +26,7 @@
 #   6. the 2-layer transformer language model of the same file on Debian's
 #      GPL-3 text, dense and ScaleCom, LM_EPOCHS epochs (default 0.5).
 #
-# Sizes (defaults sized for about 10 minutes on 2 cores):
+# Sizes (defaults sized for about 12 minutes on 2 cores):
 #   RANKS=4 (2 is built too: one rank per core), EPOCHS=2, SEEDS="1 2 3",
 #   LR=0.1, EVAL_EVERY=100, STRATEGIES=(all 11). Global batch = 32 * RANKS.
 #   Times are wall time per step over shared memory (MPICH ch4:ucx), not a
@@ -159,36 +159,37 @@ echo "== 3. correctness: compiled ScaleCom step vs C++ reference, 4 ranks"
   --steps 20 --reference scalecom --k 128 --quiet | tail -n 1
 
 echo
+# train_exported <model> <mlir> <epochs> <train.py options...>: compiles the
+# exported step dense and with ScaleCom (ratio 100) and trains each.
+train_exported() {
+  local model=$1 mlir=$2 epochs=$3 strategy
+  shift 3
+  for strategy in dense scalecom; do
+    local options=(--strategy=$strategy)
+    [ "$strategy" = scalecom ] && options+=(--ratio=100)
+    "$build/bin/gradcomm-compile" "$mlir" -o "${mlir%.mlir}-$strategy.so" \
+      --emit=shared "${options[@]}"
+    /usr/bin/mpiexec.mpich -n 4 /usr/bin/python3 examples/pytorch/train.py \
+      --model "$model" --library "${mlir%.mlir}-$strategy.so" \
+      --manifest "${mlir%.mlir}.json" --epochs "$epochs" \
+      --label "$model-$strategy" "$@" | sed 's/^summary /  /'
+  done
+}
+
 cnn_epochs=${CNN_EPOCHS:-1}
 echo "== 4. a PyTorch model: the Fashion-MNIST CNN exported with" \
   "gradcomm-export, 4 ranks, $cnn_epochs epoch(s), SGD momentum 0.9, lr 0.05"
-cnn="$out/cnn"
-rm -rf "$cnn" && mkdir -p "$cnn"
+exported="$out/exported"
+rm -rf "$exported" && mkdir -p "$exported"
 "$build/bin/gradcomm-export" examples/pytorch/models.py:cnn --batch 32 \
-  --ranks 4 --momentum 0.9 --lr 0.05 -o "$cnn/cnn.mlir"
-for strategy in dense scalecom; do
-  options=(--strategy=$strategy)
-  [ "$strategy" = scalecom ] && options+=(--ratio=100)
-  "$build/bin/gradcomm-compile" "$cnn/cnn.mlir" -o "$cnn/lib$strategy.so" \
-    --emit=shared "${options[@]}"
-  /usr/bin/mpiexec.mpich -n 4 /usr/bin/python3 examples/pytorch/train.py \
-    --model cnn --library "$cnn/lib$strategy.so" --manifest "$cnn/cnn.json" \
-    --epochs "$cnn_epochs" --label "cnn-$strategy" | sed 's/^summary /  /'
-done
+  --ranks 4 --momentum 0.9 --lr 0.05 -o "$exported/cnn.mlir"
+train_exported cnn "$exported/cnn.mlir" "$cnn_epochs"
 
 echo
 lm_epochs=${LM_EPOCHS:-0.5}
 echo "== 5. the 2-layer transformer language model exported from PyTorch," \
   "on Debian's GPL-3 text, 4 ranks, $lm_epochs epoch(s), Adam lr 0.003"
 "$build/bin/gradcomm-export" examples/pytorch/models.py:transformer \
-  --batch 8 --ranks 4 --optimizer adam --lr 0.003 -o "$cnn/lm.mlir"
-for strategy in dense scalecom; do
-  options=(--strategy=$strategy)
-  [ "$strategy" = scalecom ] && options+=(--ratio=100)
-  "$build/bin/gradcomm-compile" "$cnn/lm.mlir" -o "$cnn/liblm-$strategy.so" \
-    --emit=shared "${options[@]}"
-  /usr/bin/mpiexec.mpich -n 4 /usr/bin/python3 examples/pytorch/train.py \
-    --model transformer --library "$cnn/liblm-$strategy.so" \
-    --manifest "$cnn/lm.json" --optimizer-options "" --epochs "$lm_epochs" \
-    --label "lm-$strategy" | sed 's/^summary /  /'
-done
+  --batch 8 --ranks 4 --optimizer adam --lr 0.003 -o "$exported/lm.mlir"
+train_exported transformer "$exported/lm.mlir" "$lm_epochs" \
+  --optimizer-options ""

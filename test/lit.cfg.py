@@ -27,6 +27,7 @@ tools = [
     ToolSubst("not", unresolved="fatal"),
     ToolSubst("split-file", unresolved="fatal"),
     ToolSubst("gradcomm-export", unresolved="fatal"),
+    ToolSubst("mlir-opt", unresolved="fatal"),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 

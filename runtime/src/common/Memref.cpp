@@ -374,6 +374,12 @@ void copyStrided(const StridedView &from, const StridedView &to, int64_t rank,
   }
 }
 
+bool isDeviceBuffer(const gradcomm_unranked_memref *memref) {
+  void *allocated =
+      reinterpret_cast<void *>(static_cast<int64_t *>(memref->descriptor)[0]);
+  return deviceBuffers().count(allocated) != 0;
+}
+
 } // namespace
 
 void memrefCopy(int64_t element_size, gradcomm_unranked_memref *source,
@@ -381,12 +387,7 @@ void memrefCopy(int64_t element_size, gradcomm_unranked_memref *source,
   int64_t rank = source->rank;
   StridedView from = stridedView(source, element_size);
   StridedView to = stridedView(destination, element_size);
-  if (!deviceBuffers().empty() &&
-      (deviceBuffers().count(
-           reinterpret_cast<void *>(static_cast<int64_t *>(
-               source->descriptor)[0])) != 0 ||
-       deviceBuffers().count(reinterpret_cast<void *>(
-           static_cast<int64_t *>(destination->descriptor)[0])) != 0)) {
+  if (isDeviceBuffer(source) || isDeviceBuffer(destination)) {
     std::fprintf(stderr, "gradcomm: memrefCopy: strided copies of device "
                          "buffers are not supported (CUDA backend)\n");
     std::abort();

@@ -66,8 +66,8 @@ static BlockArgument findParameter(Value value, Type type, int depth) {
 
 static bool hasParameterName(BlockArgument parameter) {
   auto func = cast<FunctionOpInterface>(parameter.getOwner()->getParentOp());
-  return static_cast<bool>(func.getArgAttrOfType<StringAttr>(
-      parameter.getArgNumber(), attr::kName));
+  return static_cast<bool>(
+      func.getArgAttrOfType<StringAttr>(parameter.getArgNumber(), attr::kName));
 }
 
 GradientUse mlir::gradcomm::analyzeGradient(Value reduced) {

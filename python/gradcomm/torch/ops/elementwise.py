@@ -37,25 +37,27 @@ def convert_scalar(b, value, from_type, to_type):
     raise ValueError("no conversion from %s to %s" % (from_type, to_type))
 
 
-def pointwise(ctx, operands, fn, dtype=None, result_dtype=None):
+def pointwise(ctx, operands, fn, dtype=None, result_dtype=None,
+              operand_dtypes=None):
     """Maps fn(body, scalars) over the broadcast of the tensor operands.
 
     Every operand (tensor element or Python number) reaches fn converted to
-    `dtype` (default: compute_dtype); the result has `result_dtype`
-    (default: dtype)."""
+    `dtype` (default: compute_dtype), or to its entry of operand_dtypes;
+    the result has `result_dtype` (default: dtype)."""
     dtype = dtype or compute_dtype(operands)
     result_dtype = result_dtype or dtype
+    wanted = operand_dtypes or [dtype] * len(operands)
     tensors = [o for o in operands if is_tensor(o)]
     shape = broadcast_shape(*[t.shape for t in tensors]) if tensors else ()
 
     def body(b, scalars):
         it = iter(scalars)
         values = []
-        for o in operands:
+        for o, want in zip(operands, wanted):
             if is_tensor(o):
-                values.append(convert_scalar(b, next(it), o.dtype, dtype))
+                values.append(convert_scalar(b, next(it), o.dtype, want))
             else:
-                values.append(b.const(o, dtype))
+                values.append(b.const(o, want))
         return fn(b, values)
 
     return ctx.b.map(shape, tensors, body, result_dtype)
@@ -73,20 +75,19 @@ def scaled(b, value, alpha, dtype):
                     b.const(alpha, dtype), value, dtype)
 
 
-@converter("add", "add_")
-def add(ctx, a, other, alpha=1):
-    dtype = compute_dtype([a, other, alpha])
-    return pointwise(ctx, [a, other], lambda b, v: b.binary(
-        arith(dtype, "arith.addf", "arith.addi"), v[0],
-        scaled(b, v[1], alpha, dtype), dtype), dtype)
+def additive(float_op, int_op):
+    """a <op> alpha * other, for add and sub (float or int)."""
+    def convert(ctx, a, other, alpha=1):
+        dtype = compute_dtype([a, other, alpha])
+        return pointwise(ctx, [a, other], lambda b, v: b.binary(
+            arith(dtype, float_op, int_op), v[0],
+            scaled(b, v[1], alpha, dtype), dtype), dtype)
+
+    return convert
 
 
-@converter("sub", "sub_")
-def sub(ctx, a, other, alpha=1):
-    dtype = compute_dtype([a, other, alpha])
-    return pointwise(ctx, [a, other], lambda b, v: b.binary(
-        arith(dtype, "arith.subf", "arith.subi"), v[0],
-        scaled(b, v[1], alpha, dtype), dtype), dtype)
+add = converter("add", "add_")(additive("arith.addf", "arith.addi"))
+sub = converter("sub", "sub_")(additive("arith.subf", "arith.subi"))
 
 
 @converter("rsub")
@@ -223,28 +224,10 @@ def gelu_backward(ctx, grad, a, approximate="none"):
 
 
 def select_of(ctx, cond, a, other):
+    """cond ? a : other, cond kept as i1 and the values as their type."""
     dtype = compute_dtype([a, other])
-    return pointwise_select(ctx, cond, a, other, dtype, lambda b, v: b.select(
-        v[0], v[1], v[2], dtype))
-
-
-def pointwise_select(ctx, cond, a, other, dtype, fn):
-    """pointwise with cond kept as i1 and the two values as dtype."""
-    operands = [cond, a, other]
-    tensors = [o for o in operands if is_tensor(o)]
-    shape = broadcast_shape(*[t.shape for t in tensors])
-
-    def body(b, scalars):
-        it = iter(scalars)
-        values = []
-        for o, want in zip(operands, ["i1", dtype, dtype]):
-            if is_tensor(o):
-                values.append(convert_scalar(b, next(it), o.dtype, want))
-            else:
-                values.append(b.const(o, want))
-        return fn(b, values)
-
-    return ctx.b.map(shape, tensors, body, dtype)
+    return pointwise(ctx, [cond, a, other], lambda b, v: b.select(
+        v[0], v[1], v[2], dtype), dtype, operand_dtypes=["i1", dtype, dtype])
 
 
 @converter("masked_fill", "masked_fill_")
@@ -386,19 +369,17 @@ def fill_(ctx, dest, value):
     return filled(ctx, dest.shape, value, dest.dtype)
 
 
-@converter("addcmul", "addcmul_")
-def addcmul(ctx, a, t1, t2, value=1):
-    def body(b, v):
-        product = scaled(b, b.binary("arith.mulf", v[1], v[2]), value, "f32")
-        return b.binary("arith.addf", v[0], product)
+def add_scaled_combination(opname):
+    """a + value * (t1 <op> t2): addcmul (mulf) and addcdiv (divf)."""
+    def convert(ctx, a, t1, t2, value=1):
+        def body(b, v):
+            combined = scaled(b, b.binary(opname, v[1], v[2]), value, "f32")
+            return b.binary("arith.addf", v[0], combined)
 
-    return pointwise(ctx, [a, t1, t2], body, "f32")
+        return pointwise(ctx, [a, t1, t2], body, "f32")
+
+    return convert
 
 
-@converter("addcdiv", "addcdiv_")
-def addcdiv(ctx, a, t1, t2, value=1):
-    def body(b, v):
-        quotient = scaled(b, b.binary("arith.divf", v[1], v[2]), value, "f32")
-        return b.binary("arith.addf", v[0], quotient)
-
-    return pointwise(ctx, [a, t1, t2], body, "f32")
+converter("addcmul", "addcmul_")(add_scaled_combination("arith.mulf"))
+converter("addcdiv", "addcdiv_")(add_scaled_combination("arith.divf"))

@@ -30,25 +30,26 @@ def batch_statistics(ctx, x, eps):
     return mean, var_sum, pointwise(ctx, [var_sum], invstd), count
 
 
+def affine_normalized(b, v, has_weight, has_bias):
+    """(x - mean) * invstd [* weight] [+ bias] from scalars v = [x, mean,
+    invstd, weight?, bias?]."""
+    out = b.binary("arith.mulf", b.binary("arith.subf", v[0], v[1]), v[2])
+    rest = list(v[3:])
+    if has_weight:
+        out = b.binary("arith.mulf", out, rest.pop(0))
+    if has_bias:
+        out = b.binary("arith.addf", out, rest.pop(0))
+    return out
+
+
 def normalize(ctx, x, mean, invstd, weight, bias):
     rank = x.rank
     operands = [x, channel_view(ctx, mean, rank),
                 channel_view(ctx, invstd, rank)]
-    if weight is not None:
-        operands.append(channel_view(ctx, weight, rank))
-    if bias is not None:
-        operands.append(channel_view(ctx, bias, rank))
-
-    def body(b, v):
-        out = b.binary("arith.mulf", b.binary("arith.subf", v[0], v[1]), v[2])
-        rest = v[3:]
-        if weight is not None:
-            out = b.binary("arith.mulf", out, rest.pop(0))
-        if bias is not None:
-            out = b.binary("arith.addf", out, rest.pop(0))
-        return out
-
-    return pointwise(ctx, operands, body)
+    operands += [channel_view(ctx, t, rank) for t in (weight, bias)
+                 if t is not None]
+    return pointwise(ctx, operands, lambda b, v: affine_normalized(
+        b, v, weight is not None, bias is not None))
 
 
 def moving_average(ctx, running, value, momentum, scale=1.0):
@@ -186,13 +187,7 @@ def native_layer_norm(ctx, x, normalized_shape, weight, bias, eps):
     operands = [x, mean, rstd] + [t for t in (weight, bias) if t is not None]
 
     def body(b, v):
-        out = b.binary("arith.mulf", b.binary("arith.subf", v[0], v[1]), v[2])
-        rest = v[3:]
-        if weight is not None:
-            out = b.binary("arith.mulf", out, rest.pop(0))
-        if bias is not None:
-            out = b.binary("arith.addf", out, rest.pop(0))
-        return out
+        return affine_normalized(b, v, weight is not None, bias is not None)
 
     return pointwise(ctx, operands, body), mean, rstd
 
