@@ -1,0 +1,127 @@
+"""ctypes bindings of libgradcomm_runtime's C API (runtime/include/gradcomm/
+runtime.h) for host float32 buffers: collectives, named state, checkpoints.
+
+The library is found, in this order, at $GRADCOMM_RUNTIME_LIBRARY, next to
+an installed package (<prefix>/<libdir>/libgradcomm_runtime.so), or by the
+dynamic loader's search path. Every failing call raises GradCommError with
+the runtime's message (operation, rank, cause)."""
+
+import atexit
+import ctypes
+import ctypes.util
+import os
+
+STATUS_NAMES = {
+    0: "ok", 1: "invalid argument", 2: "MPI error", 3: "not initialized",
+    4: "mismatch across ranks", 5: "out of memory", 6: "internal error",
+    7: "non-finite gradient", 8: "I/O error", 9: "state error",
+    10: "unsupported",
+}
+NON_FINITE = 7
+REDUCTIONS = {"sum": 0, "average": 1}
+SELECTIONS = {"exact": 0, "chunk": 1}
+SCHEDULES = {"matching": 0, "ring": 1, "hypercube": 2}
+
+
+class GradCommError(RuntimeError):
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+def _candidates():
+    explicit = os.environ.get("GRADCOMM_RUNTIME_LIBRARY")
+    if explicit:
+        yield explicit
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, "..", "..", "libgradcomm_runtime.so")
+    found = ctypes.util.find_library("gradcomm_runtime")
+    yield found or "libgradcomm_runtime.so"
+
+
+def _load():
+    errors = []
+    for path in _candidates():
+        try:
+            return ctypes.CDLL(path)
+        except OSError as error:
+            errors.append(str(error))
+    raise GradCommError(-1, "cannot load libgradcomm_runtime.so (set "
+                        "GRADCOMM_RUNTIME_LIBRARY): " + "; ".join(errors))
+
+
+_SIGNATURES = {
+    "gradcomm_init": [],
+    "gradcomm_finalize": [],
+    "gradcomm_rank": [ctypes.POINTER(ctypes.c_int)],
+    "gradcomm_size": [ctypes.POINTER(ctypes.c_int)],
+    "gradcomm_dense_all_reduce_f32": [ctypes.c_char_p, ctypes.c_void_p,
+                                      ctypes.c_int64, ctypes.c_int],
+    "gradcomm_scalecom_f32": [ctypes.c_char_p, ctypes.c_void_p,
+                              ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                              ctypes.c_int, ctypes.c_int64, ctypes.c_float,
+                              ctypes.c_int],
+    "gradcomm_local_topk_all_gather_f32": [
+        ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+        ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_int64)],
+    "gradcomm_gossip_exchange_f32": [ctypes.c_char_p, ctypes.c_void_p,
+                                     ctypes.c_int64, ctypes.c_int,
+                                     ctypes.c_float, ctypes.c_uint64,
+                                     ctypes.c_int64],
+    "gradcomm_state_declare": [ctypes.c_char_p, ctypes.c_int64],
+    "gradcomm_state_step": [ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)],
+    "gradcomm_state_save": [ctypes.c_char_p],
+    "gradcomm_state_restore": [ctypes.c_char_p],
+    "gradcomm_state_reset": [ctypes.c_char_p],
+}
+
+
+class Runtime:
+    """The process's runtime (one per process, as the C library is)."""
+
+    def __init__(self):
+        self.library = _load()
+        self.library.gradcomm_last_error.restype = ctypes.c_char_p
+        for name, argtypes in _SIGNATURES.items():
+            function = getattr(self.library, name)
+            function.argtypes = argtypes
+            function.restype = ctypes.c_int
+        # A rank that leaves without MPI_Finalize is an abnormal exit to
+        # mpiexec, which then kills the others: finalize (what the runtime
+        # initialized) when the interpreter exits.
+        atexit.register(self.library.gradcomm_finalize)
+
+    def call(self, name, *args):
+        """Calls `name` (ctypes releases the GIL meanwhile); raises
+        GradCommError unless it returns GRADCOMM_OK."""
+        status = getattr(self.library, name)(*args)
+        if status != 0:
+            message = (self.library.gradcomm_last_error() or b"").decode()
+            raise GradCommError(status, message or "%s: %s" % (
+                name, STATUS_NAMES.get(status, "status %d" % status)))
+
+    def rank(self):
+        value = ctypes.c_int()
+        self.call("gradcomm_rank", ctypes.byref(value))
+        return value.value
+
+    def size(self):
+        value = ctypes.c_int()
+        self.call("gradcomm_size", ctypes.byref(value))
+        return value.value
+
+    def state_step(self, name):
+        value = ctypes.c_uint64()
+        self.call("gradcomm_state_step", name.encode(), ctypes.byref(value))
+        return value.value
+
+
+_runtime = None
+
+
+def runtime():
+    global _runtime
+    if _runtime is None:
+        _runtime = Runtime()
+    return _runtime

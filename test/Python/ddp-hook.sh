@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# gradcomm.torch.ddp end to end (test/Python/ddp_hook.py says what each
+# case checks). Usage: ddp-hook.sh <ranks> <mpiexec> <runtime library> <work>
+set -euo pipefail
+ranks=$1 mpiexec=$2 library=$3 work=$4
+here=$(cd "$(dirname "$0")" && pwd)
+export GRADCOMM_RUNTIME_LIBRARY=$library
+rm -rf "$work" && mkdir -p "$work/checkpoint"
+case_() { # <case> [args]: a fresh rendezvous file per job
+  rm -f "$work/rendezvous"
+  GRADCOMM_TEST_RENDEZVOUS=$work/rendezvous timeout 300 "$mpiexec" \
+    -n "$ranks" /usr/bin/python3 "$here/ddp_hook.py" "$@"
+}
+case_ dense
+case_ scalecom
+case_ gossip
+if [ "$ranks" -gt 1 ]; then
+  case_ bad
+  case_ save "$work/checkpoint"
+  case_ resume "$work/checkpoint"
+  # Two processes started without mpiexec: both must refuse, neither hang.
+  rm -f "$work/rendezvous"
+  pids=()
+  for rank in 0 1; do
+    TEST_RANK=$rank TEST_SIZE=2 GRADCOMM_TEST_RENDEZVOUS=$work/rendezvous \
+      timeout 120 /usr/bin/python3 "$here/ddp_hook.py" no-mpi &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid"; done
+fi

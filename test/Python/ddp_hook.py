@@ -1,0 +1,320 @@
+"""gradcomm.torch.ddp under mpiexec.mpich (DDP on gloo, communication by
+the GradComm runtime over MPICH in the same process).
+
+  ddp_hook.py dense     dense_hook == DDP's built-in all-reduce (bit for bit
+                        on 1-2 ranks; within 1e-6 on more, where MPICH and
+                        gloo add the ranks' gradients in another order)
+  ddp_hook.py scalecom  scalecom_hook == a pure-PyTorch CLT-k reference
+                        written here, after every step (within 1e-6: the
+                        runtime's sum of n values runs in MPI's order);
+                        replicas bit-identical; one-parameter buckets give
+                        the same bits as DDP's default buckets (state is
+                        keyed by parameter, not by bucket)
+  ddp_hook.py save DIR / resume DIR
+                        save the hook, model and optimizer at step 10 and
+                        run on to 20; a fresh job restores and runs 10..20:
+                        the same bits
+  ddp_hook.py gossip    GossipAverager keeps the replicas' mean
+  ddp_hook.py bad       mismatched configurations and bad buckets raise a
+                        clear exception on every rank
+  ddp_hook.py no-mpi    (started without mpiexec, TEST_RANK/TEST_SIZE set)
+                        the hook state refuses a process group that is not
+                        the runtime's MPI group
+"""
+
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)),
+                                "python"))
+
+from gradcomm.runtime import GradCommError  # noqa: E402
+from gradcomm.torch import ddp  # noqa: E402
+
+BATCH, RATIO, MIN_ELEMENTS, LR = 8, 10, 16, 0.1
+
+
+def make_model():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 10))
+
+
+def batch(step, rank, ranks):
+    g = torch.Generator().manual_seed(100 + step)
+    x = torch.randn(BATCH * ranks, 20, generator=g)
+    y = torch.randint(0, 10, (BATCH * ranks,), generator=g)
+    return x[rank * BATCH:(rank + 1) * BATCH], y[rank * BATCH:(rank + 1) *
+                                                  BATCH]
+
+
+def setup():
+    # Under mpiexec.mpich: PMI_RANK/PMI_SIZE; the `no-mpi` case starts its
+    # processes itself and says who is who in TEST_RANK/TEST_SIZE.
+    rank = int(os.environ.get("PMI_RANK", os.environ.get("TEST_RANK", "0")))
+    size = int(os.environ.get("PMI_SIZE", os.environ.get("TEST_SIZE", "1")))
+    dist.init_process_group("gloo", init_method="file://" + os.environ[
+        "GRADCOMM_TEST_RENDEZVOUS"], rank=rank, world_size=size)
+    return rank, size
+
+
+def run(model, state, hook, steps, start=0, bucket_cap_mb=25, optimizer=None):
+    net = DDP(model, bucket_cap_mb=bucket_cap_mb)
+    if hook is not None:
+        net.register_comm_hook(state, hook)
+    optimizer = optimizer or torch.optim.SGD(net.parameters(), lr=LR,
+                                             momentum=0.9)
+    rank, size = dist.get_rank(), dist.get_world_size()
+    history = []
+    for step in range(start, steps):
+        x, y = batch(step, rank, size)
+        optimizer.zero_grad()
+        F.cross_entropy(net(x), y).backward()
+        optimizer.step()
+        history.append([p.detach().clone() for p in model.parameters()])
+    return history, optimizer
+
+
+def relative(a, b):
+    return float((a - b).abs().max() / b.abs().max().clamp_min(1e-30))
+
+
+def same_bits(a, b):
+    return all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+def report(ok, message):
+    print("rank %d: %s %s" % (dist.get_rank(), "ok" if ok else "FAIL",
+                              message), flush=True)
+    return 0 if ok else 1
+
+
+def replicas_identical(params):
+    failures = 0
+    for p in params:
+        gathered = [torch.empty_like(p) for _ in range(dist.get_world_size())]
+        dist.all_gather(gathered, p)
+        failures += sum(not torch.equal(g, gathered[0]) for g in gathered)
+    return failures == 0
+
+
+def test_dense():
+    size = dist.get_world_size()
+    builtin, _ = run(make_model(), None, None, 5)
+    model = make_model()
+    hooked, _ = run(model, ddp.DenseState(model), ddp.dense_hook, 5)
+    exact = same_bits(builtin[-1], hooked[-1])
+    worst = max(relative(a, b) for a, b in zip(hooked[-1], builtin[-1]))
+    if size <= 2:
+        return report(exact, "dense_hook vs DDP all-reduce: bit-identical=%s"
+                      % exact)
+    return report(worst <= 1e-6, "dense_hook vs DDP all-reduce: worst "
+                  "relative %.2g (bit-identical=%s; %d ranks are added in "
+                  "another order by MPICH than by gloo)" % (worst, exact,
+                                                          size))
+
+
+def reference_scalecom(steps, size):
+    """CLT-k with beta = 1, per parameter, n ranks simulated in one process:
+    p_i = m_i + g_i; the leader l = t mod n picks the top-k of |p_l|; the
+    update is the average of the p_i at those indices; m_i = p_i with the
+    picked entries cleared. Small parameters: dense average."""
+    model = make_model()
+    params = list(model.parameters())
+    optimizer = torch.optim.SGD(params, lr=LR, momentum=0.9)
+    memories = [[torch.zeros(p.numel()) for _ in range(size)] for p in params]
+    history = []
+    for step in range(steps):
+        grads = []
+        for r in range(size):
+            x, y = batch(step, r, size)
+            loss = F.cross_entropy(model(x), y)
+            grads.append(torch.autograd.grad(loss, params))
+        for j, p in enumerate(params):
+            count = p.numel()
+            local = [grads[r][j].reshape(-1) for r in range(size)]
+            if count < MIN_ELEMENTS:
+                update = sum(g / size for g in local)
+            else:
+                k = -(-count // RATIO)
+                with_memory = [memories[j][r] + local[r] for r in range(size)]
+                leader = with_memory[step % size]
+                chosen = leader.abs().topk(k).indices
+                values = sum(w[chosen] for w in with_memory) / size
+                update = torch.zeros(count)
+                update[chosen] = values
+                for r in range(size):
+                    memories[j][r] = with_memory[r].clone()
+                    memories[j][r][chosen] = 0
+            p.grad = update.reshape(p.shape)
+        optimizer.step()
+        history.append([p.detach().clone() for p in params])
+    return history
+
+
+def test_scalecom():
+    size = dist.get_world_size()
+    model = make_model()
+    state = ddp.ScaleComState(model, ratio=RATIO, min_elements=MIN_ELEMENTS,
+                              prefix="default/")
+    hooked, _ = run(model, state, ddp.scalecom_hook, 5)
+    expected = reference_scalecom(5, size)
+    worst = max(relative(a, b) for step_a, step_b in zip(hooked, expected)
+                for a, b in zip(step_a, step_b))
+    failures = report(worst <= 1e-6, "scalecom_hook vs PyTorch CLT-k "
+                      "reference, every step: worst relative %.2g" % worst)
+    failures += report(replicas_identical(hooked[-1]),
+                       "replicas bit-identical")
+    small = make_model()
+    small_state = ddp.ScaleComState(small, ratio=RATIO,
+                                    min_elements=MIN_ELEMENTS,
+                                    prefix="one-per-bucket/")
+    rebuilt, _ = run(small, small_state, ddp.scalecom_hook, 5,
+                     bucket_cap_mb=0.0001)
+    failures += report(same_bits(rebuilt[-1], hooked[-1]),
+                       "one-parameter buckets give the same bits")
+    return failures
+
+
+def checkpoint_path(directory):
+    return os.path.join(directory, "rank%d.pt" % dist.get_rank())
+
+
+def test_save(directory):
+    model = make_model()
+    state = ddp.ScaleComState(model, ratio=RATIO, min_elements=MIN_ELEMENTS)
+    _, optimizer = run(model, state, ddp.scalecom_hook, 10)
+    torch.save({"hook": state.state_dict(), "model": model.state_dict(),
+                "optimizer": optimizer.state_dict()},
+               checkpoint_path(directory))
+    history, _ = run(model, state, ddp.scalecom_hook, 20, start=10,
+                     optimizer=optimizer)
+    torch.save(history[-1], checkpoint_path(directory) + ".final")
+    return report(True, "saved at step 10, ran to 20")
+
+
+def test_resume(directory):
+    saved = torch.load(checkpoint_path(directory))
+    model = make_model()
+    model.load_state_dict(saved["model"])
+    state = ddp.ScaleComState(model, ratio=RATIO, min_elements=MIN_ELEMENTS)
+    state.load_state_dict(saved["hook"])
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9)
+    optimizer.load_state_dict(saved["optimizer"])
+    history, _ = run(model, state, ddp.scalecom_hook, 20, start=10,
+                     optimizer=optimizer)
+    final = torch.load(checkpoint_path(directory) + ".final")
+    return report(same_bits(history[-1], final),
+                  "restored at 10 and run to 20 = uninterrupted run")
+
+
+class FakeBucket:
+    def __init__(self, buffer, parameters):
+        self._buffer, self._parameters = buffer, parameters
+
+    def buffer(self):
+        return self._buffer
+
+    def parameters(self):
+        return self._parameters
+
+    def index(self):
+        return 0
+
+    def is_last(self):
+        return True
+
+
+def expect_error(kinds, fn, what):
+    try:
+        fn()
+    except kinds as error:
+        return report(True, "%s -> %s: %s" % (what, type(error).__name__,
+                                              str(error).splitlines()[0]))
+    return report(False, "%s raised nothing" % what)
+
+
+def test_bad():
+    rank = dist.get_rank()
+    model = make_model()
+    state = ddp.ScaleComState(model, ratio=RATIO, min_elements=MIN_ELEMENTS,
+                              prefix="bad/")
+    weight = next(model.parameters())
+    failures = expect_error(TypeError, lambda: ddp.scalecom_hook(
+        state, FakeBucket(torch.zeros(weight.numel(), dtype=torch.half),
+                          [weight])), "a half-precision bucket")
+    failures += expect_error(TypeError, lambda: ddp.scalecom_hook(
+        state, FakeBucket(torch.zeros(2, weight.numel())[:, 0], [weight])),
+        "a non-contiguous bucket")
+    # A configuration that differs across ranks: every rank raises.
+    mismatched = make_model()
+    other = ddp.ScaleComState(mismatched, ratio=RATIO + rank,
+                              min_elements=MIN_ELEMENTS, prefix="mismatch/")
+    if dist.get_world_size() > 1:
+        failures += expect_error(
+            (GradCommError, RuntimeError),
+            lambda: run(mismatched, other, ddp.scalecom_hook, 1),
+            "ratio %d on rank %d" % (RATIO + rank, rank))
+    return failures
+
+
+def test_gossip():
+    """GossipAverager after a local SGD step (no DDP): mixing keeps the mean
+    of the replicas (within 1e-6: the mean is taken in another order) and
+    moves every replica when there are several."""
+    rank, size = dist.get_rank(), dist.get_world_size()
+    model = make_model()
+    averager = ddp.GossipAverager(model, schedule="ring", mixing=0.5)
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    x, y = batch(0, rank, size)
+    F.cross_entropy(model(x), y).backward()
+    optimizer.step()
+    before = [p.detach().clone() for p in model.parameters()]
+    averager.step()
+    failures = 0
+    worst, moved = 0.0, False
+    for old, new in zip(before, model.parameters()):
+        means = []
+        for value in (old, new.detach()):
+            total = value.clone()
+            dist.all_reduce(total)
+            means.append(total / size)
+        worst = max(worst, relative(means[1], means[0]))
+        moved = moved or not torch.equal(old, new.detach())
+    failures += report(worst <= 1e-6, "gossip keeps the replica mean "
+                       "(worst relative %.2g)" % worst)
+    if size > 1:
+        everyone = torch.tensor([float(moved)])
+        dist.all_reduce(everyone)
+        failures += report(everyone.item() > 0, "gossip mixed the replicas")
+    return failures
+
+
+def test_no_mpi():
+    """Started without mpiexec: the runtime's MPI is a singleton while the
+    process group has several ranks; making a state refuses."""
+    return expect_error(GradCommError, lambda: ddp.ScaleComState(
+        make_model()), "a %d-rank process group without mpiexec" %
+        dist.get_world_size())
+
+
+def main():
+    mode = sys.argv[1]
+    setup()
+    tests = {"dense": test_dense, "scalecom": test_scalecom, "bad": test_bad,
+             "no-mpi": test_no_mpi, "gossip": test_gossip,
+             "save": lambda: test_save(sys.argv[2]),
+             "resume": lambda: test_resume(sys.argv[2])}
+    failures = tests[mode]()
+    dist.destroy_process_group()
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
