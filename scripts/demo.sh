@@ -24,7 +24,10 @@
 #      compiled dense and with ScaleCom (ratio 100), trained on 4 ranks for
 #      CNN_EPOCHS epochs (default 1) with examples/pytorch/train.py;
 #   6. the 2-layer transformer language model of the same file on Debian's
-#      GPL-3 text, dense and ScaleCom, LM_EPOCHS epochs (default 0.5).
+#      GPL-3 text, dense and ScaleCom, LM_EPOCHS epochs (default 0.5);
+#   7. the same CNN in plain PyTorch DDP, with DDP's all-reduce and with
+#      GradComm's ScaleCom communication hook (examples/pytorch/
+#      train_fmnist.py, gradcomm.torch.ddp).
 #
 # Sizes (defaults sized for about 12 minutes on 2 cores):
 #   RANKS=4 (2 is built too: one rank per core), EPOCHS=2, SEEDS="1 2 3",
@@ -193,3 +196,13 @@ echo "== 5. the 2-layer transformer language model exported from PyTorch," \
   --batch 8 --ranks 4 --optimizer adam --lr 0.003 -o "$exported/lm.mlir"
 train_exported transformer "$exported/lm.mlir" "$lm_epochs" \
   --optimizer-options ""
+
+echo
+echo "== 6. the same CNN in plain PyTorch DDP (gloo), 4 ranks, $cnn_epochs" \
+  "epoch(s): DDP's own all-reduce, then GradComm's ScaleCom hook (one line)"
+for comm in ddp scalecom; do
+  GRADCOMM_RUNTIME_LIBRARY="$build/lib/libgradcomm_runtime.so" \
+    /usr/bin/mpiexec.mpich -n 4 /usr/bin/python3 \
+    examples/pytorch/train_fmnist.py --comm "$comm" --ratio 100 \
+    --epochs "$cnn_epochs" | sed 's/^summary /  /'
+done

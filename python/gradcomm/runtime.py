@@ -2,8 +2,8 @@
 runtime.h) for host float32 buffers: collectives, named state, checkpoints.
 
 The library is found, in this order, at $GRADCOMM_RUNTIME_LIBRARY, next to
-an installed package (<prefix>/<libdir>/libgradcomm_runtime.so), or by the
-dynamic loader's search path. Every failing call raises GradCommError with
+an installed package (<prefix>/<libdir>/libgradcomm_runtime.so), in the
+source tree's build/lib, or by the dynamic loader's search path. Every failing call raises GradCommError with
 the runtime's message (operation, rank, cause)."""
 
 import atexit
@@ -35,7 +35,11 @@ def _candidates():
         yield explicit
         return
     here = os.path.dirname(os.path.abspath(__file__))
-    yield os.path.join(here, "..", "..", "libgradcomm_runtime.so")
+    # Installed: <prefix>/<libdir>/gradcomm/python/gradcomm/runtime.py.
+    yield os.path.join(here, "..", "..", "..", "libgradcomm_runtime.so")
+    # The source tree with the default build directory.
+    yield os.path.join(here, "..", "..", "build", "lib",
+                       "libgradcomm_runtime.so")
     found = ctypes.util.find_library("gradcomm_runtime")
     yield found or "libgradcomm_runtime.so"
 
