@@ -15,7 +15,7 @@ STATUS_NAMES = {
     0: "ok", 1: "invalid argument", 2: "MPI error", 3: "not initialized",
     4: "mismatch across ranks", 5: "out of memory", 6: "internal error",
     7: "non-finite gradient", 8: "I/O error", 9: "state error",
-    10: "unsupported",
+    10: "unsupported", 11: "timeout",
 }
 NON_FINITE = 7
 REDUCTIONS = {"sum": 0, "average": 1}

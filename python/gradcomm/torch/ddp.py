@@ -215,8 +215,8 @@ class GossipAverager(_State):
                  period=1, prefix="gossip/", process_group=None):
         if schedule not in SCHEDULES:
             raise ValueError("schedule must be one of %s" % sorted(SCHEDULES))
-        if not 0 < mixing <= 1:
-            raise ValueError("mixing must be in (0, 1]")
+        if not 0 < mixing < 1:
+            raise ValueError("mixing must be in (0, 1)")
         super().__init__(model, prefix, process_group)
         self.parameters = [p for p in getattr(model, "module", model)
                            .parameters()]

@@ -49,6 +49,11 @@ typedef enum gradcomm_status {
   GRADCOMM_ERR_STATE = 9,
   /// The operation or backend is not available here (message says why).
   GRADCOMM_ERR_UNSUPPORTED = 10,
+  /// A collective waited longer than the timeout (gradcomm_set_timeout,
+  /// GRADCOMM_TIMEOUT) for its peers. MPI collectives cannot be cancelled,
+  /// so the runtime prints the message and aborts the job (MPI_Abort with
+  /// this code): the status is what the other ranks' launcher reports.
+  GRADCOMM_ERR_TIMEOUT = 11,
 } gradcomm_status;
 
 /// Where tensors live and which kernels and transport run.
@@ -126,6 +131,14 @@ gradcomm_status gradcomm_size(int *size);
 gradcomm_status gradcomm_dense_all_reduce_f32(const char *op_name, float *data,
                                               int64_t count,
                                               gradcomm_reduction reduction);
+
+/// The watchdog: a collective that waits more than `seconds` for its peers
+/// (a rank stopped, crashed, stuck on a device, or in another operation)
+/// prints "gradcomm: <op> '<name>' on rank r of n: timed out after S s
+/// waiting for <peers>" and aborts the job with GRADCOMM_ERR_TIMEOUT.
+/// 0 switches it off. Default: GRADCOMM_TIMEOUT (seconds, or "off") from
+/// the environment at initialization, else 600.
+gradcomm_status gradcomm_set_timeout(double seconds);
 
 /// Consistency check (on by default): before each collective, one small
 /// all-reduce compares the call's sizes and parameters across ranks and

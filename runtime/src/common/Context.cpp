@@ -28,6 +28,27 @@ static gradcomm_status backendFromEnvironment(const Call &call) {
   return gradcomm_set_backend(GRADCOMM_BACKEND_CUDA);
 }
 
+/// GRADCOMM_TIMEOUT: the watchdog's limit in seconds, or "off" (0).
+static gradcomm_status timeoutFromEnvironment(const Call &call,
+                                              double &seconds) {
+  const char *text = std::getenv("GRADCOMM_TIMEOUT");
+  if (!text || !*text)
+    return GRADCOMM_OK;
+  if (std::string(text) == "off") {
+    seconds = 0;
+    return GRADCOMM_OK;
+  }
+  char *end = nullptr;
+  double value = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(value >= 0) || value > 1e9)
+    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                     "GRADCOMM_TIMEOUT must be seconds in [0, 1e9] or 'off', "
+                     "got '" +
+                         std::string(text) + "'");
+  seconds = value;
+  return GRADCOMM_OK;
+}
+
 /// Binds the runtime to `comm`. MPI errors must come back as codes, not
 /// abort the job, so every message can name the op and the rank.
 static gradcomm_status bind(const Call &call, MPI_Comm comm, bool ownsMpi) {
@@ -46,6 +67,7 @@ static gradcomm_status bind(const Call &call, MPI_Comm comm, bool ownsMpi) {
   ctx.ownsMpi = ownsMpi;
   const char *check = std::getenv("GRADCOMM_CONSISTENCY_CHECK");
   ctx.consistencyCheck = !(check && std::string(check) == "0");
+  GRADCOMM_RETURN_IF_ERROR(timeoutFromEnvironment(call, ctx.timeoutSeconds));
   ctx.initialized = true;
   return GRADCOMM_OK;
 }

@@ -54,6 +54,8 @@ struct Context {
   int rank = 0;
   int size = 1;
   bool consistencyCheck = true;
+  /// The watchdog's limit for one wait, in seconds (0: off).
+  double timeoutSeconds = 600.0;
   gradcomm_backend backend = GRADCOMM_BACKEND_CPU;
   /// The loaded CUDA backend, when `backend` is CUDA.
   const CudaBackendTable *cuda = nullptr;
@@ -62,6 +64,9 @@ struct Context {
   void *cudaStream = nullptr;
   std::map<std::string, State> states;
   std::map<std::string, gradcomm_op_stats> stats;
+  /// Collective calls that joined the agreement on this rank: ranks that
+  /// disagree on it issued calls in different orders.
+  uint64_t sequence = 0;
 };
 
 Context &context();
@@ -82,7 +87,17 @@ public:
   /// Initializes the runtime on MPI_COMM_WORLD if nothing has yet.
   gradcomm_status ensureInitialized() const;
 
+  /// Records `message` (another rank's, already formatted) as the last
+  /// error and returns `status`.
+  gradcomm_status adopt(gradcomm_status status,
+                        const std::string &message) const;
+
   const char *name() const { return opName; }
+  const char *operationName() const { return operation; }
+
+  /// A state lookupState created in this call: removed again if the ranks
+  /// do not agree, so a refused call leaves no trace.
+  mutable std::string createdState;
 
 private:
   const char *operation;
@@ -124,13 +139,31 @@ struct CheckField {
   int64_t value;
 };
 
-/// The consistency check: when enabled, one all-reduce verifies that every
-/// field is equal on all ranks (else GRADCOMM_ERR_MISMATCH everywhere) and
-/// that no rank saw a non-finite gradient (else GRADCOMM_ERR_NON_FINITE
-/// everywhere). When disabled, returns OK without communicating.
+/// The agreement (the consistency check): when enabled, one all-reduce per
+/// collective call carries this rank's local status, the operation, the
+/// op/state name, the call's sequence number, `fields` and whether the
+/// gradient is finite. Every rank then returns the same result with the
+/// same message: the lowest failing rank's own error (broadcast), else
+/// GRADCOMM_ERR_MISMATCH when any of those differs across ranks, else
+/// GRADCOMM_ERR_NON_FINITE when any rank saw NaN/Inf, else OK. Nothing an
+/// entry point creates before it (a new state) survives a failure. When
+/// disabled, returns `local` without communicating.
 gradcomm_status checkConsistency(const Call &call,
                                  const std::vector<CheckField> &fields,
-                                 bool localNonFinite);
+                                 bool localNonFinite,
+                                 gradcomm_status local = GRADCOMM_OK);
+
+/// Runs `validate()` (argument checks, state lookup: everything that can
+/// fail on one rank alone). On a local failure this rank still joins the
+/// agreement, so the others fail with its message instead of waiting for
+/// it; the returned status is then that failure.
+template <typename Validate>
+gradcomm_status validateCollectively(const Call &call, Validate &&validate) {
+  gradcomm_status local = validate();
+  if (local == GRADCOMM_OK)
+    return GRADCOMM_OK;
+  return checkConsistency(call, {}, false, local);
+}
 
 /// checkConsistency for a device gradient on the CUDA backend: the
 /// non-finite scan runs on the device (only when the check is on).
@@ -152,11 +185,17 @@ uint64_t broadcastBytes(uint64_t bytes, int size);
 gradcomm_status allReduceSum(const Call &call, float *data, int64_t count);
 
 /// Completes `request`, testing it and yielding the core between tests
-/// (never busy-waiting for long: ranks may share cores).
+/// (never busy-waiting for long: ranks may share cores). After the
+/// watchdog's timeout it reports GRADCOMM_ERR_TIMEOUT naming `what` and
+/// the peer (`peer`, or -1: the rest of the group) and aborts the job.
 gradcomm_status waitYielding(const Call &call, MPI_Request &request,
-                             const char *what);
+                             const char *what, int peer = -1);
 gradcomm_status broadcastIndices(const Call &call, int64_t *data, int64_t count,
                                  int root);
+
+/// The watchdog fired: records and prints GRADCOMM_ERR_TIMEOUT, aborts.
+[[noreturn]] void timedOut(const Call &call, const char *what, int peer,
+                           double seconds);
 
 /// Seconds since an arbitrary origin (MPI_Wtime).
 double now();

@@ -37,6 +37,8 @@ const char *gradcomm_status_name(gradcomm_status status) {
     return "GRADCOMM_ERR_STATE";
   case GRADCOMM_ERR_UNSUPPORTED:
     return "GRADCOMM_ERR_UNSUPPORTED";
+  case GRADCOMM_ERR_TIMEOUT:
+    return "GRADCOMM_ERR_TIMEOUT";
   }
   return "GRADCOMM_ERR_UNKNOWN";
 }
@@ -59,6 +61,12 @@ gradcomm_status Call::fail(gradcomm_status status,
   message += ": ";
   message += cause;
   lastError = std::move(message);
+  return status;
+}
+
+gradcomm_status Call::adopt(gradcomm_status status,
+                            const std::string &message) const {
+  lastError = message;
   return status;
 }
 

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <sched.h>
 
@@ -28,6 +30,7 @@ gradcomm_status gradcomm::lookupState(const Call &call, const char *name,
       fresh.memory.assign(count, 0.0f);
     }
     it = states.emplace(name, std::move(fresh)).first;
+    call.createdState = name;
   } else if (it->second.count != count) {
     return call.fail(GRADCOMM_ERR_STATE,
                      "state '" + std::string(name) + "' has " +
@@ -58,49 +61,116 @@ int64_t gradcomm::floatBits(float value) {
   return bits;
 }
 
+namespace {
+
+/// Slots of the agreement buffer: operation, name and sequence number,
+/// then the entry point's fields. Fixed, so a rank that failed before it
+/// knew its fields sends a buffer of the same size.
+constexpr size_t kAgreementSlots = 12;
+
+/// FNV-1a of `text`, in 62 bits (positive in an int64 and when negated).
+int64_t nameHash(const char *text) {
+  uint64_t hash = 14695981039346656037ull;
+  for (const char *c = text ? text : ""; *c; ++c)
+    hash = (hash ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
+  return static_cast<int64_t>(hash >> 2);
+}
+
+/// The lowest failing rank's status and message, on every rank.
+struct FailureMessage {
+  int32_t status;
+  char text[500];
+};
+
+gradcomm_status shareFailure(const Call &call, int root,
+                             gradcomm_status local) {
+  const Context &ctx = context();
+  FailureMessage message{};
+  if (ctx.rank == root) {
+    message.status = local;
+    std::snprintf(message.text, sizeof(message.text), "%s",
+                  gradcomm_last_error());
+  }
+  MPI_Request request;
+  GRADCOMM_RETURN_IF_ERROR(call.mpi(
+      MPI_Ibcast(&message, sizeof(message), MPI_BYTE, root, ctx.comm, &request),
+      "MPI_Ibcast (failure message)"));
+  GRADCOMM_RETURN_IF_ERROR(
+      waitYielding(call, request, "MPI_Ibcast (failure message)", root));
+  message.text[sizeof(message.text) - 1] = '\0';
+  return call.adopt(static_cast<gradcomm_status>(message.status), message.text);
+}
+
+} // namespace
+
 gradcomm_status
 gradcomm::checkConsistency(const Call &call,
                            const std::vector<CheckField> &fields,
-                           bool localNonFinite) {
-  const Context &ctx = context();
-  if (!ctx.consistencyCheck)
-    return GRADCOMM_OK;
-  // One MPI_MAX all-reduce gives every field's max and (negated) min, and
-  // the lowest rank with a non-finite gradient (encoded as size - rank).
-  const size_t n = fields.size();
-  std::vector<int64_t> buffer(2 * n + 1);
-  size_t i = 0;
-  for (const CheckField &field : fields) {
-    buffer[i] = field.value;
-    buffer[n + i] = -field.value;
-    ++i;
+                           bool localNonFinite, gradcomm_status local) {
+  Context &ctx = context();
+  gradcomm_status agreed = local;
+  if (ctx.consistencyCheck) {
+    std::vector<CheckField> all = {
+        {"the operation", nameHash(call.operationName())},
+        {"the op or state name", nameHash(call.name())},
+        {"the number of collective calls so far",
+         static_cast<int64_t>(ctx.sequence++)}};
+    if (local == GRADCOMM_OK)
+      all.insert(all.end(), fields.begin(), fields.end());
+    if (all.size() > kAgreementSlots)
+      return call.fail(GRADCOMM_ERR_INTERNAL, "too many agreement fields");
+    // One MPI_MAX all-reduce: every slot's max and (negated) min, the
+    // lowest failing rank and the lowest rank with a non-finite gradient
+    // (both encoded as size - rank).
+    const size_t n = kAgreementSlots;
+    std::vector<int64_t> buffer(2 * n + 2, 0);
+    for (size_t i = 0; i < all.size(); ++i) {
+      buffer[i] = all[i].value;
+      buffer[n + i] = -all[i].value;
+    }
+    buffer[2 * n] = local != GRADCOMM_OK ? ctx.size - ctx.rank : 0;
+    buffer[2 * n + 1] = localNonFinite ? ctx.size - ctx.rank : 0;
+    MPI_Request request;
+    GRADCOMM_RETURN_IF_ERROR(
+        call.mpi(MPI_Iallreduce(MPI_IN_PLACE, buffer.data(),
+                                static_cast<int>(buffer.size()), MPI_INT64_T,
+                                MPI_MAX, ctx.comm, &request),
+                 "MPI_Iallreduce (agreement)"));
+    GRADCOMM_RETURN_IF_ERROR(
+        waitYielding(call, request, "MPI_Iallreduce (agreement)"));
+    if (buffer[2 * n] != 0) {
+      agreed =
+          shareFailure(call, static_cast<int>(ctx.size - buffer[2 * n]), local);
+    } else {
+      for (size_t i = 0; i < all.size() && agreed == GRADCOMM_OK; ++i) {
+        int64_t max = buffer[i], min = -buffer[n + i];
+        if (min == max)
+          continue;
+        std::string cause = std::string("ranks disagree on ") + all[i].name;
+        if (i < 3)
+          cause += ": calls were issued in different orders or with "
+                   "different names on some ranks";
+        else
+          cause += " (min " + std::to_string(min) + ", max " +
+                   std::to_string(max) + ")";
+        agreed = call.fail(GRADCOMM_ERR_MISMATCH, cause);
+      }
+      if (agreed == GRADCOMM_OK && buffer[2 * n + 1] != 0)
+        agreed = call.fail(GRADCOMM_ERR_NON_FINITE,
+                           "non-finite gradient (NaN or Inf) on rank " +
+                               std::to_string(ctx.size - buffer[2 * n + 1]) +
+                               "; step skipped on every rank, state unchanged");
+    }
   }
-  buffer[2 * n] = localNonFinite ? ctx.size - ctx.rank : 0;
-  MPI_Request request;
-  GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Iallreduce(MPI_IN_PLACE, buffer.data(),
-                              static_cast<int>(buffer.size()), MPI_INT64_T,
-                              MPI_MAX, ctx.comm, &request),
-               "MPI_Iallreduce (consistency check)"));
-  GRADCOMM_RETURN_IF_ERROR(
-      waitYielding(call, request, "MPI_Iallreduce (consistency check)"));
-  i = 0;
-  for (const CheckField &field : fields) {
-    int64_t max = buffer[i], min = -buffer[n + i];
-    if (min != max)
-      return call.fail(GRADCOMM_ERR_MISMATCH,
-                       std::string("ranks disagree on ") + field.name +
-                           " (this rank " + std::to_string(field.value) +
-                           ", min " + std::to_string(min) + ", max " +
-                           std::to_string(max) + ")");
-    ++i;
+  if (agreed != GRADCOMM_OK && !call.createdState.empty()) {
+    auto it = ctx.states.find(call.createdState);
+    if (it != ctx.states.end() && it->second.device && ctx.cuda)
+      ctx.cuda->release(it->second.device);
+    if (it != ctx.states.end())
+      ctx.states.erase(it);
+    call.createdState.clear();
   }
-  if (buffer[2 * n] != 0)
-    return call.fail(GRADCOMM_ERR_NON_FINITE,
-                     "non-finite gradient (NaN or Inf) on rank " +
-                         std::to_string(ctx.size - buffer[2 * n]) +
-                         "; step skipped on every rank, state unchanged");
-  return GRADCOMM_OK;
+  return agreed;
 }
 
 gradcomm_op_stats &gradcomm::opStats(const char *name) {
@@ -148,22 +218,60 @@ gradcomm_status gradcomm::broadcastIndices(const Call &call, int64_t *data,
 }
 
 gradcomm_status gradcomm::waitYielding(const Call &call, MPI_Request &request,
-                                       const char *what) {
+                                       const char *what, int peer) {
   // A blocking MPI call busy-polls: with more ranks than cores (4 ranks on
   // a 2-core machine), the waiting ranks take the cores the others need
   // to compute, and a step takes 100x longer. Test a little, then yield
   // the core between tests; with one rank per core the yield returns at
   // once.
   constexpr int kSpinsBeforeYield = 64;
+  const Context &ctx = context();
+  const double start = now();
   for (int spins = 0;; ++spins) {
     int done = 0;
     GRADCOMM_RETURN_IF_ERROR(
         call.mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what));
     if (done)
       return GRADCOMM_OK;
-    if (spins >= kSpinsBeforeYield)
-      sched_yield();
+    if (spins < kSpinsBeforeYield)
+      continue;
+    sched_yield();
+    if (ctx.timeoutSeconds > 0 && now() - start > ctx.timeoutSeconds)
+      timedOut(call, what, peer, now() - start);
   }
+}
+
+void gradcomm::timedOut(const Call &call, const char *what, int peer,
+                        double seconds) {
+  const Context &ctx = context();
+  char waited[32];
+  std::snprintf(waited, sizeof(waited), "%.1f", seconds);
+  std::string peers = peer >= 0 ? "rank " + std::to_string(peer)
+                                : std::string("the other ") +
+                                      std::to_string(ctx.size - 1) +
+                                      " rank(s) of the group";
+  call.fail(GRADCOMM_ERR_TIMEOUT,
+            std::string("timed out after ") + waited + " s in " + what +
+                " waiting for " + peers +
+                " (stopped, crashed, stuck on a device, or in another "
+                "operation); MPI cannot cancel a collective, so the job is "
+                "aborted (GRADCOMM_TIMEOUT sets the limit)");
+  std::fprintf(stderr, "%s\n", gradcomm_last_error());
+  std::fflush(stderr);
+  MPI_Abort(ctx.comm, GRADCOMM_ERR_TIMEOUT);
+  std::_Exit(GRADCOMM_ERR_TIMEOUT); // MPI_Abort does not return; be sure.
+}
+
+gradcomm_status gradcomm_set_timeout(double seconds) {
+  return guarded("set_timeout", nullptr, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    if (!(seconds >= 0) || seconds > 1e9)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "timeout must be in [0, 1e9] seconds, got " +
+                           std::to_string(seconds));
+    context().timeoutSeconds = seconds;
+    return GRADCOMM_OK;
+  });
 }
 
 double gradcomm::now() { return MPI_Wtime(); }

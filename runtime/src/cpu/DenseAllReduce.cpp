@@ -13,12 +13,14 @@ gradcomm_status gradcomm_dense_all_reduce_f32(const char *opName, float *data,
                                               gradcomm_reduction reduction) {
   return guarded("dense_all_reduce_f32", opName, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-    if (count < 0)
-      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                       "count must be >= 0, got " + std::to_string(count));
-    if (!data && count > 0)
-      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT, "data pointer is null");
-    GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
+    GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
+      if (count < 0)
+        return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                         "count must be >= 0, got " + std::to_string(count));
+      if (!data && count > 0)
+        return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT, "data pointer is null");
+      return requireReduction(call, reduction);
+    }));
     GRADCOMM_RETURN_IF_ERROR(checkConsistency(
         call, {{"count", count}, {"reduction", reduction}}, false));
     const Context &ctx = context();

@@ -53,18 +53,20 @@ gradcomm_status gradcomm_gossip_exchange_f32(const char *stateName, float *x,
   return guarded("gossip_exchange_f32", stateName, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
     const Context &ctx = context();
-    GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
-    GRADCOMM_RETURN_IF_ERROR(requireRange(call, "count", count, 1, INT_MAX));
-    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "x", x));
-    GRADCOMM_RETURN_IF_ERROR(
-        requireRange(call, "period", period, 1, INT64_MAX));
-    GRADCOMM_RETURN_IF_ERROR(validateSchedule(call, schedule, ctx.size));
-    if (!(mixing > 0.0f && mixing < 1.0f))
-      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                       "'mixing' must be in (0, 1), got " +
-                           std::to_string(mixing));
-    State *state;
-    GRADCOMM_RETURN_IF_ERROR(lookupState(call, stateName, 0, state));
+    State *state = nullptr;
+    GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
+      GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
+      GRADCOMM_RETURN_IF_ERROR(requireRange(call, "count", count, 1, INT_MAX));
+      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "x", x));
+      GRADCOMM_RETURN_IF_ERROR(
+          requireRange(call, "period", period, 1, INT64_MAX));
+      GRADCOMM_RETURN_IF_ERROR(validateSchedule(call, schedule, ctx.size));
+      if (!(mixing > 0.0f && mixing < 1.0f))
+        return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                         "'mixing' must be in (0, 1), got " +
+                             std::to_string(mixing));
+      return lookupState(call, stateName, 0, state);
+    }));
     GRADCOMM_RETURN_IF_ERROR(
         checkConsistency(call,
                          {{"count", count},
@@ -105,8 +107,10 @@ gradcomm_status gradcomm_gossip_exchange_f32(const char *stateName, float *x,
           call.mpi(MPI_Isend(x, static_cast<int>(count), MPI_FLOAT, peer, 0,
                              ctx.comm, &requests[1]),
                    "MPI_Isend"));
-      GRADCOMM_RETURN_IF_ERROR(waitYielding(call, requests[0], "MPI_Irecv"));
-      GRADCOMM_RETURN_IF_ERROR(waitYielding(call, requests[1], "MPI_Isend"));
+      GRADCOMM_RETURN_IF_ERROR(
+          waitYielding(call, requests[0], "MPI_Irecv", peer));
+      GRADCOMM_RETURN_IF_ERROR(
+          waitYielding(call, requests[1], "MPI_Isend", peer));
       cpu::mix(x, received.data(), count, mixing);
     }
     stats.messages += 1;
@@ -117,13 +121,27 @@ gradcomm_status gradcomm_gossip_exchange_f32(const char *stateName, float *x,
   });
 }
 
+/// Sums `count` (<= INT_MAX) doubles across ranks in place, under the
+/// watchdog.
+static gradcomm_status sumDoubles(const Call &call, double *data,
+                                  int64_t count) {
+  MPI_Request request;
+  GRADCOMM_RETURN_IF_ERROR(
+      call.mpi(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count),
+                              MPI_DOUBLE, MPI_SUM, context().comm, &request),
+               "MPI_Iallreduce"));
+  return waitYielding(call, request, "MPI_Iallreduce");
+}
+
 gradcomm_status gradcomm_consensus_distance_f32(const float *x, int64_t count,
                                                 double *distance) {
   return guarded("consensus_distance_f32", nullptr, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-    GRADCOMM_RETURN_IF_ERROR(requireRange(call, "count", count, 1, INT_MAX));
-    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "x", x));
-    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "distance", distance));
+    GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
+      GRADCOMM_RETURN_IF_ERROR(requireRange(call, "count", count, 1, INT_MAX));
+      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "x", x));
+      return requirePointer(call, "distance", distance);
+    }));
     GRADCOMM_RETURN_IF_ERROR(checkConsistency(call, {{"count", count}}, false));
     const Context &ctx = context();
     // A logging quantity: on CUDA the replica comes to the host first.
@@ -139,18 +157,13 @@ gradcomm_status gradcomm_consensus_distance_f32(const float *x, int64_t count,
     }
     // In double, so the distance of nearly equal replicas is not noise.
     std::vector<double> mean(x, x + count);
-    GRADCOMM_RETURN_IF_ERROR(call.mpi(
-        MPI_Allreduce(MPI_IN_PLACE, mean.data(), static_cast<int>(count),
-                      MPI_DOUBLE, MPI_SUM, ctx.comm),
-        "MPI_Allreduce"));
+    GRADCOMM_RETURN_IF_ERROR(sumDoubles(call, mean.data(), count));
     double local = 0.0;
     for (int64_t i = 0; i < count; ++i) {
       double d = x[i] - mean[i] / ctx.size;
       local += d * d;
     }
-    GRADCOMM_RETURN_IF_ERROR(call.mpi(
-        MPI_Allreduce(MPI_IN_PLACE, &local, 1, MPI_DOUBLE, MPI_SUM, ctx.comm),
-        "MPI_Allreduce"));
+    GRADCOMM_RETURN_IF_ERROR(sumDoubles(call, &local, 1));
     *distance = local / ctx.size;
     return GRADCOMM_OK;
   });

@@ -41,19 +41,23 @@ gradcomm_status gradcomm_local_topk_all_gather_f32(
     int64_t k, gradcomm_reduction reduction, int64_t *unionSize) {
   return guarded("local_topk_all_gather_f32", stateName, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-    GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
-    GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, count, k));
-    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "grad", grad));
-    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
-    GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
     const Context &ctx = context();
-    // The all-gathered buffers hold n * k entries; MPI counts are int.
-    if (k * ctx.size > INT32_MAX)
-      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                       "k * ranks = " + std::to_string(k * ctx.size) +
-                           " exceeds the all-gather limit 2^31 - 1");
-    State *state;
-    GRADCOMM_RETURN_IF_ERROR(lookupState(call, stateName, count, state));
+    State *state = nullptr;
+    GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
+      GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
+      GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, count, k));
+      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "grad", grad));
+      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
+      GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
+      // The all-gathered buffers hold n * k entries; MPI counts are int.
+      // (Compared by division: k * n can overflow int64.)
+      if (k > INT32_MAX / ctx.size)
+        return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                         "k * ranks (" + std::to_string(k) + " * " +
+                             std::to_string(ctx.size) +
+                             ") exceeds the all-gather limit 2^31 - 1");
+      return lookupState(call, stateName, count, state);
+    }));
 
     double start = now();
     int64_t distinct = 0;

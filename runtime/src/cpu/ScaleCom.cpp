@@ -210,15 +210,17 @@ gradcomm_status gradcomm_scalecom_f32(const char *stateName, const float *grad,
   return guarded("scalecom_f32", stateName, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
     CompressArgs args{stateName, grad, count, k, selection, chunkSize};
-    GRADCOMM_RETURN_IF_ERROR(validateCompress(call, args));
-    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
-    GRADCOMM_RETURN_IF_ERROR(validateBeta(call, beta));
-    GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
-    if (overlaps(grad, out, count))
-      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                       "'grad' and 'out' overlap");
-    State *state;
-    GRADCOMM_RETURN_IF_ERROR(lookupState(call, stateName, count, state));
+    State *state = nullptr;
+    GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
+      GRADCOMM_RETURN_IF_ERROR(validateCompress(call, args));
+      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
+      GRADCOMM_RETURN_IF_ERROR(validateBeta(call, beta));
+      GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
+      if (overlaps(grad, out, count))
+        return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                         "'grad' and 'out' overlap");
+      return lookupState(call, stateName, count, state);
+    }));
 
     double start = now();
     if (usingCuda()) {
@@ -263,11 +265,13 @@ gradcomm_status gradcomm_cltk_compress_f32(const char *stateName,
   return guarded("cltk_compress_f32", stateName, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
     CompressArgs args{stateName, grad, count, k, selection, chunkSize};
-    GRADCOMM_RETURN_IF_ERROR(validateCompress(call, args));
-    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "values", values));
-    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "indices", indices));
-    State *state;
-    GRADCOMM_RETURN_IF_ERROR(lookupState(call, stateName, count, state));
+    State *state = nullptr;
+    GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
+      GRADCOMM_RETURN_IF_ERROR(validateCompress(call, args));
+      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "values", values));
+      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "indices", indices));
+      return lookupState(call, stateName, count, state);
+    }));
     double start = now();
     if (usingCuda()) {
       const Context &ctx = context();
@@ -300,13 +304,14 @@ gradcomm_sparse_all_reduce_f32(const char *opName, const float *values,
                                int64_t count, gradcomm_reduction reduction) {
   return guarded("sparse_all_reduce_f32", opName, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-    GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, count, k));
-    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "values", values));
-    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "indices", indices));
-    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
-    GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
-    GRADCOMM_RETURN_IF_ERROR(
-        validateIndices(call, indices, k, count, /*ascending=*/false));
+    GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
+      GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, count, k));
+      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "values", values));
+      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "indices", indices));
+      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
+      GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
+      return validateIndices(call, indices, k, count, /*ascending=*/false);
+    }));
     GRADCOMM_RETURN_IF_ERROR(checkConsistency(
         call, {{"count", count}, {"k", k}, {"reduction", reduction}}, false));
     double start = now();
