@@ -40,6 +40,22 @@ ctest_rc=0
 (cd "$build" && ctest --output-on-failure -j "$jobs" \
   --output-junit "$root/$results/ctest.xml") || ctest_rc=$?
 
+# The runtime and its MPI tests again under ASan + UBSan (a runtime-only
+# build: no compiler, no CUDA). Leak checking is off: MPICH keeps
+# allocations until exit on purpose.
+echo "== sanitizers (runtime: ASan + UBSan)"
+sanitize_build="$build-sanitize"
+sanitize_rc=0
+cmake -G Ninja -S . -B "$sanitize_build" -DGRADCOMM_BUILD_COMPILER=OFF \
+  -DGRADCOMM_ENABLE_CUDA=OFF -DGRADCOMM_SANITIZE=ON \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$sanitize_build.configure.log" 2>&1 ||
+  { cat "$sanitize_build.configure.log"; exit 1; }
+ninja -C "$sanitize_build" -j "$jobs" >/dev/null
+(cd "$sanitize_build" &&
+  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --output-on-failure -j "$jobs" \
+    --output-junit "$root/$results/ctest-sanitize.xml") || sanitize_rc=$?
+
 echo "== format"
 format_rc=0
 mapfile -t sources < <(git ls-files '*.cpp' '*.h' '*.cu' '*.c')
@@ -49,7 +65,7 @@ fi
 format_failed=$([ "$format_rc" -eq 0 ] && echo 0 || echo 1)
 
 python3 scripts/lib/summarize_junit.py "$format_failed" \
-  "$results/lit.xml" "$results/ctest.xml"
+  "$results/lit.xml" "$results/ctest.xml" "$results/ctest-sanitize.xml"
 summary_rc=$?
-[ "$lit_rc" -eq 0 ] && [ "$ctest_rc" -eq 0 ] && [ "$format_rc" -eq 0 ] &&
-  [ "$summary_rc" -eq 0 ]
+[ "$lit_rc" -eq 0 ] && [ "$ctest_rc" -eq 0 ] && [ "$sanitize_rc" -eq 0 ] &&
+  [ "$format_rc" -eq 0 ] && [ "$summary_rc" -eq 0 ]

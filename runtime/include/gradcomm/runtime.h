@@ -22,75 +22,85 @@
 extern "C" {
 #endif
 
+/* The enums are int-sized in C and C++. In C++ they get `int` as their
+ * underlying type, so any int a C caller passes (an unknown value the
+ * runtime rejects) is a valid value to read: the runtime validates it
+ * instead of reading an out-of-range enum, which is undefined behaviour. */
+#ifdef __cplusplus
+#define GRADCOMM_ENUM(name) enum name : int
+#else
+#define GRADCOMM_ENUM(name) enum name
+#endif
+
 /* The library is built with hidden visibility; its C ABI is exported. */
 #pragma GCC visibility push(default)
 
 /// Result of every runtime call.
-typedef enum gradcomm_status {
-  GRADCOMM_OK = 0,
-  /// A bad argument caught locally (null pointer, negative count, ...).
-  GRADCOMM_ERR_INVALID_ARGUMENT = 1,
-  /// The MPI library reported an error.
-  GRADCOMM_ERR_MPI = 2,
-  /// The runtime is not initialized, or initialization failed.
-  GRADCOMM_ERR_NOT_INITIALIZED = 3,
-  /// Ranks called a collective with different arguments.
-  GRADCOMM_ERR_MISMATCH = 4,
-  /// Out of memory.
-  GRADCOMM_ERR_NO_MEMORY = 5,
-  /// Anything else the runtime could not do (message says what).
-  GRADCOMM_ERR_INTERNAL = 6,
-  /// A gradient held NaN or Inf on some rank: the step was skipped on every
-  /// rank (memory, counter and output untouched).
-  GRADCOMM_ERR_NON_FINITE = 7,
-  /// A file could not be read or written, or is corrupt or mismatched.
-  GRADCOMM_ERR_IO = 8,
-  /// A named state does not exist, or exists with another size.
-  GRADCOMM_ERR_STATE = 9,
-  /// The operation or backend is not available here (message says why).
-  GRADCOMM_ERR_UNSUPPORTED = 10,
-  /// A collective waited longer than the timeout (gradcomm_set_timeout,
-  /// GRADCOMM_TIMEOUT) for its peers. MPI collectives cannot be cancelled,
-  /// so the runtime prints the message and aborts the job (MPI_Abort with
-  /// this code): the status is what the other ranks' launcher reports.
-  GRADCOMM_ERR_TIMEOUT = 11,
+typedef GRADCOMM_ENUM(gradcomm_status){
+    GRADCOMM_OK = 0,
+    /// A bad argument caught locally (null pointer, negative count, ...).
+    GRADCOMM_ERR_INVALID_ARGUMENT = 1,
+    /// The MPI library reported an error.
+    GRADCOMM_ERR_MPI = 2,
+    /// The runtime is not initialized, or initialization failed.
+    GRADCOMM_ERR_NOT_INITIALIZED = 3,
+    /// Ranks called a collective with different arguments.
+    GRADCOMM_ERR_MISMATCH = 4,
+    /// Out of memory.
+    GRADCOMM_ERR_NO_MEMORY = 5,
+    /// Anything else the runtime could not do (message says what).
+    GRADCOMM_ERR_INTERNAL = 6,
+    /// A gradient held NaN or Inf on some rank: the step was skipped on every
+    /// rank (memory, counter and output untouched).
+    GRADCOMM_ERR_NON_FINITE = 7,
+    /// A file could not be read or written, or is corrupt or mismatched.
+    GRADCOMM_ERR_IO = 8,
+    /// A named state does not exist, or exists with another size.
+    GRADCOMM_ERR_STATE = 9,
+    /// The operation or backend is not available here (message says why).
+    GRADCOMM_ERR_UNSUPPORTED = 10,
+    /// A collective waited longer than the timeout (gradcomm_set_timeout,
+    /// GRADCOMM_TIMEOUT) for its peers. MPI collectives cannot be cancelled,
+    /// so the runtime prints the message and aborts the job (MPI_Abort with
+    /// this code): the status is what the other ranks' launcher reports.
+    GRADCOMM_ERR_TIMEOUT = 11,
 } gradcomm_status;
 
 /// Where tensors live and which kernels and transport run.
-typedef enum gradcomm_backend {
-  /// Host pointers, CPU kernels, MPI.
-  GRADCOMM_BACKEND_CPU = 0,
-  /// Device pointers, CUDA kernels, NCCL (libgradcomm_runtime_cuda.so).
-  GRADCOMM_BACKEND_CUDA = 1,
+typedef GRADCOMM_ENUM(gradcomm_backend){
+    /// Host pointers, CPU kernels, MPI.
+    GRADCOMM_BACKEND_CPU = 0,
+    /// Device pointers, CUDA kernels, NCCL (libgradcomm_runtime_cuda.so).
+    GRADCOMM_BACKEND_CUDA = 1,
 } gradcomm_backend;
 
 /// How a collective combines the contributions of the group. Values match
 /// the `gradcomm` dialect's Reduction enum.
-typedef enum gradcomm_reduction {
-  GRADCOMM_REDUCE_SUM = 0,
-  /// Sum divided by the group size.
-  GRADCOMM_REDUCE_AVERAGE = 1,
+typedef GRADCOMM_ENUM(gradcomm_reduction){
+    GRADCOMM_REDUCE_SUM = 0,
+    /// Sum divided by the group size.
+    GRADCOMM_REDUCE_AVERAGE = 1,
 } gradcomm_reduction;
 
 /// Leader index selection of ScaleCom. Values match the dialect's
 /// Selection enum.
-typedef enum gradcomm_selection {
-  /// True top-k of |m + g|; ties go to the lower index.
-  GRADCOMM_SELECT_EXACT = 0,
-  /// Top-1 of |m + g| in every chunk of chunk_size consecutive elements.
-  GRADCOMM_SELECT_CHUNK = 1,
+typedef GRADCOMM_ENUM(gradcomm_selection){
+    /// True top-k of |m + g|; ties go to the lower index.
+    GRADCOMM_SELECT_EXACT = 0,
+    /// Top-1 of |m + g| in every chunk of chunk_size consecutive elements.
+    GRADCOMM_SELECT_CHUNK = 1,
 } gradcomm_selection;
 
 /// Gossip peer schedule. Values match the dialect's Schedule enum.
-typedef enum gradcomm_schedule {
-  /// Random perfect matching drawn from (seed, step); odd n: one rank sits
-  /// out.
-  GRADCOMM_SCHEDULE_MATCHING = 0,
-  /// Left/right neighbour by the parity of step + rank (no wrap-around for
-  /// odd n: the rank without a partner sits out).
-  GRADCOMM_SCHEDULE_RING = 1,
-  /// rank XOR 2^(step mod log2 n); n must be a power of two.
-  GRADCOMM_SCHEDULE_HYPERCUBE = 2,
+typedef GRADCOMM_ENUM(gradcomm_schedule){
+    /// Random perfect matching drawn from (seed, step); odd n: one rank sits
+    /// out.
+    GRADCOMM_SCHEDULE_MATCHING = 0,
+    /// Left/right neighbour by the parity of step + rank (no wrap-around for
+    /// odd n: the rank without a partner sits out).
+    GRADCOMM_SCHEDULE_RING = 1,
+    /// rank XOR 2^(step mod log2 n); n must be a power of two.
+    GRADCOMM_SCHEDULE_HYPERCUBE = 2,
 } gradcomm_schedule;
 
 /// The message of the last failed call on this thread:

@@ -60,6 +60,8 @@ public:
   bool bytes(void *out, size_t size) {
     if (end - offset < size)
       return false;
+    if (size == 0) // `out` may be null (a counter-only state's memory)
+      return true;
     std::memcpy(out, data.data() + offset, size);
     offset += size;
     return true;
