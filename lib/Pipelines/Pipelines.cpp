@@ -67,10 +67,16 @@ void mlir::gradcomm::buildGossipPipeline(OpPassManager &pm,
 }
 
 void mlir::gradcomm::buildPartitionPipeline(OpPassManager &pm) {
-  // Both are function passes upstream (docs/design/conventions.md).
-  OpPassManager &funcPm = pm.nest<func::FuncOp>();
-  funcPm.addPass(shard::createShardingPropagation());
-  funcPm.addPass(shard::createPartition());
+  // Input upstream partitioning would crash on becomes an error first:
+  // before propagation (conflicting annotations) and after it (tensors
+  // left without a sharding). Both upstream passes are function passes
+  // (docs/design/conventions.md).
+  pm.addPass(createVerifyShardingsPass());
+  pm.addNestedPass<func::FuncOp>(shard::createShardingPropagation());
+  VerifyShardingsPassOptions propagated;
+  propagated.propagated = true;
+  pm.addPass(createVerifyShardingsPass(propagated));
+  pm.addNestedPass<func::FuncOp>(shard::createPartition());
 }
 
 void mlir::gradcomm::buildScaleComPipeline(

@@ -155,6 +155,35 @@ def GossipRewritePass : Pass<"gradcomm-gossip", "::mlir::ModuleOp"> {
   ];
 }
 
+def VerifyShardingsPass
+    : Pass<"gradcomm-verify-shardings", "::mlir::ModuleOp"> {
+  let summary = "Refuse sharding annotations upstream partitioning crashes on";
+  let description = [{
+    Runs before upstream `sharding-propagation` and `shard-partition` in the
+    GradComm pipelines and in `gradcomm-compile`. Upstream `shard-partition`
+    (MLIR 22.1) segfaults on a value that is annotated for its users
+    (`shard.shard ... annotate_for_users`) with two different shardings.
+    This pass turns that input into an error that names both annotations.
+    Nothing else is changed.
+
+    ```mlir
+    %a = shard.shard %x to %s0 annotate_for_users : tensor<16x64xf32>
+    %b = shard.shard %x to %s1 annotate_for_users : tensor<16x64xf32>
+    // error: gradcomm: this value is annotated for its users with two
+    // different shardings; ...
+    ```
+
+    With `propagated=true` it runs between propagation and partitioning and
+    refuses a tensor that propagation left without a sharding: a value that
+    depends on no annotated value, such as a returned `tensor.empty`.
+    Upstream `shard-partition` segfaults on those too.
+  }];
+  let options = [
+    Option<"propagated", "propagated", "bool", /*default=*/"false",
+           "Check the propagated IR: every tensor result has a sharding">
+  ];
+}
+
 def NameCollectivesPass
     : Pass<"gradcomm-name-collectives", "::mlir::ModuleOp"> {
   let summary = "Stamp the runtime name on every collective that has none";
