@@ -12,6 +12,9 @@
 
 #include "TestUtil.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -487,6 +490,68 @@ TEST(Checkpoint, BadFilesAreRejectedAndChangeNothing) {
   std::remove(rankFile(path).c_str());
   EXPECT_EQ(gradcomm_state_restore(path.c_str()), GRADCOMM_ERR_IO);
   EXPECT_TRUE(contains(gradcomm_last_error(), "cannot open"));
+}
+
+TEST(Checkpoint, DuplicatedEntryIsRejectedEvenWithAValidChecksum) {
+  World world;
+  std::string name = uniqueName("w");
+  std::string path = checkpointPath("duplicate");
+  ASSERT_OK(gradcomm_state_declare(name.c_str(), 1));
+  // magic, version 1, rank, size, two states, the same entry twice.
+  std::string data("GCSTATE\0", 8);
+  auto put = [&](const void *bytes, size_t size) {
+    data.append(static_cast<const char *>(bytes), size);
+  };
+  uint32_t version = 1, rank = world.rank, size = world.size;
+  uint64_t states = 2, step = 7, count = 1;
+  float value = 1.5f;
+  put(&version, 4);
+  put(&rank, 4);
+  put(&size, 4);
+  put(&states, 8);
+  for (int i = 0; i < 2; ++i) {
+    uint32_t length = static_cast<uint32_t>(name.size());
+    put(&length, 4);
+    put(name.data(), name.size());
+    put(&step, 8);
+    put(&count, 8);
+    put(&value, 4);
+  }
+  uint64_t checksum = fnv1a(data, data.size());
+  put(&checksum, 8);
+  writeFile(rankFile(path), data);
+  EXPECT_EQ(gradcomm_state_restore(path.c_str()), GRADCOMM_ERR_IO);
+  EXPECT_TRUE(contains(gradcomm_last_error(), "appears twice"))
+      << gradcomm_last_error();
+  uint64_t live = 99;
+  EXPECT_OK(gradcomm_state_step(name.c_str(), &live));
+  EXPECT_EQ(live, 0u);
+  std::remove(rankFile(path).c_str());
+}
+
+TEST(Checkpoint, ADirectoryAtThePathIsRefusedByName) {
+  std::string path = checkpointPath("directory");
+  ASSERT_EQ(::mkdir(rankFile(path).c_str(), 0755), 0);
+  EXPECT_EQ(gradcomm_state_save(path.c_str()), GRADCOMM_ERR_IO);
+  EXPECT_TRUE(contains(gradcomm_last_error(),
+                       rankFile(path) + "' exists and is not a regular file"))
+      << gradcomm_last_error();
+  EXPECT_EQ(gradcomm_state_restore(path.c_str()), GRADCOMM_ERR_IO);
+  EXPECT_TRUE(contains(gradcomm_last_error(), "is not a regular file"))
+      << gradcomm_last_error();
+  ::rmdir(rankFile(path).c_str());
+  // Nothing left behind by the failed save.
+  EXPECT_NE(::access((rankFile(path) + ".tmp").c_str(), F_OK), 0);
+}
+
+TEST(Checkpoint, SaveLeavesNoTemporaryFile) {
+  std::string name = uniqueName("w");
+  std::string path = checkpointPath("temporary");
+  ASSERT_OK(gradcomm_state_declare(name.c_str(), 3));
+  ASSERT_OK(gradcomm_state_save(path.c_str()));
+  EXPECT_EQ(::access(rankFile(path).c_str(), F_OK), 0);
+  EXPECT_NE(::access((rankFile(path) + ".tmp").c_str(), F_OK), 0);
+  std::remove(rankFile(path).c_str());
 }
 
 TEST(Checkpoint, StateOfAnotherSizeIsRejected) {

@@ -13,8 +13,12 @@
 //     f32[count] memory
 //   u64      FNV-1a 64 checksum of every byte before it
 //
-// Restore parses and checks the whole file into a new registry first and
-// swaps it in only when everything is valid, so a bad file changes nothing.
+// Save streams the file (no copy of the whole registry in memory) to
+// `<path>.rank<r>.tmp`, fsyncs it, renames it over the real name and fsyncs
+// the directory; on any failure the temporary file is removed. Restore
+// parses and checks the whole file (checksum, header, no state twice) into
+// a new registry first and swaps it in only when everything is valid, so a
+// bad file changes nothing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,8 +27,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <iterator>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace gradcomm;
 
@@ -40,10 +47,6 @@ uint64_t fnv1a(const char *data, size_t size) {
     hash *= 0x100000001b3ull;
   }
   return hash;
-}
-
-template <typename T> void put(std::string &buffer, T value) {
-  buffer.append(reinterpret_cast<const char *>(&value), sizeof(T));
 }
 
 /// Reads from a byte range, failing (not crashing) past its end.
@@ -180,43 +183,107 @@ gradcomm_status gradcomm_state_read(const char *name, float *out,
   });
 }
 
+namespace {
+
+/// Writes a checkpoint file as it goes, keeping the running checksum.
+class StreamWriter {
+public:
+  explicit StreamWriter(FILE *file) : file(file) {}
+
+  void bytes(const void *data, size_t size) {
+    const char *text = static_cast<const char *>(data);
+    for (size_t i = 0; i < size; ++i)
+      hash = (hash ^ static_cast<unsigned char>(text[i])) * 0x100000001b3ull;
+    if (size > 0 && std::fwrite(data, 1, size, file) != size)
+      ok = false;
+  }
+  template <typename T> void value(T data) { bytes(&data, sizeof(T)); }
+  uint64_t checksum() const { return hash; }
+  bool good() const { return ok; }
+
+private:
+  FILE *file;
+  uint64_t hash = 0xcbf29ce484222325ull;
+  bool ok = true;
+};
+
+/// Something other than a regular file at `path` (a directory, a device)
+/// is refused by name; a missing file is fine here.
+gradcomm_status requireRegularOrMissing(const Call &call,
+                                        const std::string &path) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0 || S_ISREG(info.st_mode))
+    return GRADCOMM_OK;
+  return call.fail(GRADCOMM_ERR_IO,
+                   "'" + path + "' exists and is not a regular file");
+}
+
+/// fsync of the directory holding `path`, so a rename survives a crash.
+void syncDirectory(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  std::string directory =
+      slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+} // namespace
+
 gradcomm_status gradcomm_state_save(const char *path) {
   return guarded("state_save", nullptr, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
     GRADCOMM_RETURN_IF_ERROR(requireName(call, "path", path));
     const Context &ctx = context();
-    std::string buffer(kMagic, sizeof(kMagic));
-    put<uint32_t>(buffer, kVersion);
-    put<uint32_t>(buffer, static_cast<uint32_t>(ctx.rank));
-    put<uint32_t>(buffer, static_cast<uint32_t>(ctx.size));
-    put<uint64_t>(buffer, ctx.states.size());
-    std::vector<float> host;
-    for (const auto &[name, state] : ctx.states) {
-      GRADCOMM_RETURN_IF_ERROR(hostMemory(call, state, host));
-      put<uint32_t>(buffer, static_cast<uint32_t>(name.size()));
-      buffer.append(name);
-      put<uint64_t>(buffer, state.step);
-      put<uint64_t>(buffer, static_cast<uint64_t>(state.count));
-      buffer.append(reinterpret_cast<const char *>(host.data()),
-                    sizeof(float) * host.size());
-    }
-    put<uint64_t>(buffer, fnv1a(buffer.data(), buffer.size()));
-
-    // Write to a temporary name and rename, so a crash mid-write never
-    // leaves a truncated checkpoint under the real name.
     std::string target = rankPath(path);
     std::string temporary = target + ".tmp";
-    {
-      std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-      file.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-      file.close();
-      if (!file)
-        return call.fail(GRADCOMM_ERR_IO, "cannot write '" + temporary + "'");
-    }
-    if (std::rename(temporary.c_str(), target.c_str()) != 0)
-      return call.fail(GRADCOMM_ERR_IO, "cannot rename '" + temporary +
-                                            "' to '" + target +
+    GRADCOMM_RETURN_IF_ERROR(requireRegularOrMissing(call, target));
+    // Write to a temporary name, fsync, rename: a crash mid-write never
+    // leaves a truncated checkpoint under the real name, and a failed save
+    // leaves no temporary file behind.
+    FILE *file = std::fopen(temporary.c_str(), "wb");
+    if (!file)
+      return call.fail(GRADCOMM_ERR_IO, "cannot write '" + temporary +
                                             "': " + std::strerror(errno));
+    auto fail = [&](const std::string &why) {
+      std::fclose(file);
+      std::remove(temporary.c_str());
+      return call.fail(GRADCOMM_ERR_IO, why);
+    };
+    StreamWriter writer(file);
+    writer.bytes(kMagic, sizeof(kMagic));
+    writer.value<uint32_t>(kVersion);
+    writer.value<uint32_t>(static_cast<uint32_t>(ctx.rank));
+    writer.value<uint32_t>(static_cast<uint32_t>(ctx.size));
+    writer.value<uint64_t>(ctx.states.size());
+    std::vector<float> host;
+    for (const auto &[name, state] : ctx.states) {
+      gradcomm_status staged = hostMemory(call, state, host);
+      if (staged != GRADCOMM_OK)
+        return fail(gradcomm_last_error());
+      writer.value<uint32_t>(static_cast<uint32_t>(name.size()));
+      writer.bytes(name.data(), name.size());
+      writer.value<uint64_t>(state.step);
+      writer.value<uint64_t>(static_cast<uint64_t>(state.count));
+      writer.bytes(host.data(), sizeof(float) * host.size());
+    }
+    uint64_t checksum = writer.checksum();
+    if (std::fwrite(&checksum, sizeof(checksum), 1, file) != 1 ||
+        !writer.good() || std::fflush(file) != 0 || ::fsync(fileno(file)) != 0)
+      return fail("cannot write '" + temporary + "': " + std::strerror(errno));
+    if (std::fclose(file) != 0) {
+      std::remove(temporary.c_str());
+      return call.fail(GRADCOMM_ERR_IO, "cannot write '" + temporary + "'");
+    }
+    if (std::rename(temporary.c_str(), target.c_str()) != 0) {
+      std::string why = std::strerror(errno);
+      std::remove(temporary.c_str());
+      return call.fail(GRADCOMM_ERR_IO, "cannot rename '" + temporary +
+                                            "' to '" + target + "': " + why);
+    }
+    syncDirectory(target);
     return GRADCOMM_OK;
   });
 }
@@ -227,6 +294,7 @@ gradcomm_status gradcomm_state_restore(const char *path) {
     GRADCOMM_RETURN_IF_ERROR(requireName(call, "path", path));
     Context &ctx = context();
     std::string target = rankPath(path);
+    GRADCOMM_RETURN_IF_ERROR(requireRegularOrMissing(call, target));
     std::ifstream file(target, std::ios::binary);
     if (!file)
       return call.fail(GRADCOMM_ERR_IO, "cannot open '" + target + "'");
@@ -279,6 +347,8 @@ gradcomm_status gradcomm_state_restore(const char *path) {
       state.memory.resize(count);
       if (!reader.bytes(state.memory.data(), sizeof(float) * count))
         return corrupt("truncated memory of state '" + name + "'");
+      if (restored.count(name) != 0)
+        return corrupt("state '" + name + "' appears twice");
       auto live = ctx.states.find(name);
       if (live != ctx.states.end() && live->second.count != state.count)
         return corrupt("state '" + name + "' has " +
