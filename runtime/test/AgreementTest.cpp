@@ -13,6 +13,10 @@
 
 #include "TestUtil.h"
 
+#include <cmath>
+#include <cstring>
+#include <limits>
+
 using namespace gradcomm::test;
 
 namespace {
@@ -146,4 +150,59 @@ TEST(Agreement, TensorsReducedInAnotherOrderAreRefused) {
   // Nothing was reduced: the data is untouched.
   EXPECT_EQ(a, std::vector<float>(8, 1.0f));
   EXPECT_EQ(b, std::vector<float>(8, 2.0f));
+}
+
+TEST(NonFinite, DenseAllReduceSkipsOnEveryRank) {
+  World world;
+  std::vector<float> data(8, 1.0f);
+  if (world.rank == world.size - 1)
+    data[3] = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> before = data;
+  EXPECT_EQ(gradcomm_dense_all_reduce_f32("nonfinite.dense", data.data(), 8,
+                                          GRADCOMM_REDUCE_SUM),
+            GRADCOMM_ERR_NON_FINITE)
+      << gradcomm_last_error();
+  EXPECT_TRUE(contains(gradcomm_last_error(), "step skipped on every rank"));
+  // Untouched, NaN included (compared as bits).
+  EXPECT_EQ(std::memcmp(data.data(), before.data(), sizeof(float) * 8), 0);
+}
+
+TEST(NonFinite, GossipSkipsOnEveryRank) {
+  World world;
+  if (world.size < 2)
+    GTEST_SKIP() << "needs two ranks";
+  std::string name = uniqueName("g");
+  std::vector<float> x(8, static_cast<float>(world.rank));
+  if (world.rank == 0)
+    x[0] = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(gradcomm_gossip_exchange_f32(name.c_str(), x.data(), 8,
+                                         GRADCOMM_SCHEDULE_RING, 0.5f, 1, 1),
+            GRADCOMM_ERR_NON_FINITE)
+      << gradcomm_last_error();
+  EXPECT_EQ(x[1], static_cast<float>(world.rank));
+}
+
+TEST(NonFinite, FiniteGradientThatWouldOverflowTheMemory) {
+  // Step 1 keeps 3e38 in the memory of every unselected element; in step 2
+  // m + g = 6e38 overflows to inf: the step is refused on every rank and
+  // the memory stays finite.
+  World world;
+  std::string name = uniqueName("w");
+  const int64_t count = 64;
+  std::vector<float> grad(count, 3e38f), out(count);
+  ASSERT_OK(gradcomm_scalecom_f32(name.c_str(), grad.data(), out.data(), count,
+                                  1, GRADCOMM_SELECT_EXACT, 0, 1.0f,
+                                  GRADCOMM_REDUCE_AVERAGE));
+  EXPECT_EQ(gradcomm_scalecom_f32(name.c_str(), grad.data(), out.data(), count,
+                                  1, GRADCOMM_SELECT_EXACT, 0, 1.0f,
+                                  GRADCOMM_REDUCE_AVERAGE),
+            GRADCOMM_ERR_NON_FINITE)
+      << gradcomm_last_error();
+  std::vector<float> memory(count);
+  ASSERT_OK(gradcomm_state_read(name.c_str(), memory.data(), count));
+  for (float m : memory)
+    EXPECT_TRUE(std::isfinite(m)) << m;
+  uint64_t step = 0;
+  ASSERT_OK(gradcomm_state_step(name.c_str(), &step));
+  EXPECT_EQ(step, 1u);
 }

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Internal.h"
+#include "Kernels.h"
 
 using namespace gradcomm;
 
@@ -21,9 +22,18 @@ gradcomm_status gradcomm_dense_all_reduce_f32(const char *opName, float *data,
         return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT, "data pointer is null");
       return requireReduction(call, reduction);
     }));
-    GRADCOMM_RETURN_IF_ERROR(checkConsistency(
-        call, {{"count", count}, {"reduction", reduction}}, false));
+    // NaN/Inf in the input skips the reduction on every rank (one policy
+    // for every operation), the data untouched.
+    std::vector<CheckField> fields = {{"count", count},
+                                      {"reduction", reduction}};
     const Context &ctx = context();
+    if (usingCuda() && count > 0)
+      GRADCOMM_RETURN_IF_ERROR(
+          checkConsistencyOnDevice(call, data, count, fields));
+    else
+      GRADCOMM_RETURN_IF_ERROR(checkConsistency(
+          call, fields,
+          ctx.consistencyCheck && count > 0 && cpu::anyNonFinite(data, count)));
     double start = now();
     if (usingCuda()) {
       char error[kErrorSize] = {0};

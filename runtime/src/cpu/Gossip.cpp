@@ -67,15 +67,21 @@ gradcomm_status gradcomm_gossip_exchange_f32(const char *stateName, float *x,
                              std::to_string(mixing));
       return lookupState(call, stateName, 0, state);
     }));
-    GRADCOMM_RETURN_IF_ERROR(
-        checkConsistency(call,
-                         {{"count", count},
-                          {"schedule", schedule},
-                          {"mixing", floatBits(mixing)},
-                          {"seed", static_cast<int64_t>(seed)},
-                          {"period", period},
-                          {"step", static_cast<int64_t>(state->step)}},
-                         false));
+    // A replica holding NaN/Inf would spread it to its peer: the exchange
+    // is skipped on every rank instead (the step counter unchanged).
+    std::vector<CheckField> fields = {
+        {"count", count},
+        {"schedule", schedule},
+        {"mixing", floatBits(mixing)},
+        {"seed", static_cast<int64_t>(seed)},
+        {"period", period},
+        {"step", static_cast<int64_t>(state->step)}};
+    if (usingCuda())
+      GRADCOMM_RETURN_IF_ERROR(
+          checkConsistencyOnDevice(call, x, count, fields));
+    else
+      GRADCOMM_RETURN_IF_ERROR(checkConsistency(
+          call, fields, ctx.consistencyCheck && cpu::anyNonFinite(x, count)));
 
     double start = now();
     gradcomm_op_stats &stats = opStats(stateName);

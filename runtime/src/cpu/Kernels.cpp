@@ -52,6 +52,14 @@ bool gradcomm::cpu::anyNonFinite(const float *g, int64_t n) {
   return bad != 0;
 }
 
+GRADCOMM_HOT_KERNEL
+bool gradcomm::cpu::anyNonFiniteSum(const float *m, const float *g, int64_t n) {
+  uint32_t bad = 0;
+  for (int64_t i = 0; i < n; ++i)
+    bad |= magnitudeKey(m[i] + g[i]) >= kInfKey;
+  return bad != 0;
+}
+
 /// Larger key first; equal keys: lower index first.
 static bool betterCandidate(const std::pair<uint32_t, int64_t> &a,
                             const std::pair<uint32_t, int64_t> &b) {
@@ -121,9 +129,9 @@ bool gradcomm::cpu::selectExact(const float *m, const float *g, int64_t n,
     int32_t hit = 0;
     for (int64_t j = 0; j < kBlock; ++j) {
       int32_t key = static_cast<int32_t>(magnitudeKey(mb[j] + gb[j]));
-      int32_t gradientKey = static_cast<int32_t>(magnitudeKey(gb[j]));
       hit |= key >= limit;
-      bad |= gradientKey >= static_cast<int32_t>(kInfKey);
+      // m + g, not g: a finite gradient that overflows the memory counts.
+      bad |= key >= static_cast<int32_t>(kInfKey);
     }
     if (!hit)
       continue;
@@ -134,8 +142,8 @@ bool gradcomm::cpu::selectExact(const float *m, const float *g, int64_t n,
     }
   }
   for (; i < n; ++i) {
-    bad |= magnitudeKey(g[i]) >= kInfKey;
     uint32_t key = magnitudeKey(m[i] + g[i]);
+    bad |= key >= kInfKey;
     if (key >= threshold)
       candidates.push_back({key, i});
   }
@@ -152,8 +160,9 @@ static bool selectExactRadix(const float *m, const float *g, int64_t n,
   histogram.assign(kNumBuckets, 0);
   uint32_t bad = 0;
   for (int64_t i = 0; i < n; ++i) {
-    bad |= magnitudeKey(g[i]) >= kInfKey;
-    ++histogram[magnitudeKey(accumulated(m, g, i)) >> kBucketShift];
+    uint32_t key = magnitudeKey(accumulated(m, g, i));
+    bad |= key >= kInfKey;
+    ++histogram[key >> kBucketShift];
   }
 
   // Threshold bucket: everything above it is selected, the rest of the k

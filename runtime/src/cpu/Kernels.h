@@ -42,14 +42,18 @@ inline constexpr int64_t kSampleFraction = 64;
 /// True when any of `g[0..n)` is NaN or Inf.
 bool anyNonFinite(const float *g, int64_t n);
 
+/// True when any of `m[i] + g[i]` is NaN or Inf: a non-finite gradient, or
+/// a finite one that would overflow the error-feedback memory.
+bool anyNonFiniteSum(const float *m, const float *g, int64_t n);
+
 /// Exact top-k of |m + g|: writes the k indices in
 /// ascending order. Ties go to the lower index. Not a sort: a threshold T
 /// is estimated from a sample, one streaming pass collects every element
 /// with |p| >= T (about 1.2 k of them), and a partial sort of those picks
 /// the k. The result is exact whatever the sample: if fewer than k pass,
 /// a radix select on the float bits (histogram pass, collection pass,
-/// partial sort of the threshold bucket) decides. Returns true if some g is
-/// NaN/Inf.
+/// partial sort of the threshold bucket) decides. Returns true if some
+/// m + g is NaN/Inf (see anyNonFiniteSum).
 bool selectExact(const float *m, const float *g, int64_t n, int64_t k,
                  int64_t *indices, SelectScratch &scratch);
 

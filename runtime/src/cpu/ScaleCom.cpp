@@ -113,7 +113,8 @@ gradcomm_status selectAndBroadcast(const Call &call, const CompressArgs &args,
     nonFinite = cpu::selectExact(state.memory.data(), args.grad, args.count,
                                  args.k, state.indices.data(), scratch);
   } else if (ctx.consistencyCheck) {
-    nonFinite = cpu::anyNonFinite(args.grad, args.count);
+    nonFinite =
+        cpu::anyNonFiniteSum(state.memory.data(), args.grad, args.count);
   }
   std::vector<CheckField> fields = compressFields(args, state);
   fields.insert(fields.end(), extra.begin(), extra.end());
