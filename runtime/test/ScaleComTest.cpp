@@ -380,15 +380,21 @@ TEST(ScaleCom, LocalErrorsNameOpRankAndCause) {
 // Checkpoints
 //===----------------------------------------------------------------------===//
 
-std::string checkpointPath(const std::string &tag) {
-  World world;
-  return ::testing::TempDir() + "gradcomm_" + tag + "_np" +
-         std::to_string(world.size);
-}
-
 std::string rankFile(const std::string &path) {
   World world;
   return path + ".rank" + std::to_string(world.rank);
+}
+
+/// A checkpoint path for one test, with nothing left at it from an earlier
+/// run (a left-over previous generation would change what restore takes).
+std::string checkpointPath(const std::string &tag) {
+  World world;
+  std::string path = ::testing::TempDir() + "gradcomm_" + tag + "_np" +
+                     std::to_string(world.size);
+  for (const char *suffix : {"", ".prev", ".tmp"})
+    std::remove((rankFile(path) + suffix).c_str());
+  MPI_Barrier(MPI_COMM_WORLD);
+  return path;
 }
 
 std::string readFile(const std::string &path) {
@@ -533,8 +539,9 @@ TEST(Checkpoint, ADirectoryAtThePathIsRefusedByName) {
   std::string path = checkpointPath("directory");
   ASSERT_EQ(::mkdir(rankFile(path).c_str(), 0755), 0);
   EXPECT_EQ(gradcomm_state_save(path.c_str()), GRADCOMM_ERR_IO);
+  // Every rank reports the lowest failing rank's message (rank 0's file).
   EXPECT_TRUE(contains(gradcomm_last_error(),
-                       rankFile(path) + "' exists and is not a regular file"))
+                       path + ".rank0' exists and is not a regular file"))
       << gradcomm_last_error();
   EXPECT_EQ(gradcomm_state_restore(path.c_str()), GRADCOMM_ERR_IO);
   EXPECT_TRUE(contains(gradcomm_last_error(), "is not a regular file"))
@@ -552,6 +559,70 @@ TEST(Checkpoint, SaveLeavesNoTemporaryFile) {
   EXPECT_EQ(::access(rankFile(path).c_str(), F_OK), 0);
   EXPECT_NE(::access((rankFile(path) + ".tmp").c_str(), F_OK), 0);
   std::remove(rankFile(path).c_str());
+}
+
+TEST(Checkpoint, RestoreTakesTheNewestGenerationCompleteOnEveryRank) {
+  World world;
+  std::string name = uniqueName("w");
+  std::string path = checkpointPath("generations");
+  std::remove(rankFile(path).c_str());
+  std::remove((rankFile(path) + ".prev").c_str());
+  runSteps(name, 0, 3);
+  ASSERT_OK(gradcomm_state_save(path.c_str()));
+  uint64_t first = 0, second = 0, restored = 0, step = 0;
+  ASSERT_OK(gradcomm_state_generation(&first));
+  runSteps(name, 3, 5);
+  ASSERT_OK(gradcomm_state_save(path.c_str()));
+  ASSERT_OK(gradcomm_state_generation(&second));
+  EXPECT_EQ(second, first + 1);
+  // The previous generation is kept beside the new one.
+  EXPECT_EQ(::access((rankFile(path) + ".prev").c_str(), F_OK), 0);
+
+  // Everyone complete: the newest generation (step 5).
+  runSteps(name, 5, 6);
+  ASSERT_OK(gradcomm_state_restore(path.c_str()));
+  ASSERT_OK(gradcomm_state_generation(&restored));
+  EXPECT_EQ(restored, second);
+  ASSERT_OK(gradcomm_state_step(name.c_str(), &step));
+  EXPECT_EQ(step, 5u);
+
+  // A save that crashed on the last rank between its two renames: that
+  // rank still has only the first generation. Every rank takes the first
+  // generation (step 3), not a mix of the two.
+  if (world.rank == world.size - 1)
+    ASSERT_EQ(
+        std::rename((rankFile(path) + ".prev").c_str(), rankFile(path).c_str()),
+        0);
+  ASSERT_OK(gradcomm_state_restore(path.c_str()));
+  ASSERT_OK(gradcomm_state_generation(&restored));
+  EXPECT_EQ(restored, first);
+  ASSERT_OK(gradcomm_state_step(name.c_str(), &step));
+  EXPECT_EQ(step, 3u);
+  std::remove(rankFile(path).c_str());
+  std::remove((rankFile(path) + ".prev").c_str());
+}
+
+TEST(Checkpoint, ACorruptNewestFileOnOneRankFallsBackEverywhere) {
+  World world;
+  std::string name = uniqueName("w");
+  std::string path = checkpointPath("fallback");
+  std::remove(rankFile(path).c_str());
+  std::remove((rankFile(path) + ".prev").c_str());
+  runSteps(name, 0, 2);
+  ASSERT_OK(gradcomm_state_save(path.c_str()));
+  runSteps(name, 2, 4);
+  ASSERT_OK(gradcomm_state_save(path.c_str()));
+  if (world.rank == 0) {
+    std::string data = readFile(rankFile(path));
+    data[data.size() / 2] ^= 0x10;
+    writeFile(rankFile(path), data);
+  }
+  ASSERT_OK(gradcomm_state_restore(path.c_str()));
+  uint64_t step = 0;
+  ASSERT_OK(gradcomm_state_step(name.c_str(), &step));
+  EXPECT_EQ(step, 2u);
+  std::remove(rankFile(path).c_str());
+  std::remove((rankFile(path) + ".prev").c_str());
 }
 
 TEST(Checkpoint, StateOfAnotherSizeIsRejected) {

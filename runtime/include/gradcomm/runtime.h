@@ -180,16 +180,25 @@ gradcomm_status gradcomm_state_step(const char *name, uint64_t *step);
 gradcomm_status gradcomm_state_read(const char *name, float *out,
                                     int64_t count);
 
-/// Writes every state of this rank to `<path>.rank<r>` (versioned format
-/// with a checksum). Not collective: each rank writes its own file.
+/// Collective: writes every state of this rank to `<path>.rank<r>` as a new
+/// generation (versioned format with a checksum), in two phases: all ranks
+/// write and fsync a temporary file; only when all succeeded does each
+/// keep its current file as `<path>.rank<r>.prev` and put the new one in
+/// place. A failure on any rank is the same GRADCOMM_ERR_IO on every rank,
+/// and the previous checkpoint is untouched.
 gradcomm_status gradcomm_state_save(const char *path);
 
-/// Replaces every state of this rank with the contents of
-/// `<path>.rank<r>`. A missing, truncated, corrupt or mismatched file (other
-/// version, rank or group size, or a state whose size differs from a live
-/// one) is rejected with GRADCOMM_ERR_IO and leaves the live state as it
-/// was.
+/// Collective: replaces every state of this rank with the newest generation
+/// that every rank has complete (its `<path>.rank<r>` or `.prev`). A
+/// missing, truncated, corrupt or mismatched file (other version, rank or
+/// group size, a state twice, a state whose size differs from a live one)
+/// does not count; with no generation left, every rank gets GRADCOMM_ERR_IO
+/// and the live state is unchanged.
 gradcomm_status gradcomm_state_restore(const char *path);
+
+/// The checkpoint generation this process last saved or restored (0 when
+/// none): after a restore, which generation was taken.
+gradcomm_status gradcomm_state_generation(uint64_t *generation);
 
 /*===----------------------------------------------------------------------===*
  * ScaleCom (docs/design/architecture.md section 2), float32, host pointers.

@@ -67,6 +67,8 @@ struct Context {
   /// Collective calls that joined the agreement on this rank: ranks that
   /// disagree on it issued calls in different orders.
   uint64_t sequence = 0;
+  /// The checkpoint generation last saved or restored.
+  uint64_t generation = 0;
 };
 
 Context &context();

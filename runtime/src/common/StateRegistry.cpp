@@ -5,20 +5,28 @@
 // Checkpoint file, one per rank (`<path>.rank<r>`), little-endian:
 //
 //   char[8]  magic "GCSTATE\0"
-//   u32      format version (1)
+//   u32      format version (2; version 1 files, without the generation,
+//            are read as generation 0)
 //   u32      rank, u32 group size
+//   u64      generation (version 2)
 //   u64      number of states
 //   per state, in name order:
 //     u32 name length, name bytes, u64 step, u64 element count,
 //     f32[count] memory
 //   u64      FNV-1a 64 checksum of every byte before it
 //
-// Save streams the file (no copy of the whole registry in memory) to
-// `<path>.rank<r>.tmp`, fsyncs it, renames it over the real name and fsyncs
-// the directory; on any failure the temporary file is removed. Restore
-// parses and checks the whole file (checksum, header, no state twice) into
-// a new registry first and swaps it in only when everything is valid, so a
-// bad file changes nothing.
+// Generations. Save is collective and two-phase: every rank streams
+// generation G (one more than the newest any rank has) to
+// `<path>.rank<r>.tmp` and fsyncs it; only when every rank succeeded (the
+// agreement) does each rank move its current file to `<path>.rank<r>.prev`
+// and the new one into place (fsync of the directory after each rename).
+// The previous generation therefore survives until the new one is in place
+// everywhere, and a failed save leaves no temporary file. Restore is
+// collective too: it takes the newest generation that every rank has, as
+// its current or its previous file, and that parses and checks completely
+// (checksum, header, no state twice). It builds a new registry first and
+// swaps it in only when everything is valid, so a bad file changes
+// nothing. gradcomm_state_generation says which generation was restored.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,7 +46,7 @@ using namespace gradcomm;
 namespace {
 
 constexpr char kMagic[8] = {'G', 'C', 'S', 'T', 'A', 'T', 'E', '\0'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 uint64_t fnv1a(const char *data, size_t size) {
   uint64_t hash = 0xcbf29ce484222325ull;
@@ -230,60 +238,193 @@ void syncDirectory(const std::string &path) {
   }
 }
 
+/// Streams this rank's registry as generation `generation` to `path`
+/// (created or truncated) and fsyncs it.
+gradcomm_status writeCheckpoint(const Call &call, const std::string &path,
+                                uint64_t generation) {
+  const Context &ctx = context();
+  FILE *file = std::fopen(path.c_str(), "wb");
+  if (!file)
+    return call.fail(GRADCOMM_ERR_IO,
+                     "cannot write '" + path + "': " + std::strerror(errno));
+  auto fail = [&](const std::string &why) {
+    std::fclose(file);
+    return call.fail(GRADCOMM_ERR_IO, why);
+  };
+  StreamWriter writer(file);
+  writer.bytes(kMagic, sizeof(kMagic));
+  writer.value<uint32_t>(kVersion);
+  writer.value<uint32_t>(static_cast<uint32_t>(ctx.rank));
+  writer.value<uint32_t>(static_cast<uint32_t>(ctx.size));
+  writer.value<uint64_t>(generation);
+  writer.value<uint64_t>(ctx.states.size());
+  std::vector<float> host;
+  for (const auto &[name, state] : ctx.states) {
+    if (hostMemory(call, state, host) != GRADCOMM_OK)
+      return fail(gradcomm_last_error());
+    writer.value<uint32_t>(static_cast<uint32_t>(name.size()));
+    writer.bytes(name.data(), name.size());
+    writer.value<uint64_t>(state.step);
+    writer.value<uint64_t>(static_cast<uint64_t>(state.count));
+    writer.bytes(host.data(), sizeof(float) * host.size());
+  }
+  uint64_t checksum = writer.checksum();
+  if (std::fwrite(&checksum, sizeof(checksum), 1, file) != 1 ||
+      !writer.good() || std::fflush(file) != 0 || ::fsync(fileno(file)) != 0)
+    return fail("cannot write '" + path + "': " + std::strerror(errno));
+  if (std::fclose(file) != 0)
+    return call.fail(GRADCOMM_ERR_IO, "cannot write '" + path + "'");
+  return GRADCOMM_OK;
+}
+
+/// A parsed checkpoint file: its generation and its states.
+struct Checkpoint {
+  bool valid = false;
+  uint64_t generation = 0;
+  std::map<std::string, State> states;
+};
+
+/// Parses and checks `path` completely; on failure records why (the
+/// message names the file) and returns the status.
+gradcomm_status readCheckpoint(const Call &call, const std::string &path,
+                               Checkpoint &checkpoint) {
+  const Context &ctx = context();
+  GRADCOMM_RETURN_IF_ERROR(requireRegularOrMissing(call, path));
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return call.fail(GRADCOMM_ERR_IO, "cannot open '" + path + "'");
+  std::string data((std::istreambuf_iterator<char>(file)),
+                   std::istreambuf_iterator<char>());
+  auto corrupt = [&](const std::string &why) {
+    return call.fail(GRADCOMM_ERR_IO, "checkpoint '" + path + "' rejected: " +
+                                          why + "; live state unchanged");
+  };
+  if (data.size() < sizeof(kMagic) + sizeof(uint64_t) ||
+      std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0)
+    return corrupt("not a GradComm state file");
+  size_t body = data.size() - sizeof(uint64_t);
+  uint64_t stored;
+  std::memcpy(&stored, data.data() + body, sizeof(stored));
+  if (stored != fnv1a(data.data(), body))
+    return corrupt("checksum mismatch (corrupt or truncated)");
+
+  Reader reader(data, body);
+  char magic[sizeof(kMagic)];
+  uint32_t version = 0, rank = 0, size = 0;
+  uint64_t generation = 0, numStates = 0;
+  reader.bytes(magic, sizeof(magic));
+  if (!reader.get(version) || !reader.get(rank) || !reader.get(size))
+    return corrupt("truncated header");
+  if (version != kVersion && version != 1)
+    return corrupt("format version " + std::to_string(version) +
+                   ", this runtime reads 1 and " + std::to_string(kVersion));
+  if ((version >= 2 && !reader.get(generation)) || !reader.get(numStates))
+    return corrupt("truncated header");
+  if (rank != static_cast<uint32_t>(ctx.rank) ||
+      size != static_cast<uint32_t>(ctx.size))
+    return corrupt("written by rank " + std::to_string(rank) + " of " +
+                   std::to_string(size) + ", this is rank " +
+                   std::to_string(ctx.rank) + " of " +
+                   std::to_string(ctx.size));
+
+  std::map<std::string, State> restored;
+  for (uint64_t i = 0; i < numStates; ++i) {
+    uint32_t nameLength = 0;
+    if (!reader.get(nameLength) || nameLength > body)
+      return corrupt("truncated state name");
+    std::string name(nameLength, '\0');
+    State state;
+    uint64_t count = 0;
+    if (!reader.bytes(name.data(), nameLength) || !reader.get(state.step) ||
+        !reader.get(count) || count > body / sizeof(float))
+      return corrupt("truncated state '" + name + "'");
+    state.count = static_cast<int64_t>(count);
+    state.memory.resize(count);
+    if (!reader.bytes(state.memory.data(), sizeof(float) * count))
+      return corrupt("truncated memory of state '" + name + "'");
+    if (restored.count(name) != 0)
+      return corrupt("state '" + name + "' appears twice");
+    auto live = ctx.states.find(name);
+    if (live != ctx.states.end() && live->second.count != state.count)
+      return corrupt("state '" + name + "' has " + std::to_string(state.count) +
+                     " elements in the file, " +
+                     std::to_string(live->second.count) + " live");
+    restored.emplace(std::move(name), std::move(state));
+  }
+  if (!reader.done())
+    return corrupt("trailing bytes after the last state");
+  checkpoint.valid = true;
+  checkpoint.generation = generation;
+  checkpoint.states = std::move(restored);
+  return GRADCOMM_OK;
+}
+
+/// The generation of a valid checkpoint at `path`, without keeping its
+/// states; -1 when there is none (missing or invalid).
+int64_t generationOf(const std::string &path) {
+  Call quiet("state_save", nullptr);
+  std::string kept = gradcomm_last_error();
+  Checkpoint checkpoint;
+  bool ok = readCheckpoint(quiet, path, checkpoint) == GRADCOMM_OK;
+  quiet.adopt(GRADCOMM_OK, kept); // probing is not an error to report
+  return ok ? static_cast<int64_t>(checkpoint.generation) : -1;
+}
+
+/// MPI_MIN or MPI_MAX of one int64 over the group, under the watchdog.
+gradcomm_status reduceOne(const Call &call, int64_t &value, MPI_Op op) {
+  MPI_Request request;
+  GRADCOMM_RETURN_IF_ERROR(
+      call.mpi(MPI_Iallreduce(MPI_IN_PLACE, &value, 1, MPI_INT64_T, op,
+                              context().comm, &request),
+               "MPI_Iallreduce (checkpoint generation)"));
+  return waitYielding(call, request, "MPI_Iallreduce (checkpoint generation)");
+}
+
 } // namespace
 
 gradcomm_status gradcomm_state_save(const char *path) {
   return guarded("state_save", nullptr, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-    GRADCOMM_RETURN_IF_ERROR(requireName(call, "path", path));
-    const Context &ctx = context();
-    std::string target = rankPath(path);
-    std::string temporary = target + ".tmp";
-    GRADCOMM_RETURN_IF_ERROR(requireRegularOrMissing(call, target));
-    // Write to a temporary name, fsync, rename: a crash mid-write never
-    // leaves a truncated checkpoint under the real name, and a failed save
-    // leaves no temporary file behind.
-    FILE *file = std::fopen(temporary.c_str(), "wb");
-    if (!file)
-      return call.fail(GRADCOMM_ERR_IO, "cannot write '" + temporary +
-                                            "': " + std::strerror(errno));
-    auto fail = [&](const std::string &why) {
-      std::fclose(file);
+    std::string target, previous, temporary;
+    GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
+      GRADCOMM_RETURN_IF_ERROR(requireName(call, "path", path));
+      target = rankPath(path);
+      previous = target + ".prev";
+      temporary = target + ".tmp";
+      GRADCOMM_RETURN_IF_ERROR(requireRegularOrMissing(call, target));
+      GRADCOMM_RETURN_IF_ERROR(requireRegularOrMissing(call, previous));
+      return requireRegularOrMissing(call, temporary);
+    }));
+    // Phase 1: every rank writes generation G next to its current file.
+    int64_t generation = generationOf(target);
+    GRADCOMM_RETURN_IF_ERROR(reduceOne(call, generation, MPI_MAX));
+    generation = std::max<int64_t>(generation, 0) + 1;
+    gradcomm_status written = writeCheckpoint(call, temporary, generation);
+    if (written != GRADCOMM_OK)
       std::remove(temporary.c_str());
-      return call.fail(GRADCOMM_ERR_IO, why);
-    };
-    StreamWriter writer(file);
-    writer.bytes(kMagic, sizeof(kMagic));
-    writer.value<uint32_t>(kVersion);
-    writer.value<uint32_t>(static_cast<uint32_t>(ctx.rank));
-    writer.value<uint32_t>(static_cast<uint32_t>(ctx.size));
-    writer.value<uint64_t>(ctx.states.size());
-    std::vector<float> host;
-    for (const auto &[name, state] : ctx.states) {
-      gradcomm_status staged = hostMemory(call, state, host);
-      if (staged != GRADCOMM_OK)
-        return fail(gradcomm_last_error());
-      writer.value<uint32_t>(static_cast<uint32_t>(name.size()));
-      writer.bytes(name.data(), name.size());
-      writer.value<uint64_t>(state.step);
-      writer.value<uint64_t>(static_cast<uint64_t>(state.count));
-      writer.bytes(host.data(), sizeof(float) * host.size());
-    }
-    uint64_t checksum = writer.checksum();
-    if (std::fwrite(&checksum, sizeof(checksum), 1, file) != 1 ||
-        !writer.good() || std::fflush(file) != 0 || ::fsync(fileno(file)) != 0)
-      return fail("cannot write '" + temporary + "': " + std::strerror(errno));
-    if (std::fclose(file) != 0) {
+    gradcomm_status agreed = checkConsistency(call, {}, false, written);
+    if (agreed != GRADCOMM_OK) {
       std::remove(temporary.c_str());
-      return call.fail(GRADCOMM_ERR_IO, "cannot write '" + temporary + "'");
+      return agreed;
     }
-    if (std::rename(temporary.c_str(), target.c_str()) != 0) {
-      std::string why = std::strerror(errno);
-      std::remove(temporary.c_str());
-      return call.fail(GRADCOMM_ERR_IO, "cannot rename '" + temporary +
-                                            "' to '" + target + "': " + why);
-    }
+    // Phase 2: all wrote; the current file becomes the previous one and
+    // the new one the current one.
+    gradcomm_status moved = GRADCOMM_OK;
+    if (::access(target.c_str(), F_OK) == 0 &&
+        std::rename(target.c_str(), previous.c_str()) != 0)
+      moved = call.fail(GRADCOMM_ERR_IO, "cannot rename '" + target + "' to '" +
+                                             previous +
+                                             "': " + std::strerror(errno));
+    else if (std::rename(temporary.c_str(), target.c_str()) != 0)
+      moved =
+          call.fail(GRADCOMM_ERR_IO, "cannot rename '" + temporary + "' to '" +
+                                         target + "': " + std::strerror(errno));
     syncDirectory(target);
+    if (moved != GRADCOMM_OK)
+      std::remove(temporary.c_str());
+    GRADCOMM_RETURN_IF_ERROR(
+        checkConsistency(call, {{"generation", generation}}, false, moved));
+    context().generation = static_cast<uint64_t>(generation);
     return GRADCOMM_OK;
   });
 }
@@ -291,73 +432,54 @@ gradcomm_status gradcomm_state_save(const char *path) {
 gradcomm_status gradcomm_state_restore(const char *path) {
   return guarded("state_restore", nullptr, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-    GRADCOMM_RETURN_IF_ERROR(requireName(call, "path", path));
     Context &ctx = context();
-    std::string target = rankPath(path);
-    GRADCOMM_RETURN_IF_ERROR(requireRegularOrMissing(call, target));
-    std::ifstream file(target, std::ios::binary);
-    if (!file)
-      return call.fail(GRADCOMM_ERR_IO, "cannot open '" + target + "'");
-    std::string data((std::istreambuf_iterator<char>(file)),
-                     std::istreambuf_iterator<char>());
-    auto corrupt = [&](const std::string &why) {
-      return call.fail(GRADCOMM_ERR_IO, "checkpoint '" + target +
-                                            "' rejected: " + why +
-                                            "; live state unchanged");
-    };
-    if (data.size() < sizeof(kMagic) + sizeof(uint64_t) ||
-        std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0)
-      return corrupt("not a GradComm state file");
-    size_t body = data.size() - sizeof(uint64_t);
-    uint64_t stored;
-    std::memcpy(&stored, data.data() + body, sizeof(stored));
-    if (stored != fnv1a(data.data(), body))
-      return corrupt("checksum mismatch (corrupt or truncated)");
-
-    Reader reader(data, body);
-    char magic[sizeof(kMagic)];
-    uint32_t version = 0, rank = 0, size = 0;
-    uint64_t numStates = 0;
-    reader.bytes(magic, sizeof(magic));
-    if (!reader.get(version) || !reader.get(rank) || !reader.get(size) ||
-        !reader.get(numStates))
-      return corrupt("truncated header");
-    if (version != kVersion)
-      return corrupt("format version " + std::to_string(version) +
-                     ", this runtime reads " + std::to_string(kVersion));
-    if (rank != static_cast<uint32_t>(ctx.rank) ||
-        size != static_cast<uint32_t>(ctx.size))
-      return corrupt("written by rank " + std::to_string(rank) + " of " +
-                     std::to_string(size) + ", this is rank " +
-                     std::to_string(ctx.rank) + " of " +
-                     std::to_string(ctx.size));
-
-    std::map<std::string, State> restored;
-    for (uint64_t i = 0; i < numStates; ++i) {
-      uint32_t nameLength = 0;
-      if (!reader.get(nameLength) || nameLength > body)
-        return corrupt("truncated state name");
-      std::string name(nameLength, '\0');
-      State state;
-      uint64_t count = 0;
-      if (!reader.bytes(name.data(), nameLength) || !reader.get(state.step) ||
-          !reader.get(count) || count > body / sizeof(float))
-        return corrupt("truncated state '" + name + "'");
-      state.count = static_cast<int64_t>(count);
-      state.memory.resize(count);
-      if (!reader.bytes(state.memory.data(), sizeof(float) * count))
-        return corrupt("truncated memory of state '" + name + "'");
-      if (restored.count(name) != 0)
-        return corrupt("state '" + name + "' appears twice");
-      auto live = ctx.states.find(name);
-      if (live != ctx.states.end() && live->second.count != state.count)
-        return corrupt("state '" + name + "' has " +
-                       std::to_string(state.count) + " elements in the file, " +
-                       std::to_string(live->second.count) + " live");
-      restored.emplace(std::move(name), std::move(state));
+    std::string target;
+    GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
+      GRADCOMM_RETURN_IF_ERROR(requireName(call, "path", path));
+      target = rankPath(path);
+      return GRADCOMM_OK;
+    }));
+    // This rank's candidates: its current file, else its previous one.
+    Checkpoint current, previous;
+    gradcomm_status currentStatus = readCheckpoint(call, target, current);
+    std::string currentError = gradcomm_last_error();
+    readCheckpoint(call, target + ".prev", previous);
+    call.adopt(currentStatus, currentError);
+    // The newest generation every rank has: at most two rounds, since
+    // every rank holds at most two generations.
+    Checkpoint *chosen = nullptr;
+    int64_t below = INT64_MAX;
+    for (int round = 0; round < 3 && !chosen; ++round) {
+      int64_t mine = -1;
+      for (Checkpoint *candidate : {&current, &previous})
+        if (candidate->valid &&
+            static_cast<int64_t>(candidate->generation) < below)
+          mine = std::max(mine, static_cast<int64_t>(candidate->generation));
+      int64_t common = mine;
+      GRADCOMM_RETURN_IF_ERROR(reduceOne(call, common, MPI_MIN));
+      if (common < 0)
+        break;
+      Checkpoint *have = nullptr;
+      for (Checkpoint *candidate : {&current, &previous})
+        if (candidate->valid &&
+            static_cast<int64_t>(candidate->generation) == common)
+          have = candidate;
+      int64_t everyone = have ? 1 : 0;
+      GRADCOMM_RETURN_IF_ERROR(reduceOne(call, everyone, MPI_MIN));
+      if (everyone == 1)
+        chosen = have;
+      below = common;
     }
-    if (!reader.done())
-      return corrupt("trailing bytes after the last state");
+    // No generation complete everywhere: every rank fails with the lowest
+    // failing rank's reason (its current file's).
+    gradcomm_status local =
+        chosen ? GRADCOMM_OK
+        : currentStatus != GRADCOMM_OK
+            ? currentStatus
+            : call.fail(GRADCOMM_ERR_IO, "no checkpoint generation is "
+                                         "complete on every rank");
+    GRADCOMM_RETURN_IF_ERROR(checkConsistency(call, {}, false, local));
+    std::map<std::string, State> restored = std::move(chosen->states);
     if (usingCuda()) {
       // Stage into fresh device memory; on failure free it and keep the
       // live state.
@@ -378,6 +500,15 @@ gradcomm_status gradcomm_state_restore(const char *path) {
         ctx.cuda->release(entry.second.device);
     }
     ctx.states = std::move(restored);
+    ctx.generation = chosen->generation;
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_state_generation(uint64_t *generation) {
+  return guarded("state_generation", nullptr, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "generation", generation));
+    *generation = context().generation;
     return GRADCOMM_OK;
   });
 }
