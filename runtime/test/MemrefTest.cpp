@@ -138,3 +138,39 @@ TEST(Memref, GossipAndLocalTopk) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(Memref, SizesWhoseProductOverflowsAreRejected) {
+  float storage[4] = {1, 2, 3, 4};
+  // 2^32 * 2^32 elements wraps to 0 in int64 arithmetic.
+  const int64_t huge = int64_t(1) << 32;
+  Descriptor<float, 2> d{storage, storage, 0, {huge, huge}, {huge, 1}};
+  gradcomm_unranked_memref m = unranked(d);
+  EXPECT_EQ(_mlir_ciface_gradcomm_rt_dense_all_reduce_f32("huge", &m,
+                                                          GRADCOMM_REDUCE_SUM),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(
+      contains(gradcomm_last_error(), "has more elements than fit in memory"))
+      << gradcomm_last_error();
+}
+
+TEST(Memref, ABadDescriptorOnOneRankFailsEveryRank) {
+  World world;
+  if (world.size < 2)
+    GTEST_SKIP() << "needs two ranks";
+  std::vector<float> storage(8, 1.0f);
+  Descriptor<float, 1> d{storage.data(), storage.data(), 0, {8}, {1}};
+  gradcomm_unranked_memref m = unranked(d);
+  gradcomm_unranked_memref *passed = world.rank == 1 ? nullptr : &m;
+  EXPECT_EQ(_mlir_ciface_gradcomm_rt_dense_all_reduce_f32("one-bad", passed,
+                                                          GRADCOMM_REDUCE_SUM),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(gradcomm_last_error(), "on rank 1 of " +
+                                                  std::to_string(world.size) +
+                                                  ": memref 'data' is null"))
+      << gradcomm_last_error();
+  EXPECT_EQ(storage, std::vector<float>(8, 1.0f));
+}
+
+} // namespace

@@ -62,8 +62,13 @@ gradcomm_status unpack(const Call &call, const char *argument,
                            std::to_string(strides[d]) + ", expected " +
                            std::to_string(expectedStride) +
                            "); copy it into a contiguous buffer first");
+    // Overflow-checked: sizes {2^32, 2^32} must not wrap to 0 elements.
+    if (__builtin_mul_overflow(count, sizes[d], &count) ||
+        count > INT64_MAX / static_cast<int64_t>(sizeof(T)))
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       std::string("memref '") + argument +
+                           "' has more elements than fit in memory");
     expectedStride *= sizes[d];
-    count *= sizes[d];
   }
   view.data = aligned ? aligned + offset : nullptr;
   view.count = count;
@@ -91,8 +96,12 @@ int32_t _mlir_ciface_gradcomm_rt_dense_all_reduce_f32(
   View<float> view;
   gradcomm_status status =
       guarded("dense_all_reduce_f32", opName, [&](const Call &call) {
-        GRADCOMM_RETURN_IF_ERROR(unpack(call, "data", data, view));
-        return GRADCOMM_OK;
+        GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+        // A bad descriptor on one rank fails every rank.
+        return validateCollectively(call, [&] {
+          GRADCOMM_RETURN_IF_ERROR(unpack(call, "data", data, view));
+          return GRADCOMM_OK;
+        });
       });
   if (status != GRADCOMM_OK)
     return status;
@@ -110,7 +119,10 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_f32(const char *state,
   View<float> g, o;
   gradcomm_status status =
       guarded("scalecom_f32", state, [&](const Call &call) {
-        return unpackGradAndOut(call, grad, out, g, o);
+        GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+        // A bad descriptor on one rank fails every rank.
+        return validateCollectively(
+            call, [&] { return unpackGradAndOut(call, grad, out, g, o); });
       });
   if (status != GRADCOMM_OK)
     return status;
@@ -128,16 +140,20 @@ int32_t _mlir_ciface_gradcomm_rt_cltk_compress_f32(
   View<int64_t> i;
   gradcomm_status status =
       guarded("cltk_compress_f32", state, [&](const Call &call) {
-        GRADCOMM_RETURN_IF_ERROR(unpack(call, "grad", grad, g));
-        GRADCOMM_RETURN_IF_ERROR(unpack(call, "values", values, v));
-        GRADCOMM_RETURN_IF_ERROR(unpack(call, "indices", indices, i));
-        if (v.count != k || i.count != k)
-          return call.fail(
-              GRADCOMM_ERR_INVALID_ARGUMENT,
-              "'values' and 'indices' must hold k = " + std::to_string(k) +
-                  " elements, got " + std::to_string(v.count) + " and " +
-                  std::to_string(i.count));
-        return GRADCOMM_OK;
+        GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+        // A bad descriptor on one rank fails every rank.
+        return validateCollectively(call, [&] {
+          GRADCOMM_RETURN_IF_ERROR(unpack(call, "grad", grad, g));
+          GRADCOMM_RETURN_IF_ERROR(unpack(call, "values", values, v));
+          GRADCOMM_RETURN_IF_ERROR(unpack(call, "indices", indices, i));
+          if (v.count != k || i.count != k)
+            return call.fail(
+                GRADCOMM_ERR_INVALID_ARGUMENT,
+                "'values' and 'indices' must hold k = " + std::to_string(k) +
+                    " elements, got " + std::to_string(v.count) + " and " +
+                    std::to_string(i.count));
+          return GRADCOMM_OK;
+        });
       });
   if (status != GRADCOMM_OK)
     return status;
@@ -154,15 +170,19 @@ int32_t _mlir_ciface_gradcomm_rt_sparse_all_reduce_f32(
   View<int64_t> i;
   gradcomm_status status =
       guarded("sparse_all_reduce_f32", opName, [&](const Call &call) {
-        GRADCOMM_RETURN_IF_ERROR(unpack(call, "values", values, v));
-        GRADCOMM_RETURN_IF_ERROR(unpack(call, "indices", indices, i));
-        GRADCOMM_RETURN_IF_ERROR(unpack(call, "out", out, o));
-        if (v.count != i.count)
-          return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                           "'values' has " + std::to_string(v.count) +
-                               " elements, 'indices' " +
-                               std::to_string(i.count));
-        return GRADCOMM_OK;
+        GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+        // A bad descriptor on one rank fails every rank.
+        return validateCollectively(call, [&] {
+          GRADCOMM_RETURN_IF_ERROR(unpack(call, "values", values, v));
+          GRADCOMM_RETURN_IF_ERROR(unpack(call, "indices", indices, i));
+          GRADCOMM_RETURN_IF_ERROR(unpack(call, "out", out, o));
+          if (v.count != i.count)
+            return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                             "'values' has " + std::to_string(v.count) +
+                                 " elements, 'indices' " +
+                                 std::to_string(i.count));
+          return GRADCOMM_OK;
+        });
       });
   if (status != GRADCOMM_OK)
     return status;
@@ -194,7 +214,10 @@ int32_t _mlir_ciface_gradcomm_rt_local_topk_all_gather_f32(
   View<float> g, o;
   gradcomm_status status =
       guarded("local_topk_all_gather_f32", state, [&](const Call &call) {
-        return unpackGradAndOut(call, grad, out, g, o);
+        GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+        // A bad descriptor on one rank fails every rank.
+        return validateCollectively(
+            call, [&] { return unpackGradAndOut(call, grad, out, g, o); });
       });
   if (status != GRADCOMM_OK)
     return status;
@@ -209,11 +232,16 @@ int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_f32(
   View<float> view;
   gradcomm_status status =
       guarded("gossip_exchange_f32", state, [&](const Call &call) {
-        GRADCOMM_RETURN_IF_ERROR(unpack(call, "x", x, view));
-        if (seed < 0)
-          return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                           "'seed' must be >= 0, got " + std::to_string(seed));
-        return GRADCOMM_OK;
+        GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+        // A bad descriptor on one rank fails every rank.
+        return validateCollectively(call, [&] {
+          GRADCOMM_RETURN_IF_ERROR(unpack(call, "x", x, view));
+          if (seed < 0)
+            return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                             "'seed' must be >= 0, got " +
+                                 std::to_string(seed));
+          return GRADCOMM_OK;
+        });
       });
   if (status != GRADCOMM_OK)
     return status;
