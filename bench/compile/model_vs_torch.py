@@ -13,9 +13,7 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 import torch
-import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -25,6 +23,7 @@ sys.path[:0] = [os.path.join(ROOT, "python"),
 import models  # noqa: E402
 from gradcomm.runner import CompiledStep  # noqa: E402
 from gradcomm.torch import optim  # noqa: E402
+from gradcomm.torch.export import initial_values  # noqa: E402
 
 
 def timed(fn):
@@ -57,11 +56,7 @@ def main():
 
     spec = getattr(models, args.model)()
     model = spec.model
-    values = {n: p.detach().numpy().copy() for n, p in model.named_parameters()}
-    values.update({n: b.detach().numpy().copy()
-                   for n, b in model.named_buffers()})
-    for n, p in model.named_parameters():
-        values[n + ".momentum_buffer"] = np.zeros(p.shape, np.float32)
+    values = initial_values(model, optim.SGD(momentum=0.9))
     x = torch.randn((args.batch,) + spec.input_shape)
     y = torch.randint(0, 10, (args.batch,))
     values["input"], values["target"] = x.numpy(), y.numpy()

@@ -28,7 +28,7 @@ sys.path[:0] = [os.path.join(os.path.dirname(os.path.dirname(HERE)),
 import models  # noqa: E402
 from gradcomm.runner import CompiledStep  # noqa: E402
 from gradcomm.torch import optim  # noqa: E402
-from gradcomm.torch.export import functional_call  # noqa: E402
+from gradcomm.torch.export import functional_call, initial_values  # noqa
 
 
 def read_idx(path):
@@ -63,6 +63,29 @@ def load_text(path, context):
     split = int(len(ids) * 0.9)
     windows = np.lib.stride_tricks.sliding_window_view(ids, context + 1)
     return windows[:split - context], windows[split:]
+
+
+class BatchSchedule:
+    """This rank's sample indices for each step: the data is shuffled once
+    per epoch (seeded), each global batch of batch * ranks samples is split
+    in rank order. Iterating yields one index array per step."""
+
+    def __init__(self, count, batch, ranks, rank, epochs, seed):
+        self.count, self.batch, self.rank = count, batch, rank
+        self.global_batch = batch * ranks
+        self.steps_per_epoch = count // self.global_batch
+        self.steps = max(1, int(epochs * self.steps_per_epoch))
+        self.seed = seed
+
+    def __iter__(self):
+        rng = np.random.RandomState(self.seed)
+        order = rng.permutation(self.count)
+        for step in range(self.steps):
+            if step and step % self.steps_per_epoch == 0:
+                order = rng.permutation(self.count)
+            first = ((step % self.steps_per_epoch) * self.global_batch +
+                     self.rank * self.batch)
+            yield order[first:first + self.batch]
 
 
 def evaluate(spec, values, images, labels):
@@ -116,26 +139,12 @@ def main():
                    if kv)
     optimizer = optim.make(manifest["optimizer"],
                            **{k: float(v) for k, v in options.items()})
-    values = {n: p.detach().numpy().copy()
-              for n, p in spec.model.named_parameters()}
-    values.update({n: b.detach().numpy().copy()
-                   for n, b in spec.model.named_buffers()})
-    for n, p in spec.model.named_parameters():
-        for state, value in zip(optimizer.state_names(),
-                                optimizer.initial_state(p)):
-            values["%s.%s" % (n, state)] = value.numpy()
+    values = initial_values(spec.model, optimizer)
 
-    global_batch = batch * ranks
-    steps_per_epoch = len(labels) // global_batch
-    steps = max(1, int(args.epochs * steps_per_epoch))
-    rng = np.random.RandomState(args.seed)
-    order = rng.permutation(len(labels))
+    schedule = BatchSchedule(len(labels), batch, ranks, rank, args.epochs,
+                             args.seed)
     wall, losses = 0.0, []
-    for s in range(steps):
-        if s and s % steps_per_epoch == 0:
-            order = rng.permutation(len(labels))
-        first = (s % steps_per_epoch) * global_batch + rank * batch
-        chosen = order[first:first + batch]
+    for chosen in schedule:
         values["input"], values["target"] = images[chosen], labels[chosen]
         start = time.perf_counter()
         outputs = step(values)
@@ -154,9 +163,10 @@ def main():
         print("summary %s: %d ranks, %d steps (%.2f epochs), train loss "
               "(last 50) %.4f, test loss %.4f, test accuracy %.4f, "
               "%.1f ms per step" % (
-                  args.label, ranks, steps, steps / steps_per_epoch,
+                  args.label, ranks, schedule.steps,
+                  schedule.steps / schedule.steps_per_epoch,
                   sum(tail) / len(tail), test_loss, accuracy,
-                  1000 * wall / steps))
+                  1000 * wall / schedule.steps))
     return 0
 
 

@@ -15,7 +15,6 @@ import os
 import sys
 import time
 
-import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -27,7 +26,7 @@ sys.path[:0] = [os.path.join(os.path.dirname(os.path.dirname(HERE)),
 
 import models  # noqa: E402
 from gradcomm.torch import ddp  # noqa: E402
-from train import load  # noqa: E402
+from train import BatchSchedule, load  # noqa: E402
 
 
 def init_process_group():
@@ -81,17 +80,10 @@ def main():
     optimizer = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=0.9)
 
     images, labels = load(args.data, "train")
-    global_batch = args.batch * size
-    steps_per_epoch = len(labels) // global_batch
-    steps = max(1, int(args.epochs * steps_per_epoch))
-    rng = np.random.RandomState(args.seed)
-    order = rng.permutation(len(labels))
+    schedule = BatchSchedule(len(labels), args.batch, size, rank, args.epochs,
+                             args.seed)
     wall, losses = 0.0, []
-    for step in range(steps):
-        if step and step % steps_per_epoch == 0:
-            order = rng.permutation(len(labels))
-        first = (step % steps_per_epoch) * global_batch + rank * args.batch
-        chosen = order[first:first + args.batch]
+    for chosen in schedule:
         x = torch.from_numpy(images[chosen])
         y = torch.from_numpy(labels[chosen])
         start = time.perf_counter()
@@ -114,8 +106,10 @@ def main():
         tail = losses[-50:]
         print("summary ddp-%s: %d ranks, %d steps (%.2f epochs), train loss "
               "(last 50, rank 0) %.4f, test accuracy %.4f, %.1f ms per step"
-              % (args.comm, size, steps, steps / steps_per_epoch,
-                 sum(tail) / len(tail), accuracy, 1000 * wall / steps))
+              % (args.comm, size, schedule.steps,
+                 schedule.steps / schedule.steps_per_epoch,
+                 sum(tail) / len(tail), accuracy,
+                 1000 * wall / schedule.steps))
     dist.destroy_process_group()
     return 0
 

@@ -54,6 +54,16 @@ def float_literal(value):
     return "0x%08X" % bits
 
 
+def constant_literal(value, dtype):
+    """The literal of a scalar `arith.constant ... : dtype`. i1 is written
+    0/1: `arith.constant true` takes no type suffix."""
+    if dtype == "f32":
+        return float_literal(value)
+    if dtype == "i1":
+        return str(int(bool(value)))
+    return str(int(value))
+
+
 def affine_map(rank, results):
     dims = ", ".join("d%d" % i for i in range(rank))
     return "affine_map<(%s) -> (%s)>" % (dims, ", ".join(results))
@@ -110,12 +120,8 @@ class Body:
         return name
 
     def const(self, value, dtype="f32"):
-        if dtype == "f32":
-            literal = float_literal(value)
-        else:  # i1 too: `arith.constant true` takes no type suffix
-            literal = str(int(bool(value))) if dtype == "i1" else \
-                str(int(value))
-        return self.op("arith.constant " + literal, dtype)
+        return self.op("arith.constant " + constant_literal(value, dtype),
+                       dtype)
 
     def binary(self, opname, a, b, dtype="f32"):
         return self.op("%s %s, %s" % (opname, a, b), dtype)
@@ -186,12 +192,8 @@ class Builder:
 
     def scalar_const(self, value, dtype="f32"):
         name = self.fresh("c")
-        if dtype == "f32":
-            literal = float_literal(value)
-        else:  # i1 too: `arith.constant true` takes no type suffix
-            literal = str(int(bool(value))) if dtype == "i1" else \
-                str(int(value))
-        self.emit("%s = arith.constant %s : %s" % (name, literal, dtype))
+        self.emit("%s = arith.constant %s : %s" %
+                  (name, constant_literal(value, dtype), dtype))
         return name
 
     def full(self, shape, value, dtype="f32"):

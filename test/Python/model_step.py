@@ -34,7 +34,7 @@ sys.path[:0] = [os.path.join(ROOT, "python"),
 import models  # noqa: E402
 from gradcomm.runner import CompiledStep  # noqa: E402
 from gradcomm.torch import optim  # noqa: E402
-from gradcomm.torch.export import functional_call  # noqa: E402
+from gradcomm.torch.export import functional_call, initial_values  # noqa
 
 
 def global_batch(spec, manifest, step):
@@ -66,15 +66,7 @@ def make_optimizer(manifest):
 
 def initial_inputs(spec, manifest):
     """Parameters, buffers and optimizer state by manifest name."""
-    values = {n: p.detach().numpy() for n, p in spec.model.named_parameters()}
-    values.update({n: b.detach().numpy()
-                   for n, b in spec.model.named_buffers()})
-    optimizer = make_optimizer(manifest)
-    for n, p in spec.model.named_parameters():
-        for state_name, value in zip(optimizer.state_names(),
-                                     optimizer.initial_state(p)):
-            values["%s.%s" % (n, state_name)] = value.numpy()
-    return values
+    return initial_values(spec.model, make_optimizer(manifest))
 
 
 def reference(spec, manifest, steps):

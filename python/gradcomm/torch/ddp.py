@@ -167,21 +167,30 @@ class ScaleComState(_State):
         return min(max(1, k), count), 0
 
 
-def scalecom_hook(state, bucket):
-    rt = state.rt
+def _compress_per_parameter(state, bucket, compress):
+    """Runs compress(name, gradient, out, count) on each parameter's slice
+    of the bucket and copies `out` back; small parameters, and all of them
+    during warm-up, are averaged densely instead."""
     for parameter, gradient in _slices(bucket):
         name = state.state_name(parameter)
         count = gradient.numel()
         if state.steps < state.warmup_steps or count < state.min_elements:
-            _dense_average(rt, name, gradient, state.size)
+            _dense_average(state.rt, name, gradient, state.size)
             continue
-        k, chunk = state.k_and_chunk(count)
         out = torch.empty_like(gradient)
-        rt.call("gradcomm_scalecom_f32", name, gradient.data_ptr(),
-                out.data_ptr(), count, k, SELECTIONS[state.selection], chunk,
-                state.beta, REDUCTIONS["average"])
+        compress(name, gradient, out, count)
         gradient.copy_(out)
     return _done(state, bucket)
+
+
+def scalecom_hook(state, bucket):
+    def compress(name, gradient, out, count):
+        k, chunk = state.k_and_chunk(count)
+        state.rt.call("gradcomm_scalecom_f32", name, gradient.data_ptr(),
+                      out.data_ptr(), count, k, SELECTIONS[state.selection],
+                      chunk, state.beta, REDUCTIONS["average"])
+
+    return _compress_per_parameter(state, bucket, compress)
 
 
 class LocalTopkState(ScaleComState):
@@ -189,20 +198,13 @@ class LocalTopkState(ScaleComState):
 
 
 def local_topk_hook(state, bucket):
-    rt = state.rt
-    for parameter, gradient in _slices(bucket):
-        name = state.state_name(parameter)
-        count = gradient.numel()
-        if state.steps < state.warmup_steps or count < state.min_elements:
-            _dense_average(rt, name, gradient, state.size)
-            continue
+    def compress(name, gradient, out, count):
         k, _ = state.k_and_chunk(count)
-        out = torch.empty_like(gradient)
-        rt.call("gradcomm_local_topk_all_gather_f32", name,
-                gradient.data_ptr(), out.data_ptr(), count, k,
-                REDUCTIONS["average"], None)
-        gradient.copy_(out)
-    return _done(state, bucket)
+        state.rt.call("gradcomm_local_topk_all_gather_f32", name,
+                      gradient.data_ptr(), out.data_ptr(), count, k,
+                      REDUCTIONS["average"], None)
+
+    return _compress_per_parameter(state, bucket, compress)
 
 
 class GossipAverager(_State):

@@ -10,7 +10,6 @@ import torch
 import torch.nn.functional as F
 
 from gradcomm.mlir import Builder, ExportError, Tensor
-from gradcomm.torch import optim
 from gradcomm.torch.graph import GraphConverter, element_type, trace
 
 try:  # torch >= 2.0
@@ -262,6 +261,20 @@ def render(sig, builder, ranks, function, model):
         ", ".join(value.name for value, _, _ in sig.results), results))
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def initial_values(model, optimizer):
+    """The first step's parameters, buffers and optimizer state as numpy
+    arrays, keyed by the names export_step gives its arguments."""
+    values = {n: p.detach().numpy().copy()
+              for n, p in model.named_parameters()}
+    values.update({n: b.detach().numpy().copy()
+                   for n, b in model.named_buffers()})
+    for n, p in model.named_parameters():
+        for state, value in zip(optimizer.state_names(),
+                                optimizer.initial_state(p)):
+            values["%s.%s" % (n, state)] = value.numpy()
+    return values
 
 
 def export_function(fn, args, function="fn", model=None):
