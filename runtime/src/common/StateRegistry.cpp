@@ -359,15 +359,23 @@ gradcomm_status readCheckpoint(const Call &call, const std::string &path,
   return GRADCOMM_OK;
 }
 
-/// The generation of a valid checkpoint at `path`, without keeping its
-/// states; -1 when there is none (missing or invalid).
+/// The generation in the header of the checkpoint at `path` (version 1
+/// files: 0), or -1 when there is none. Only the header is read: the new
+/// generation only has to be larger than every one on disk.
 int64_t generationOf(const std::string &path) {
-  Call quiet("state_save", nullptr);
-  std::string kept = gradcomm_last_error();
-  Checkpoint checkpoint;
-  bool ok = readCheckpoint(quiet, path, checkpoint) == GRADCOMM_OK;
-  quiet.adopt(GRADCOMM_OK, kept); // probing is not an error to report
-  return ok ? static_cast<int64_t>(checkpoint.generation) : -1;
+  struct {
+    char magic[sizeof(kMagic)];
+    uint32_t version, rank, size;
+    uint64_t generation;
+  } __attribute__((packed)) header;
+  std::ifstream file(path, std::ios::binary);
+  if (!file.read(reinterpret_cast<char *>(&header), sizeof(header)) ||
+      std::memcmp(header.magic, kMagic, sizeof(kMagic)) != 0)
+    return -1;
+  if (header.version == 1)
+    return 0;
+  return header.version == kVersion ? static_cast<int64_t>(header.generation)
+                                    : -1;
 }
 
 /// MPI_MIN or MPI_MAX of one int64 over the group, under the watchdog.
@@ -400,8 +408,6 @@ gradcomm_status gradcomm_state_save(const char *path) {
     GRADCOMM_RETURN_IF_ERROR(reduceOne(call, generation, MPI_MAX));
     generation = std::max<int64_t>(generation, 0) + 1;
     gradcomm_status written = writeCheckpoint(call, temporary, generation);
-    if (written != GRADCOMM_OK)
-      std::remove(temporary.c_str());
     gradcomm_status agreed = checkConsistency(call, {}, false, written);
     if (agreed != GRADCOMM_OK) {
       std::remove(temporary.c_str());

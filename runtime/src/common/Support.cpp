@@ -7,6 +7,7 @@
 #include "Internal.h"
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -110,21 +111,25 @@ gradcomm::checkConsistency(const Call &call,
   Context &ctx = context();
   gradcomm_status agreed = local;
   if (ctx.consistencyCheck) {
-    std::vector<CheckField> all = {
-        {"the operation", nameHash(call.operationName())},
-        {"the op or state name", nameHash(call.name())},
-        {"the number of collective calls so far",
-         static_cast<int64_t>(ctx.sequence++)}};
-    if (local == GRADCOMM_OK)
-      all.insert(all.end(), fields.begin(), fields.end());
-    if (all.size() > kAgreementSlots)
-      return call.fail(GRADCOMM_ERR_INTERNAL, "too many agreement fields");
+    // Fixed-size, on the stack: this runs before every collective.
+    std::array<CheckField, kAgreementSlots> all = {
+        CheckField{"the operation", nameHash(call.operationName())},
+        CheckField{"the op or state name", nameHash(call.name())},
+        CheckField{"the number of collective calls so far",
+                   static_cast<int64_t>(ctx.sequence++)}};
+    size_t used = 3;
+    if (local == GRADCOMM_OK) {
+      if (used + fields.size() > kAgreementSlots)
+        return call.fail(GRADCOMM_ERR_INTERNAL, "too many agreement fields");
+      for (const CheckField &field : fields)
+        all[used++] = field;
+    }
     // One MPI_MAX all-reduce: every slot's max and (negated) min, the
     // lowest failing rank and the lowest rank with a non-finite gradient
     // (both encoded as size - rank).
     const size_t n = kAgreementSlots;
-    std::vector<int64_t> buffer(2 * n + 2, 0);
-    for (size_t i = 0; i < all.size(); ++i) {
+    std::array<int64_t, 2 * kAgreementSlots + 2> buffer{};
+    for (size_t i = 0; i < used; ++i) {
       buffer[i] = all[i].value;
       buffer[n + i] = -all[i].value;
     }
@@ -142,7 +147,7 @@ gradcomm::checkConsistency(const Call &call,
       agreed =
           shareFailure(call, static_cast<int>(ctx.size - buffer[2 * n]), local);
     } else {
-      for (size_t i = 0; i < all.size() && agreed == GRADCOMM_OK; ++i) {
+      for (size_t i = 0; i < used && agreed == GRADCOMM_OK; ++i) {
         int64_t max = buffer[i], min = -buffer[n + i];
         if (min == max)
           continue;
