@@ -199,6 +199,12 @@ gradcomm_status broadcastIndices(const Call &call, int64_t *data, int64_t count,
 [[noreturn]] void timedOut(const Call &call, const char *what, int peer,
                            double seconds);
 
+/// Prints `message` on stderr and ends the whole job with `code`
+/// (MPI_Abort when MPI is up, std::abort otherwise). It waits a moment
+/// between the two: the launcher stops forwarding output once it sees the
+/// abort, and the message is the one thing the user needs.
+[[noreturn]] void abortJob(const char *message, int code);
+
 /// Seconds since an arbitrary origin (MPI_Wtime).
 double now();
 

@@ -257,14 +257,7 @@ int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_f32(
 void gradcomm_rt_check(int32_t status) {
   if (status == GRADCOMM_OK)
     return;
-  std::fprintf(stderr, "%s\n", gradcomm_last_error());
-  std::fflush(stderr);
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (initialized && !finalized)
-    MPI_Abort(context().initialized ? context().comm : MPI_COMM_WORLD, status);
-  std::abort();
+  abortJob(gradcomm_last_error(), status);
 }
 
 void gradcomm_rt_expect_group_size(int64_t expected) {

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sched.h>
+#include <time.h>
 
 using namespace gradcomm;
 
@@ -261,10 +262,24 @@ void gradcomm::timedOut(const Call &call, const char *what, int peer,
                 " (stopped, crashed, stuck on a device, or in another "
                 "operation); MPI cannot cancel a collective, so the job is "
                 "aborted (GRADCOMM_TIMEOUT sets the limit)");
-  std::fprintf(stderr, "%s\n", gradcomm_last_error());
+  abortJob(gradcomm_last_error(), GRADCOMM_ERR_TIMEOUT);
+}
+
+void gradcomm::abortJob(const char *message, int code) {
+  std::fprintf(stderr, "%s\n", message);
   std::fflush(stderr);
-  MPI_Abort(ctx.comm, GRADCOMM_ERR_TIMEOUT);
-  std::_Exit(GRADCOMM_ERR_TIMEOUT); // MPI_Abort does not return; be sure.
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized)
+    std::abort();
+  // MPICH's launcher kills every process as soon as one calls MPI_Abort,
+  // and output still in its pipes is lost (seen in CI under load): give
+  // it a quarter of a second to forward the message first.
+  struct timespec pause = {0, 250 * 1000 * 1000};
+  nanosleep(&pause, nullptr);
+  MPI_Abort(context().initialized ? context().comm : MPI_COMM_WORLD, code);
+  std::_Exit(code); // MPI_Abort does not return; be sure.
 }
 
 gradcomm_status gradcomm_set_timeout(double seconds) {
