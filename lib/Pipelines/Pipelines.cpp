@@ -85,9 +85,12 @@ void mlir::gradcomm::buildScaleComPipeline(
   pm.addPass(createScaleComRewritePass(options.toPassOptions()));
 }
 
-void mlir::gradcomm::buildBufferizationPipeline(OpPassManager &pm) {
+void mlir::gradcomm::buildBufferizationPipeline(OpPassManager &pm,
+                                                StringRef onError) {
   pm.addPass(createNameCollectivesPass());
-  pm.addPass(createConvertGradCommToRuntimePass());
+  ConvertGradCommToRuntimePassOptions toRuntime;
+  toRuntime.onError = onError.str();
+  pm.addPass(createConvertGradCommToRuntimePass(toRuntime));
   // Results that are an argument's buffer (a gradient reduced in place) are
   // dropped from the signature, so the caller's buffer is the result and
   // nothing is copied.
@@ -100,6 +103,8 @@ void mlir::gradcomm::buildBufferizationPipeline(OpPassManager &pm) {
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addPass(createDropInPlaceResultsPass());
+  if (onError == "return")
+    pm.addPass(createGuardFailedStepsPass());
 }
 
 void mlir::gradcomm::buildLLVMLoweringPipeline(OpPassManager &pm,
@@ -140,7 +145,7 @@ void mlir::gradcomm::buildLLVMLoweringPipeline(OpPassManager &pm,
 
 void mlir::gradcomm::buildLoweringPipeline(
     OpPassManager &pm, const LoweringPipelineOptions &options) {
-  buildBufferizationPipeline(pm);
+  buildBufferizationPipeline(pm, options.onError);
   if (!options.stopAfterBufferization)
     buildLLVMLoweringPipeline(pm, options.exportCInterface);
 }
@@ -181,7 +186,7 @@ void mlir::gradcomm::buildCompilePipeline(OpPassManager &pm,
                                           bool partition,
                                           bool stopAfterBufferization) {
   buildRewritePipeline(pm, options, partition);
-  buildBufferizationPipeline(pm);
+  buildBufferizationPipeline(pm, options.onError);
   if (!stopAfterBufferization)
     buildLLVMLoweringPipeline(pm, /*exportCInterface=*/true);
 }

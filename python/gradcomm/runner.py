@@ -9,12 +9,22 @@ gradcomm-export writes beside the MLIR.
 Inputs are copied before the call (the compiled step may update its
 arguments in place); outputs are copied out and their buffers released
 with gradcomm_free_buffer.
+
+A step compiled with `--on-error=return` returns when one of its runtime
+calls fails (a non-finite gradient under the `error` policy, ranks that
+disagree): the call raises GradCommError with the status and the
+runtime's message, on every rank, and the step's outputs are dropped. The
+inputs the caller holds are untouched (they were copied), so skipping the
+batch is `except GradCommError as e: if e.status == NON_FINITE: continue`.
+Compiled with the default `--on-error=abort`, such a failure ends the job.
 """
 
 import ctypes
 import json
 
 import numpy as np
+
+from gradcomm.runtime import GradCommError, NONFINITE_POLICIES
 
 C_TYPES = {"f32": ctypes.c_float, "i64": ctypes.c_int64, "i1": ctypes.c_bool}
 NUMPY_TYPES = {"f32": np.float32, "i64": np.int64, "i1": np.bool_}
@@ -91,6 +101,8 @@ class CompiledStep:
                               ("gradcomm_finalize", ctypes.c_int),
                               ("gradcomm_rank", ctypes.c_int),
                               ("gradcomm_free_buffer", None),
+                              ("gradcomm_take_step_status", ctypes.c_int),
+                              ("gradcomm_set_nonfinite_policy", ctypes.c_int),
                               ("gradcomm_last_error", ctypes.c_char_p)):
             getattr(self.library, name).restype = restype
         self.library.gradcomm_free_buffer.argtypes = [ctypes.c_void_p]
@@ -99,7 +111,16 @@ class CompiledStep:
     def _check(self, status, what):
         if status != 0:
             message = self.library.gradcomm_last_error() or b""
-            raise RuntimeError("%s failed: %s" % (what, message.decode()))
+            raise GradCommError(status,
+                                "%s failed: %s" % (what, message.decode()))
+
+    def set_nonfinite_policy(self, policy):
+        """'error', 'skip' or 'propagate' (docs/runtime.md)."""
+        if policy not in NONFINITE_POLICIES:
+            raise ValueError("non-finite policy must be one of %s, got %r"
+                             % (sorted(NONFINITE_POLICIES), policy))
+        self._check(self.library.gradcomm_set_nonfinite_policy(
+            NONFINITE_POLICIES[policy]), "gradcomm_set_nonfinite_policy")
 
     def rank(self):
         value = ctypes.c_int()
@@ -143,6 +164,11 @@ class CompiledStep:
             if allocated and allocated not in owned and allocated not in freed:
                 freed.add(allocated)
                 self.library.gradcomm_free_buffer(allocated)
+        status = self.library.gradcomm_take_step_status()
+        if status != 0:
+            message = self.library.gradcomm_last_error() or b""
+            raise GradCommError(status, "step %s failed: %s" % (
+                self.manifest["function"], message.decode()))
         return outputs
 
     def close(self):

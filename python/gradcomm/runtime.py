@@ -14,13 +14,14 @@ import os
 STATUS_NAMES = {
     0: "ok", 1: "invalid argument", 2: "MPI error", 3: "not initialized",
     4: "mismatch across ranks", 5: "out of memory", 6: "internal error",
-    7: "non-finite gradient", 8: "I/O error", 9: "state error",
+    7: "non-finite input", 8: "I/O error", 9: "state error",
     10: "unsupported", 11: "timeout",
 }
 NON_FINITE = 7
 REDUCTIONS = {"sum": 0, "average": 1}
 SELECTIONS = {"exact": 0, "chunk": 1}
 SCHEDULES = {"matching": 0, "ring": 1, "hypercube": 2}
+NONFINITE_POLICIES = {"error": 0, "skip": 1, "propagate": 2}
 
 
 class GradCommError(RuntimeError):
@@ -78,6 +79,7 @@ _SIGNATURES = {
     "gradcomm_state_save": [ctypes.c_char_p],
     "gradcomm_state_restore": [ctypes.c_char_p],
     "gradcomm_state_reset": [ctypes.c_char_p],
+    "gradcomm_set_nonfinite_policy": [ctypes.c_int],
 }
 
 
@@ -114,6 +116,15 @@ class Runtime:
         value = ctypes.c_int()
         self.call("gradcomm_size", ctypes.byref(value))
         return value.value
+
+    def set_nonfinite_policy(self, policy):
+        """'error', 'skip' or 'propagate' (docs/runtime.md); every rank
+        must set the same."""
+        if policy not in NONFINITE_POLICIES:
+            raise ValueError("non-finite policy must be one of %s, got %r"
+                             % (sorted(NONFINITE_POLICIES), policy))
+        self.call("gradcomm_set_nonfinite_policy",
+                  NONFINITE_POLICIES[policy])
 
     def state_step(self, name):
         value = ctypes.c_uint64()

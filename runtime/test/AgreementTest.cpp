@@ -162,7 +162,7 @@ TEST(NonFinite, DenseAllReduceSkipsOnEveryRank) {
                                           GRADCOMM_REDUCE_SUM),
             GRADCOMM_ERR_NON_FINITE)
       << gradcomm_last_error();
-  EXPECT_TRUE(contains(gradcomm_last_error(), "step skipped on every rank"));
+  EXPECT_TRUE(contains(gradcomm_last_error(), "nothing changed on any rank"));
   // Untouched, NaN included (compared as bits).
   EXPECT_EQ(std::memcmp(data.data(), before.data(), sizeof(float) * 8), 0);
 }
@@ -183,13 +183,16 @@ TEST(NonFinite, GossipSkipsOnEveryRank) {
 }
 
 TEST(NonFinite, FiniteGradientThatWouldOverflowTheMemory) {
-  // Step 1 keeps 3e38 in the memory of every unselected element; in step 2
-  // m + g = 6e38 overflows to inf: the step is refused on every rank and
-  // the memory stays finite.
+  // Step 1 keeps 0.3 FLT_MAX / n in the memory of every unselected element
+  // (below the limit FLT_MAX / 2n); in step 2 m + g = 0.6 FLT_MAX / n is
+  // above it: the step is refused on every rank and the memory stays as it
+  // was.
   World world;
   std::string name = uniqueName("w");
   const int64_t count = 64;
-  std::vector<float> grad(count, 3e38f), out(count);
+  const float large =
+      0.3f * std::numeric_limits<float>::max() / static_cast<float>(world.size);
+  std::vector<float> grad(count, large), out(count);
   ASSERT_OK(gradcomm_scalecom_f32(name.c_str(), grad.data(), out.data(), count,
                                   1, GRADCOMM_SELECT_EXACT, 0, 1.0f,
                                   GRADCOMM_REDUCE_AVERAGE));
@@ -205,4 +208,152 @@ TEST(NonFinite, FiniteGradientThatWouldOverflowTheMemory) {
   uint64_t step = 0;
   ASSERT_OK(gradcomm_state_step(name.c_str(), &step));
   EXPECT_EQ(step, 1u);
+}
+
+TEST(NonFinite, FiniteValuesWhoseSumWouldOverflowAreRefused) {
+  // Each rank's 0.9 FLT_MAX is finite; their sum is not.
+  World world;
+  if (world.size < 2)
+    GTEST_SKIP() << "needs two ranks";
+  std::vector<float> data(8, 0.9f * std::numeric_limits<float>::max());
+  EXPECT_EQ(gradcomm_dense_all_reduce_f32("nonfinite.sum", data.data(), 8,
+                                          GRADCOMM_REDUCE_AVERAGE),
+            GRADCOMM_ERR_NON_FINITE);
+  EXPECT_EQ(data[0], 0.9f * std::numeric_limits<float>::max());
+}
+
+/// Sets a non-finite policy for one test and restores the default.
+class PolicyScope {
+public:
+  explicit PolicyScope(gradcomm_nonfinite_policy policy) {
+    EXPECT_OK(gradcomm_set_nonfinite_policy(policy));
+  }
+  ~PolicyScope() {
+    EXPECT_OK(gradcomm_set_nonfinite_policy(GRADCOMM_NONFINITE_ERROR));
+  }
+};
+
+TEST(NonFinitePolicy, SkipZeroesEveryOutputAndChangesNoState) {
+  World world;
+  PolicyScope skip(GRADCOMM_NONFINITE_SKIP);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const bool last = world.rank == world.size - 1;
+  const int64_t count = 32, k = 4;
+  // Dense: zeros on every rank.
+  std::vector<float> data(count, 1.0f);
+  if (last)
+    data[3] = nan;
+  EXPECT_OK(gradcomm_dense_all_reduce_f32("skip.dense", data.data(), count,
+                                          GRADCOMM_REDUCE_SUM));
+  EXPECT_EQ(data, std::vector<float>(count, 0.0f));
+  gradcomm_op_stats stats{};
+  EXPECT_OK(gradcomm_stats_get("skip.dense", &stats));
+  EXPECT_EQ(stats.skipped_non_finite, 1u);
+  // Fused ScaleCom and local top-k: zero output, memory and step as they
+  // were (one finite step first, so the memory is not zero).
+  for (bool local : {false, true}) {
+    std::string name = uniqueName(local ? "l" : "s");
+    auto run = [&](std::vector<float> &grad, std::vector<float> &out) {
+      return local
+                 ? gradcomm_local_topk_all_gather_f32(
+                       name.c_str(), grad.data(), out.data(), count, k,
+                       GRADCOMM_REDUCE_SUM, nullptr)
+                 : gradcomm_scalecom_f32(name.c_str(), grad.data(), out.data(),
+                                         count, k, GRADCOMM_SELECT_EXACT, 0,
+                                         1.0f, GRADCOMM_REDUCE_SUM);
+    };
+    std::vector<float> grad = gradient(21, world.rank, 0, count), out(count);
+    ASSERT_OK(run(grad, out));
+    std::vector<float> memory(count), after(count);
+    ASSERT_OK(gradcomm_state_read(name.c_str(), memory.data(), count));
+    grad = gradient(21, world.rank, 1, count);
+    if (last)
+      grad[7] = -std::numeric_limits<float>::infinity();
+    std::fill(out.begin(), out.end(), 5.0f);
+    EXPECT_OK(run(grad, out)) << gradcomm_last_error();
+    EXPECT_EQ(out, std::vector<float>(count, 0.0f)) << (local ? "local" : "");
+    ASSERT_OK(gradcomm_state_read(name.c_str(), after.data(), count));
+    EXPECT_EQ(after, memory);
+    uint64_t step = 0;
+    ASSERT_OK(gradcomm_state_step(name.c_str(), &step));
+    EXPECT_EQ(step, 1u);
+  }
+  // The unfused chain: compress gives zero values at valid indices, the
+  // reduce zeros, the memory update changes nothing.
+  std::string name = uniqueName("u");
+  std::vector<float> grad = gradient(22, world.rank, 0, count);
+  if (last)
+    grad[0] = nan;
+  std::vector<float> values(k, 9.0f), out(count, 9.0f);
+  std::vector<int64_t> indices(k, -1);
+  EXPECT_OK(gradcomm_cltk_compress_f32(name.c_str(), grad.data(), count, k,
+                                       GRADCOMM_SELECT_EXACT, 0, values.data(),
+                                       indices.data()));
+  EXPECT_EQ(values, std::vector<float>(k, 0.0f));
+  EXPECT_EQ(indices, (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_OK(gradcomm_sparse_all_reduce_f32("u.reduce", values.data(),
+                                           indices.data(), k, out.data(), count,
+                                           GRADCOMM_REDUCE_SUM));
+  EXPECT_EQ(out, std::vector<float>(count, 0.0f));
+  EXPECT_OK(gradcomm_memory_update_f32(name.c_str(), grad.data(), count,
+                                       indices.data(), k, 1.0f));
+  std::vector<float> memory(count);
+  ASSERT_OK(gradcomm_state_read(name.c_str(), memory.data(), count));
+  EXPECT_EQ(memory, std::vector<float>(count, 0.0f));
+  uint64_t step = 0;
+  ASSERT_OK(gradcomm_state_step(name.c_str(), &step));
+  EXPECT_EQ(step, 0u);
+}
+
+TEST(NonFinitePolicy, SkippedGossipKeepsTheReplica) {
+  World world;
+  if (world.size < 2)
+    GTEST_SKIP() << "needs two ranks";
+  PolicyScope skip(GRADCOMM_NONFINITE_SKIP);
+  std::string name = uniqueName("g");
+  std::vector<float> x(8, static_cast<float>(world.rank));
+  if (world.rank == 0)
+    x[0] = std::numeric_limits<float>::infinity();
+  const std::vector<float> before = x;
+  EXPECT_OK(gradcomm_gossip_exchange_f32(name.c_str(), x.data(), 8,
+                                         GRADCOMM_SCHEDULE_RING, 0.5f, 1, 1));
+  EXPECT_EQ(x, before);
+  uint64_t step = 0;
+  ASSERT_OK(gradcomm_state_step(name.c_str(), &step));
+  EXPECT_EQ(step, 0u);
+}
+
+TEST(NonFinitePolicy, PropagateLetsNaNThrough) {
+  World world;
+  PolicyScope propagate(GRADCOMM_NONFINITE_PROPAGATE);
+  std::vector<float> data(4, 1.0f);
+  if (world.rank == world.size - 1)
+    data[1] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_OK(gradcomm_dense_all_reduce_f32("propagate.dense", data.data(), 4,
+                                          GRADCOMM_REDUCE_SUM));
+  EXPECT_TRUE(std::isnan(data[1]));
+  EXPECT_EQ(data[0], static_cast<float>(world.size));
+}
+
+TEST(NonFinitePolicy, RanksWithDifferentPoliciesAreRefused) {
+  World world;
+  if (world.size < 2)
+    GTEST_SKIP() << "needs two ranks";
+  PolicyScope policy(world.rank == 0 ? GRADCOMM_NONFINITE_SKIP
+                                     : GRADCOMM_NONFINITE_ERROR);
+  std::vector<float> data(4, 1.0f);
+  EXPECT_EQ(gradcomm_dense_all_reduce_f32("policy.mismatch", data.data(), 4,
+                                          GRADCOMM_REDUCE_SUM),
+            GRADCOMM_ERR_MISMATCH);
+  EXPECT_TRUE(contains(gradcomm_last_error(), "the non-finite policy"))
+      << gradcomm_last_error();
+}
+
+TEST(NonFinitePolicy, UnknownPolicyIsRefused) {
+  EXPECT_EQ(
+      gradcomm_set_nonfinite_policy(static_cast<gradcomm_nonfinite_policy>(7)),
+      GRADCOMM_ERR_INVALID_ARGUMENT);
+  gradcomm_nonfinite_policy policy = GRADCOMM_NONFINITE_SKIP;
+  EXPECT_OK(gradcomm_get_nonfinite_policy(&policy));
+  EXPECT_EQ(policy, GRADCOMM_NONFINITE_ERROR);
 }

@@ -219,15 +219,22 @@ TEST(CudaKernels, NonFiniteScan) {
   Device<float> clean(g);
   Device<int> flag(1);
   bool bad = true;
-  ASSERT_EQ(
-      gradcomm::cuda::anyNonFinite(clean.ptr, 10000, flag.ptr, &bad, nullptr),
-      cudaSuccess);
+  ASSERT_EQ(gradcomm::cuda::anyNonFinite(clean.ptr, 10000, 1e30f, flag.ptr,
+                                         &bad, nullptr),
+            cudaSuccess);
   EXPECT_FALSE(bad);
   g[1234] = std::numeric_limits<float>::infinity();
   Device<float> dirty(g);
-  ASSERT_EQ(
-      gradcomm::cuda::anyNonFinite(dirty.ptr, 10000, flag.ptr, &bad, nullptr),
-      cudaSuccess);
+  ASSERT_EQ(gradcomm::cuda::anyNonFinite(dirty.ptr, 10000, 1e30f, flag.ptr,
+                                         &bad, nullptr),
+            cudaSuccess);
+  EXPECT_TRUE(bad);
+  // Finite, but above the limit.
+  g[1234] = 2e30f;
+  Device<float> large(g);
+  ASSERT_EQ(gradcomm::cuda::anyNonFinite(large.ptr, 10000, 1e30f, flag.ptr,
+                                         &bad, nullptr),
+            cudaSuccess);
   EXPECT_TRUE(bad);
 }
 

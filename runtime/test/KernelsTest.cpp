@@ -101,19 +101,43 @@ TEST(SelectExact, MisleadingSampleFallsBackAndStaysExact) {
   EXPECT_EQ(runExact(m, g, k), referenceTopk(m, g, k));
 }
 
-TEST(SelectExact, ReportsNonFiniteGradients) {
-  std::vector<float> m(64, 0.0f), g = gradient(3, 0, 0, 64);
-  std::vector<int64_t> indices(4);
-  cpu::SelectScratch scratch;
+TEST(SelectExact, ReportsTheLargestMagnitude) {
+  // Both selection paths (radix below kSampledSelectMinElements, sampled
+  // above) report the largest |m + g| as the scans do.
+  for (int64_t n : {int64_t(64), cpu::kSampledSelectMinElements * 2}) {
+    std::vector<float> m(n, 0.0f), g = gradient(3, 0, 0, n);
+    std::vector<int64_t> indices(4);
+    cpu::SelectScratch scratch;
+    uint32_t clean =
+        cpu::selectExact(m.data(), g.data(), n, 4, indices.data(), scratch);
+    EXPECT_EQ(clean, cpu::maxMagnitudeKeySum(m.data(), g.data(), n));
+    EXPECT_FALSE(cpu::exceedsLimit(clean, 1e30f));
+    g[17] = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_TRUE(cpu::exceedsLimit(
+        cpu::selectExact(m.data(), g.data(), n, 4, indices.data(), scratch),
+        std::numeric_limits<float>::max()));
+    // Finite gradient, finite memory, infinite sum.
+    g[17] = 3e38f;
+    m[17] = 3e38f;
+    EXPECT_TRUE(cpu::exceedsLimit(
+        cpu::selectExact(m.data(), g.data(), n, 4, indices.data(), scratch),
+        std::numeric_limits<float>::max()));
+  }
+}
+
+TEST(NonFiniteScan, ComparesWithTheLimit) {
+  std::vector<float> g = gradient(3, 0, 0, 1000);
+  const float max = std::numeric_limits<float>::max();
+  EXPECT_FALSE(cpu::exceedsLimit(cpu::maxMagnitudeKey(g.data(), 1000), max));
+  g[999] = -std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(cpu::exceedsLimit(cpu::maxMagnitudeKey(g.data(), 1000), max));
+  // Finite but too large for the sum of 4 ranks: above FLT_MAX / 8.
+  g[999] = -max / 4;
+  EXPECT_FALSE(cpu::exceedsLimit(cpu::maxMagnitudeKey(g.data(), 1000), max));
+  EXPECT_TRUE(cpu::exceedsLimit(cpu::maxMagnitudeKey(g.data(), 1000), max / 8));
+  g[999] = max / 8;
   EXPECT_FALSE(
-      cpu::selectExact(m.data(), g.data(), 64, 4, indices.data(), scratch));
-  g[17] = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_TRUE(
-      cpu::selectExact(m.data(), g.data(), 64, 4, indices.data(), scratch));
-  g[17] = std::numeric_limits<float>::infinity();
-  EXPECT_TRUE(cpu::anyNonFinite(g.data(), 64));
-  g[17] = 1.0f;
-  EXPECT_FALSE(cpu::anyNonFinite(g.data(), 64));
+      cpu::exceedsLimit(cpu::maxMagnitudeKey(g.data(), 1000), max / 8));
 }
 
 TEST(SelectChunk, TopOnePerChunkLowerIndexOnTies) {

@@ -81,6 +81,14 @@ static cl::opt<Strategy> strategy(
                clEnumValN(Strategy::Gossip, "gossip", "gossiping SGD")),
     cl::cat(category));
 
+static cl::opt<std::string> onError(
+    "on-error",
+    cl::desc("What a failed runtime call does in the compiled step: abort "
+             "(end the job with the message, the default) or return (the "
+             "step returns at once on every rank; the trainer reads "
+             "gradcomm_take_step_status())"),
+    cl::value_desc("abort|return"), cl::init("abort"), cl::cat(category));
+
 enum class Emit { Mlir, Llvm, Obj, Shared };
 static cl::opt<Emit>
     emit("emit", cl::desc("What to write"), cl::init(Emit::Obj),
@@ -600,6 +608,13 @@ int main(int argc, char **argv) {
       "gradcomm-compile: compile an MLIR training step with GradComm "
       "communication into host code\n");
   options.strategy = strategy;
+  if (onError != "abort" && onError != "return") {
+    llvm::errs() << "gradcomm-compile: --on-error must be 'abort' or "
+                    "'return', got '"
+                 << onError << "'\n";
+    return 1;
+  }
+  options.onError = onError;
   if (failed(applyPipelineFlags(*pipelineFlags, options)))
     return 1;
 

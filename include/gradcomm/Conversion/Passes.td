@@ -32,7 +32,13 @@ def ConvertGradCommToRuntimePass
       memory per step); any other arrangement lowers op by op.
 
     Every call's status goes to `gradcomm_rt_check`, which stops the job with
-    the runtime's message (op, rank, cause) on failure. Each function that
+    the runtime's message (op, rank, cause) on failure. With
+    `on-error=return` the status goes to `gradcomm_rt_record` instead,
+    which keeps the step's first failure for `gradcomm_take_step_status()`;
+    later runtime calls of a failed step return that status at once
+    without communicating (every rank got the same status, so every rank
+    skips the same calls), and `gradcomm-guard-failed-steps` keeps the
+    step's remaining writes from happening. Each function that
     communicates first calls `gradcomm_rt_expect_group_size` with the static
     size of its grid, so a step compiled for 4 ranks refuses to run on 2.
     `gradcomm.state` and `shard.grid` declarations are removed (the runtime
@@ -60,12 +66,20 @@ def ConvertGradCommToRuntimePass
         : memref<64xf32> to tensor<64xf32>
     ```
   }];
+  let options = [
+    Option<"onError", "on-error", "std::string", "\"abort\"",
+           "What a failed runtime call does: 'abort' (gradcomm_rt_check "
+           "ends the job) or 'return' (the step returns, the status is "
+           "kept for gradcomm_take_step_status)">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::func::FuncDialect",
     "::mlir::LLVM::LLVMDialect",
-    "::mlir::memref::MemRefDialect"
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
   ];
 }
 

@@ -147,6 +147,11 @@ struct LoweringPipelineOptions
       *this, "stop-after-bufferization",
       llvm::cl::desc("Stop at memref IR (the signatures trainers call)"),
       llvm::cl::init(false)};
+  Option<std::string> onError{
+      *this, "on-error",
+      llvm::cl::desc("A failed runtime call: 'abort' the job, or 'return' "
+                     "from the step (gradcomm_take_step_status)"),
+      llvm::cl::init("abort")};
 };
 
 /// From tensor IR with gradcomm ops and shard.all_reduce (the output of the
@@ -160,7 +165,9 @@ void buildLoweringPipeline(OpPassManager &pm,
 /// arith on tensors to linalg, One-Shot Bufferize (function boundaries
 /// included, identity layouts) and gradcomm-drop-in-place-results: memref IR
 /// with the signatures trainers call (what the C header declares).
-void buildBufferizationPipeline(OpPassManager &pm);
+/// `onError` is convert-gradcomm-to-runtime's option ("abort", "return").
+void buildBufferizationPipeline(OpPassManager &pm,
+                                llvm::StringRef onError = "abort");
 
 /// The rest, to the LLVM dialect: C interfaces (optional), buffer
 /// deallocation, gradcomm-outline-kernels, and the standard lowering of
@@ -175,6 +182,8 @@ enum class Strategy { Dense, ScaleCom, LocalTopk, Gossip };
 /// rewrite it runs (the pipeline option structs above, bound to its flags).
 struct CompileOptions {
   Strategy strategy = Strategy::ScaleCom;
+  /// convert-gradcomm-to-runtime's on-error ("abort" or "return").
+  std::string onError = "abort";
   ScaleComPipelineOptions scalecom;
   GossipPipelineOptions gossip;
 };

@@ -61,6 +61,7 @@ enum class RuntimeFn {
   LocalTopkAllGather,
   GossipExchange,
   Check,
+  Record,
   ExpectGroupSize,
   Rank,
   Size,
@@ -100,6 +101,7 @@ const RuntimeFnSpec kRuntimeFns[] = {
      Kind::I32, {Kind::Str, Kind::BufF32, Kind::I32, Kind::F32, Kind::I64,
                  Kind::I64}},
     {RuntimeFn::Check, "gradcomm_rt_check", false, Kind::None, {Kind::I32}},
+    {RuntimeFn::Record, "gradcomm_rt_record", false, Kind::None, {Kind::I32}},
     {RuntimeFn::ExpectGroupSize, "gradcomm_rt_expect_group_size", false,
      Kind::None, {Kind::I64}},
     {RuntimeFn::Rank, "gradcomm_rt_rank", false, Kind::I64, {}},
@@ -608,6 +610,13 @@ public:
   using Base::Base;
 
   void runOnOperation() override {
+    if (onError != "abort" && onError != "return") {
+      emitError(getOperation().getLoc())
+          << "convert-gradcomm-to-runtime: on-error must be 'abort' or "
+             "'return', got '"
+          << onError << "'";
+      return signalPassFailure();
+    }
     if (failed(prepare()))
       return signalPassFailure();
     MLIRContext *context = &getContext();
@@ -624,9 +633,34 @@ public:
                                       std::move(patterns))))
       return signalPassFailure();
     dropPolicyAttributes();
+    if (onError == "return" && failed(recordInsteadOfCheck()))
+      return signalPassFailure();
   }
 
 private:
+  /// on-error=return: statuses go to gradcomm_rt_record (same type) instead
+  /// of gradcomm_rt_check; gradcomm-guard-failed-steps, after
+  /// bufferization, keeps the rest of a failed step from writing memory.
+  LogicalResult recordInsteadOfCheck() {
+    ModuleOp module = getOperation();
+    auto check =
+        module.lookupSymbol<func::FuncOp>(getSpec(RuntimeFn::Check).name);
+    if (!check)
+      return success();
+    RuntimeSymbols symbols(module);
+    OpBuilder builder(module.getContext());
+    FailureOr<func::FuncOp> record =
+        symbols.declare(builder, check.getLoc(), RuntimeFn::Record);
+    if (failed(record))
+      return failure();
+    module.walk([&](func::CallOp call) {
+      if (call.getCallee() == check.getSymName())
+        call.setCallee(record->getSymName());
+    });
+    check.erase();
+    return success();
+  }
+
   /// The `gradcomm.*` argument attributes (names, policies) are consumed by
   /// now; LLVM translation would warn about them.
   void dropPolicyAttributes() {

@@ -50,8 +50,9 @@ typedef GRADCOMM_ENUM(gradcomm_status){
     GRADCOMM_ERR_NO_MEMORY = 5,
     /// Anything else the runtime could not do (message says what).
     GRADCOMM_ERR_INTERNAL = 6,
-    /// A gradient held NaN or Inf on some rank: the step was skipped on every
-    /// rank (memory, counter and output untouched).
+    /// An input held NaN, Inf or a magnitude the group's sum could overflow
+    /// on some rank, under GRADCOMM_NONFINITE_ERROR: nothing was changed on
+    /// any rank (memory, counter and output untouched).
     GRADCOMM_ERR_NON_FINITE = 7,
     /// A file could not be read or written, or is corrupt or mismatched.
     GRADCOMM_ERR_IO = 8,
@@ -102,6 +103,20 @@ typedef GRADCOMM_ENUM(gradcomm_schedule){
     /// rank XOR 2^(step mod log2 n); n must be a power of two.
     GRADCOMM_SCHEDULE_HYPERCUBE = 2,
 } gradcomm_schedule;
+
+/// What a collective does when some rank's input is not finite (NaN,
+/// Inf, or a magnitude the sum over the group could overflow).
+typedef GRADCOMM_ENUM(gradcomm_nonfinite_policy){
+    /// Every rank returns GRADCOMM_ERR_NON_FINITE naming the lowest
+    /// offending rank; nothing is changed (memory, step counter, buffers).
+    GRADCOMM_NONFINITE_ERROR = 0,
+    /// Every rank returns GRADCOMM_OK as if every input had been zero: the
+    /// reduced output is zeros, gossip leaves the replica as it is, memory
+    /// and step counter are unchanged. Counted in skipped_non_finite.
+    GRADCOMM_NONFINITE_SKIP = 1,
+    /// No scan: values flow through as IEEE arithmetic makes them.
+    GRADCOMM_NONFINITE_PROPAGATE = 2,
+} gradcomm_nonfinite_policy;
 
 /// The message of the last failed call on this thread:
 /// "gradcomm: <operation> '<op name>' on rank <r> of <n>: <cause>".
@@ -157,6 +172,23 @@ gradcomm_status gradcomm_set_timeout(double seconds);
 /// skips the step everywhere. Switch off (0) for the last microseconds; the
 /// environment variable GRADCOMM_CONSISTENCY_CHECK=0 does the same.
 gradcomm_status gradcomm_set_consistency_check(int enabled);
+
+/// The non-finite policy of every collective (all ranks must set the same;
+/// the agreement carries it). Default: GRADCOMM_NONFINITE from the
+/// environment at initialization ("error", "skip" or "propagate"), else
+/// error. The scan runs only with the consistency check on; with it off,
+/// values propagate whatever the policy.
+gradcomm_status gradcomm_set_nonfinite_policy(gradcomm_nonfinite_policy policy);
+gradcomm_status
+gradcomm_get_nonfinite_policy(gradcomm_nonfinite_policy *policy);
+
+/// The first non-OK status a compiled step's runtime calls returned since
+/// the last call of this function, and clears it (GRADCOMM_OK if none).
+/// Code compiled with `gradcomm-to-runtime{on-error=return}` stops a step
+/// at its first failing call instead of aborting the job and records the
+/// status here; gradcomm_last_error() has the message. Direct API calls do
+/// not record here: they return their status.
+gradcomm_status gradcomm_take_step_status(void);
 
 /*===----------------------------------------------------------------------===*
  * Persistent state: error-feedback memories and step counters, per rank.
@@ -287,6 +319,8 @@ typedef struct gradcomm_op_stats {
   double seconds;
   /// Local top-k only: distinct indices across ranks in the last call.
   int64_t last_union_size;
+  /// Calls skipped under GRADCOMM_NONFINITE_SKIP (also counted in calls).
+  uint64_t skipped_non_finite;
 } gradcomm_op_stats;
 
 /// The counters of `op_name` (zeros if it never ran).

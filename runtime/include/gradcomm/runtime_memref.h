@@ -68,8 +68,17 @@ int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_f32(
 
 /// Stops the job when `status` is a failure: prints gradcomm_last_error()
 /// (op, rank, cause) to stderr and calls MPI_Abort. Generated code passes
-/// every status through it.
+/// every status through it (convert-gradcomm-to-runtime{on-error=abort}).
 void gradcomm_rt_check(int32_t status);
+
+/// Keeps the first failed `status` of a step for
+/// gradcomm_take_step_status() (on-error=return: the generated code then
+/// skips the rest of the step).
+void gradcomm_rt_record(int32_t status);
+
+/// 1 while the current compiled step has recorded no failure, else 0 (the
+/// guards gradcomm-guard-failed-steps puts around the step's writes).
+int32_t gradcomm_rt_step_ok(void);
 
 /// Stops the job unless the runtime's group has `expected` ranks: a step
 /// compiled for a grid of n processes must run on n.

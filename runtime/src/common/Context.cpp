@@ -49,6 +49,27 @@ static gradcomm_status timeoutFromEnvironment(const Call &call,
   return GRADCOMM_OK;
 }
 
+static gradcomm_status
+nonFinitePolicyFromEnvironment(const Call &call,
+                               gradcomm_nonfinite_policy &policy) {
+  const char *text = std::getenv("GRADCOMM_NONFINITE");
+  if (!text || !*text)
+    return GRADCOMM_OK;
+  const std::string name(text);
+  if (name == "error")
+    policy = GRADCOMM_NONFINITE_ERROR;
+  else if (name == "skip")
+    policy = GRADCOMM_NONFINITE_SKIP;
+  else if (name == "propagate")
+    policy = GRADCOMM_NONFINITE_PROPAGATE;
+  else
+    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                     "GRADCOMM_NONFINITE must be 'error', 'skip' or "
+                     "'propagate', got '" +
+                         name + "'");
+  return GRADCOMM_OK;
+}
+
 /// Binds the runtime to `comm`. MPI errors must come back as codes, not
 /// abort the job, so every message can name the op and the rank.
 static gradcomm_status bind(const Call &call, MPI_Comm comm, bool ownsMpi) {
@@ -68,6 +89,8 @@ static gradcomm_status bind(const Call &call, MPI_Comm comm, bool ownsMpi) {
   const char *check = std::getenv("GRADCOMM_CONSISTENCY_CHECK");
   ctx.consistencyCheck = !(check && std::string(check) == "0");
   GRADCOMM_RETURN_IF_ERROR(timeoutFromEnvironment(call, ctx.timeoutSeconds));
+  GRADCOMM_RETURN_IF_ERROR(
+      nonFinitePolicyFromEnvironment(call, ctx.nonFinitePolicy));
   ctx.initialized = true;
   return GRADCOMM_OK;
 }

@@ -21,9 +21,9 @@
 
 namespace gradcomm {
 
-inline constexpr int kCudaBackendVersion = 3;
+inline constexpr int kCudaBackendVersion = 4;
 inline constexpr size_t kErrorSize = 512;
-inline constexpr const char *kCudaBackendSymbol = "gradcomm_cuda_backend_v3";
+inline constexpr const char *kCudaBackendSymbol = "gradcomm_cuda_backend_v4";
 inline constexpr const char *kCudaBackendLibrary =
     "libgradcomm_runtime_cuda.so";
 
@@ -42,8 +42,13 @@ struct CudaBackendTable {
   /// Any device bytes to the host (indices to validate, tensors to log).
   int (*bytesToHost)(void *host, const void *device, size_t bytes, char *error);
   int (*fromHost)(float *device, const float *host, int64_t count, char *error);
-  int (*anyNonFinite)(const float *grad, int64_t count, int *result,
-                      char *error);
+  int (*bytesFromHost)(void *device, const void *host, size_t bytes,
+                       char *error);
+  /// Zeroes `count` floats (a call skipped by the non-finite policy).
+  int (*zero)(float *data, int64_t count, char *error);
+  /// `result` = 1 when some |input| is above `limit` or NaN.
+  int (*anyNonFinite)(const float *input, int64_t count, float limit,
+                      int *result, char *error);
   int (*denseAllReduce)(float *data, int64_t count, int average, char *error);
   /// One fused ScaleCom step on the device (leader's selection, NCCL
   /// broadcast of the indices, gather + low-pass update, NCCL all-reduce of

@@ -42,6 +42,9 @@ struct State {
   /// allocate: leader indices and this rank's k values.
   std::vector<int64_t> indices;
   std::vector<float> values;
+  /// The unfused compress of this step was skipped by the non-finite
+  /// policy: the memory update that follows leaves memory and step alone.
+  bool skippedStep = false;
 };
 
 /// The process-wide runtime state: which communicator, who owns MPI, the
@@ -54,6 +57,10 @@ struct Context {
   int rank = 0;
   int size = 1;
   bool consistencyCheck = true;
+  gradcomm_nonfinite_policy nonFinitePolicy = GRADCOMM_NONFINITE_ERROR;
+  /// The first failure of a compiled step's runtime calls
+  /// (gradcomm_take_step_status).
+  gradcomm_status pendingStepStatus = GRADCOMM_OK;
   /// The watchdog's limit for one wait, in seconds (0: off).
   double timeoutSeconds = 600.0;
   gradcomm_backend backend = GRADCOMM_BACKEND_CPU;
@@ -167,11 +174,31 @@ gradcomm_status validateCollectively(const Call &call, Validate &&validate) {
   return checkConsistency(call, {}, false, local);
 }
 
-/// checkConsistency for a device gradient on the CUDA backend: the
-/// non-finite scan runs on the device (only when the check is on).
-gradcomm_status checkConsistencyOnDevice(const Call &call, const float *grad,
-                                         int64_t count,
+/// checkConsistency for a device input on the CUDA backend: the
+/// non-finite scan runs on the device (only when scanForNonFinite()),
+/// against `limit` (inputLimit).
+gradcomm_status checkConsistencyOnDevice(const Call &call, const float *input,
+                                         int64_t count, float limit,
                                          const std::vector<CheckField> &fields);
+
+/// True when an entry point scans its input before communicating: the
+/// consistency check is on and the policy is not propagate.
+bool scanForNonFinite();
+
+/// The largest magnitude an input may hold: FLT_MAX / (2 n) for what the n
+/// ranks sum (so the sum cannot overflow, rounding included), FLT_MAX for
+/// what is only mixed (gossip: a convex combination).
+float inputLimit(bool summed);
+
+/// Under GRADCOMM_NONFINITE_SKIP, turns the agreement's
+/// GRADCOMM_ERR_NON_FINITE into a skipped call: counts it in `opName`'s
+/// counters and returns true; the entry point then writes its output as if
+/// every input were zero, changes no state and returns GRADCOMM_OK.
+bool skippedNonFinite(gradcomm_status agreed, const char *opName);
+
+/// Zeroes `count` floats at `data` on the selected backend (the output of a
+/// skipped call).
+gradcomm_status zeroBuffer(const Call &call, float *data, int64_t count);
 
 /// The float's bits, for CheckField (equal bits, equal parameter).
 int64_t floatBits(float value);

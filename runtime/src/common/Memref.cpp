@@ -21,6 +21,11 @@ using namespace gradcomm;
 
 namespace {
 
+/// The failure a compiled step recorded (on-error=return), or OK. The
+/// step's later runtime calls return it at once: every rank recorded the
+/// same status, so every rank skips the same collectives.
+gradcomm_status stepFailure() { return context().pendingStepStatus; }
+
 /// A contiguous view of a memref: its first element and element count.
 template <typename T> struct View {
   T *data = nullptr;
@@ -93,6 +98,8 @@ gradcomm_status unpackGradAndOut(const Call &call,
 
 int32_t _mlir_ciface_gradcomm_rt_dense_all_reduce_f32(
     const char *opName, gradcomm_unranked_memref *data, int32_t reduction) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
   View<float> view;
   gradcomm_status status =
       guarded("dense_all_reduce_f32", opName, [&](const Call &call) {
@@ -116,6 +123,8 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_f32(const char *state,
                                               int64_t k, int32_t selection,
                                               int64_t chunkSize, float beta,
                                               int32_t reduction) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
   View<float> g, o;
   gradcomm_status status =
       guarded("scalecom_f32", state, [&](const Call &call) {
@@ -136,6 +145,8 @@ int32_t _mlir_ciface_gradcomm_rt_cltk_compress_f32(
     const char *state, gradcomm_unranked_memref *grad, int64_t k,
     int32_t selection, int64_t chunkSize, gradcomm_unranked_memref *values,
     gradcomm_unranked_memref *indices) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
   View<float> g, v;
   View<int64_t> i;
   gradcomm_status status =
@@ -166,6 +177,8 @@ int32_t _mlir_ciface_gradcomm_rt_sparse_all_reduce_f32(
     const char *opName, gradcomm_unranked_memref *values,
     gradcomm_unranked_memref *indices, gradcomm_unranked_memref *out,
     int32_t reduction) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
   View<float> v, o;
   View<int64_t> i;
   gradcomm_status status =
@@ -194,6 +207,8 @@ int32_t _mlir_ciface_gradcomm_rt_sparse_all_reduce_f32(
 int32_t _mlir_ciface_gradcomm_rt_memory_update_f32(
     const char *state, gradcomm_unranked_memref *grad,
     gradcomm_unranked_memref *indices, float beta) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
   View<float> g;
   View<int64_t> i;
   gradcomm_status status =
@@ -211,6 +226,8 @@ int32_t _mlir_ciface_gradcomm_rt_memory_update_f32(
 int32_t _mlir_ciface_gradcomm_rt_local_topk_all_gather_f32(
     const char *state, gradcomm_unranked_memref *grad,
     gradcomm_unranked_memref *out, int64_t k, int32_t reduction) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
   View<float> g, o;
   gradcomm_status status =
       guarded("local_topk_all_gather_f32", state, [&](const Call &call) {
@@ -229,6 +246,8 @@ int32_t _mlir_ciface_gradcomm_rt_local_topk_all_gather_f32(
 int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_f32(
     const char *state, gradcomm_unranked_memref *x, int32_t schedule,
     float mixing, int64_t seed, int64_t period) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
   View<float> view;
   gradcomm_status status =
       guarded("gossip_exchange_f32", state, [&](const Call &call) {
@@ -258,6 +277,18 @@ void gradcomm_rt_check(int32_t status) {
   if (status == GRADCOMM_OK)
     return;
   abortJob(gradcomm_last_error(), status);
+}
+
+int32_t gradcomm_rt_step_ok(void) {
+  return context().pendingStepStatus == GRADCOMM_OK;
+}
+
+void gradcomm_rt_record(int32_t status) {
+  // The first failure of the step is the one to report: later calls of a
+  // failed step do not run (the code is guarded), but keep it first anyway.
+  Context &ctx = context();
+  if (status != GRADCOMM_OK && ctx.pendingStepStatus == GRADCOMM_OK)
+    ctx.pendingStepStatus = static_cast<gradcomm_status>(status);
 }
 
 void gradcomm_rt_expect_group_size(int64_t expected) {

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <sched.h>
 #include <time.h>
 
@@ -44,17 +45,51 @@ gradcomm_status gradcomm::lookupState(const Call &call, const char *name,
 }
 
 gradcomm_status
-gradcomm::checkConsistencyOnDevice(const Call &call, const float *grad,
-                                   int64_t count,
+gradcomm::checkConsistencyOnDevice(const Call &call, const float *input,
+                                   int64_t count, float limit,
                                    const std::vector<CheckField> &fields) {
   const Context &ctx = context();
   int nonFinite = 0;
-  if (ctx.consistencyCheck) {
+  if (scanForNonFinite() && count > 0) {
     char error[kErrorSize] = {0};
     GRADCOMM_RETURN_IF_ERROR(cudaStatus(
-        call, ctx.cuda->anyNonFinite(grad, count, &nonFinite, error), error));
+        call, ctx.cuda->anyNonFinite(input, count, limit, &nonFinite, error),
+        error));
   }
   return checkConsistency(call, fields, nonFinite != 0);
+}
+
+bool gradcomm::scanForNonFinite() {
+  const Context &ctx = context();
+  return ctx.consistencyCheck &&
+         ctx.nonFinitePolicy != GRADCOMM_NONFINITE_PROPAGATE;
+}
+
+float gradcomm::inputLimit(bool summed) {
+  const float max = std::numeric_limits<float>::max();
+  return summed ? max / (2.0f * static_cast<float>(context().size)) : max;
+}
+
+bool gradcomm::skippedNonFinite(gradcomm_status agreed, const char *opName) {
+  if (agreed != GRADCOMM_ERR_NON_FINITE ||
+      context().nonFinitePolicy != GRADCOMM_NONFINITE_SKIP)
+    return false;
+  gradcomm_op_stats &stats = opStats(opName);
+  stats.calls += 1;
+  stats.skipped_non_finite += 1;
+  return true;
+}
+
+gradcomm_status gradcomm::zeroBuffer(const Call &call, float *data,
+                                     int64_t count) {
+  if (count <= 0)
+    return GRADCOMM_OK;
+  if (!usingCuda()) {
+    std::fill(data, data + count, 0.0f);
+    return GRADCOMM_OK;
+  }
+  char error[kErrorSize] = {0};
+  return cudaStatus(call, context().cuda->zero(data, count, error), error);
 }
 
 int64_t gradcomm::floatBits(float value) {
@@ -117,8 +152,9 @@ gradcomm::checkConsistency(const Call &call,
         CheckField{"the operation", nameHash(call.operationName())},
         CheckField{"the op or state name", nameHash(call.name())},
         CheckField{"the number of collective calls so far",
-                   static_cast<int64_t>(ctx.sequence++)}};
-    size_t used = 3;
+                   static_cast<int64_t>(ctx.sequence++)},
+        CheckField{"the non-finite policy", ctx.nonFinitePolicy}};
+    size_t used = 4;
     if (local == GRADCOMM_OK) {
       if (used + fields.size() > kAgreementSlots)
         return call.fail(GRADCOMM_ERR_INTERNAL, "too many agreement fields");
@@ -162,13 +198,19 @@ gradcomm::checkConsistency(const Call &call,
         agreed = call.fail(GRADCOMM_ERR_MISMATCH, cause);
       }
       if (agreed == GRADCOMM_OK && buffer[2 * n + 1] != 0)
-        agreed = call.fail(GRADCOMM_ERR_NON_FINITE,
-                           "non-finite gradient (NaN or Inf) on rank " +
-                               std::to_string(ctx.size - buffer[2 * n + 1]) +
-                               "; step skipped on every rank, state unchanged");
+        agreed = call.fail(
+            GRADCOMM_ERR_NON_FINITE,
+            "non-finite input on rank " +
+                std::to_string(ctx.size - buffer[2 * n + 1]) +
+                " (NaN, Inf, or a magnitude the sum over the group could "
+                "overflow); nothing changed on any rank");
     }
   }
-  if (agreed != GRADCOMM_OK && !call.createdState.empty()) {
+  // A call the skip policy turns into a no-op keeps using its state (a new
+  // one holds zeros: as if it had not been created).
+  const bool skipping = agreed == GRADCOMM_ERR_NON_FINITE &&
+                        ctx.nonFinitePolicy == GRADCOMM_NONFINITE_SKIP;
+  if (agreed != GRADCOMM_OK && !skipping && !call.createdState.empty()) {
     auto it = ctx.states.find(call.createdState);
     if (it != ctx.states.end() && it->second.device && ctx.cuda)
       ctx.cuda->release(it->second.device);
@@ -345,4 +387,33 @@ gradcomm_status gradcomm_set_consistency_check(int enabled) {
     context().consistencyCheck = enabled != 0;
     return GRADCOMM_OK;
   });
+}
+
+gradcomm_status
+gradcomm_set_nonfinite_policy(gradcomm_nonfinite_policy policy) {
+  return guarded("set_nonfinite_policy", nullptr, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    int raw = static_cast<int>(policy);
+    if (raw < GRADCOMM_NONFINITE_ERROR || raw > GRADCOMM_NONFINITE_PROPAGATE)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "unknown non-finite policy " + std::to_string(raw));
+    context().nonFinitePolicy = policy;
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status
+gradcomm_get_nonfinite_policy(gradcomm_nonfinite_policy *policy) {
+  return guarded("get_nonfinite_policy", nullptr, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "policy", policy));
+    *policy = context().nonFinitePolicy;
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_take_step_status(void) {
+  gradcomm_status status = context().pendingStepStatus;
+  context().pendingStepStatus = GRADCOMM_OK;
+  return status;
 }

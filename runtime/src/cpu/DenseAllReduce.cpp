@@ -22,18 +22,22 @@ gradcomm_status gradcomm_dense_all_reduce_f32(const char *opName, float *data,
         return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT, "data pointer is null");
       return requireReduction(call, reduction);
     }));
-    // NaN/Inf in the input skips the reduction on every rank (one policy
-    // for every operation), the data untouched.
+    // The non-finite policy (docs/runtime.md): the n-rank sum must not
+    // overflow either.
     std::vector<CheckField> fields = {{"count", count},
                                       {"reduction", reduction}};
     const Context &ctx = context();
-    if (usingCuda() && count > 0)
-      GRADCOMM_RETURN_IF_ERROR(
-          checkConsistencyOnDevice(call, data, count, fields));
-    else
-      GRADCOMM_RETURN_IF_ERROR(checkConsistency(
-          call, fields,
-          ctx.consistencyCheck && count > 0 && cpu::anyNonFinite(data, count)));
+    const float limit = inputLimit(/*summed=*/true);
+    gradcomm_status agreed =
+        usingCuda() ? checkConsistencyOnDevice(call, data, count, limit, fields)
+                    : checkConsistency(
+                          call, fields,
+                          scanForNonFinite() &&
+                              cpu::exceedsLimit(
+                                  cpu::maxMagnitudeKey(data, count), limit));
+    if (skippedNonFinite(agreed, opName))
+      return zeroBuffer(call, data, count);
+    GRADCOMM_RETURN_IF_ERROR(agreed);
     double start = now();
     if (usingCuda()) {
       char error[kErrorSize] = {0};

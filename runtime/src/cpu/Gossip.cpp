@@ -67,8 +67,8 @@ gradcomm_status gradcomm_gossip_exchange_f32(const char *stateName, float *x,
                              std::to_string(mixing));
       return lookupState(call, stateName, 0, state);
     }));
-    // A replica holding NaN/Inf would spread it to its peer: the exchange
-    // is skipped on every rank instead (the step counter unchanged).
+    // A replica holding NaN/Inf would spread it to its peer: under the
+    // error and skip policies the exchange does not happen on any rank.
     std::vector<CheckField> fields = {
         {"count", count},
         {"schedule", schedule},
@@ -76,12 +76,18 @@ gradcomm_status gradcomm_gossip_exchange_f32(const char *stateName, float *x,
         {"seed", static_cast<int64_t>(seed)},
         {"period", period},
         {"step", static_cast<int64_t>(state->step)}};
-    if (usingCuda())
-      GRADCOMM_RETURN_IF_ERROR(
-          checkConsistencyOnDevice(call, x, count, fields));
-    else
-      GRADCOMM_RETURN_IF_ERROR(checkConsistency(
-          call, fields, ctx.consistencyCheck && cpu::anyNonFinite(x, count)));
+    // Mixing is a convex combination: only NaN and Inf count.
+    const float limit = inputLimit(/*summed=*/false);
+    gradcomm_status agreed =
+        usingCuda()
+            ? checkConsistencyOnDevice(call, x, count, limit, fields)
+            : checkConsistency(
+                  call, fields,
+                  scanForNonFinite() &&
+                      cpu::exceedsLimit(cpu::maxMagnitudeKey(x, count), limit));
+    if (skippedNonFinite(agreed, stateName))
+      return GRADCOMM_OK; // the replica and the step counter as they were
+    GRADCOMM_RETURN_IF_ERROR(agreed);
 
     double start = now();
     gradcomm_op_stats &stats = opStats(stateName);

@@ -23,7 +23,6 @@ inline uint32_t magnitudeKey(float x) {
   return bits & 0x7fffffffu;
 }
 
-constexpr uint32_t kInfKey = 0x7f800000u;
 /// Histogram on the top 15 significant bits (sign is always 0).
 constexpr int kBucketShift = 16;
 constexpr int64_t kNumBuckets = int64_t(1) << (31 - kBucketShift);
@@ -44,20 +43,25 @@ inline float accumulated(const float *m, const float *g, int64_t i) {
 #endif
 
 GRADCOMM_HOT_KERNEL
-bool gradcomm::cpu::anyNonFinite(const float *g, int64_t n) {
-  // Branch-free OR so the loop vectorizes.
-  uint32_t bad = 0;
-  for (int64_t i = 0; i < n; ++i)
-    bad |= magnitudeKey(g[i]) >= kInfKey;
-  return bad != 0;
+uint32_t gradcomm::cpu::maxMagnitudeKey(const float *g, int64_t n) {
+  // Branch-free max so the loop vectorizes.
+  uint32_t largest = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t key = magnitudeKey(g[i]);
+    largest = key > largest ? key : largest;
+  }
+  return largest;
 }
 
 GRADCOMM_HOT_KERNEL
-bool gradcomm::cpu::anyNonFiniteSum(const float *m, const float *g, int64_t n) {
-  uint32_t bad = 0;
-  for (int64_t i = 0; i < n; ++i)
-    bad |= magnitudeKey(m[i] + g[i]) >= kInfKey;
-  return bad != 0;
+uint32_t gradcomm::cpu::maxMagnitudeKeySum(const float *m, const float *g,
+                                           int64_t n) {
+  uint32_t largest = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t key = magnitudeKey(m[i] + g[i]);
+    largest = key > largest ? key : largest;
+  }
+  return largest;
 }
 
 /// Larger key first; equal keys: lower index first.
@@ -84,14 +88,14 @@ takeBest(const std::vector<std::pair<uint32_t, int64_t>> &candidates,
 }
 
 /// Radix select (see selectExact).
-static bool selectExactRadix(const float *m, const float *g, int64_t n,
-                             int64_t k, int64_t *indices,
-                             SelectScratch &scratch);
+static uint32_t selectExactRadix(const float *m, const float *g, int64_t n,
+                                 int64_t k, int64_t *indices,
+                                 SelectScratch &scratch);
 
 GRADCOMM_HOT_KERNEL
-bool gradcomm::cpu::selectExact(const float *m, const float *g, int64_t n,
-                                int64_t k, int64_t *indices,
-                                SelectScratch &scratch) {
+uint32_t gradcomm::cpu::selectExact(const float *m, const float *g, int64_t n,
+                                    int64_t k, int64_t *indices,
+                                    SelectScratch &scratch) {
   if (n < kSampledSelectMinElements)
     return selectExactRadix(m, g, n, k, indices, scratch);
 
@@ -121,7 +125,7 @@ bool gradcomm::cpu::selectExact(const float *m, const float *g, int64_t n,
   // the few blocks with a survivor.
   constexpr int64_t kBlock = 16;
   const int32_t limit = static_cast<int32_t>(threshold);
-  int32_t bad = 0;
+  int32_t largest = 0;
   int64_t i = 0;
   for (; i + kBlock <= n; i += kBlock) {
     const float *__restrict mb = m + i;
@@ -131,7 +135,7 @@ bool gradcomm::cpu::selectExact(const float *m, const float *g, int64_t n,
       int32_t key = static_cast<int32_t>(magnitudeKey(mb[j] + gb[j]));
       hit |= key >= limit;
       // m + g, not g: a finite gradient that overflows the memory counts.
-      bad |= key >= static_cast<int32_t>(kInfKey);
+      largest = key > largest ? key : largest;
     }
     if (!hit)
       continue;
@@ -143,25 +147,25 @@ bool gradcomm::cpu::selectExact(const float *m, const float *g, int64_t n,
   }
   for (; i < n; ++i) {
     uint32_t key = magnitudeKey(m[i] + g[i]);
-    bad |= key >= kInfKey;
+    largest = std::max(largest, static_cast<int32_t>(key));
     if (key >= threshold)
       candidates.push_back({key, i});
   }
   if (static_cast<int64_t>(candidates.size()) < k)
     return selectExactRadix(m, g, n, k, indices, scratch);
   takeBest(candidates, scratch.ranked, k, indices);
-  return bad != 0;
+  return static_cast<uint32_t>(largest);
 }
 
-static bool selectExactRadix(const float *m, const float *g, int64_t n,
-                             int64_t k, int64_t *indices,
-                             SelectScratch &scratch) {
+static uint32_t selectExactRadix(const float *m, const float *g, int64_t n,
+                                 int64_t k, int64_t *indices,
+                                 SelectScratch &scratch) {
   std::vector<int64_t> &histogram = scratch.histogram;
   histogram.assign(kNumBuckets, 0);
-  uint32_t bad = 0;
+  uint32_t largest = 0;
   for (int64_t i = 0; i < n; ++i) {
     uint32_t key = magnitudeKey(accumulated(m, g, i));
-    bad |= key >= kInfKey;
+    largest = key > largest ? key : largest;
     ++histogram[key >> kBucketShift];
   }
 
@@ -209,7 +213,7 @@ static bool selectExactRadix(const float *m, const float *g, int64_t n,
     else
       indices[out++] = candidates[c++].second;
   }
-  return bad != 0;
+  return largest;
 }
 
 /// Index of the top-1 of |m + g| in [begin, end), ties to the lower index.

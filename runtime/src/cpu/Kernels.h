@@ -15,6 +15,7 @@
 #define GRADCOMM_RUNTIME_CPU_KERNELS_H
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace gradcomm::cpu {
@@ -39,12 +40,22 @@ inline constexpr int64_t kSampledSelectMinElements = int64_t(1) << 16;
 inline constexpr int64_t kSampleBlocks = 64;
 inline constexpr int64_t kSampleFraction = 64;
 
-/// True when any of `g[0..n)` is NaN or Inf.
-bool anyNonFinite(const float *g, int64_t n);
+/// The largest |g[i]| as its IEEE bits (NaN above Inf above every finite
+/// value): the non-finite scan compares it with the policy's limit
+/// (exceedsLimit).
+uint32_t maxMagnitudeKey(const float *g, int64_t n);
 
-/// True when any of `m[i] + g[i]` is NaN or Inf: a non-finite gradient, or
-/// a finite one that would overflow the error-feedback memory.
-bool anyNonFiniteSum(const float *m, const float *g, int64_t n);
+/// The same for m[i] + g[i]: a finite gradient that would overflow the
+/// error-feedback memory shows up as Inf.
+uint32_t maxMagnitudeKeySum(const float *m, const float *g, int64_t n);
+
+/// True when a maximum magnitude key is above |limit|: NaN, Inf or a
+/// finite value larger than the limit.
+inline bool exceedsLimit(uint32_t maxKey, float limit) {
+  uint32_t limitKey;
+  std::memcpy(&limitKey, &limit, sizeof(limitKey));
+  return maxKey > (limitKey & 0x7fffffffu);
+}
 
 /// Exact top-k of |m + g|: writes the k indices in
 /// ascending order. Ties go to the lower index. Not a sort: a threshold T
@@ -52,10 +63,10 @@ bool anyNonFiniteSum(const float *m, const float *g, int64_t n);
 /// with |p| >= T (about 1.2 k of them), and a partial sort of those picks
 /// the k. The result is exact whatever the sample: if fewer than k pass,
 /// a radix select on the float bits (histogram pass, collection pass,
-/// partial sort of the threshold bucket) decides. Returns true if some
-/// m + g is NaN/Inf (see anyNonFiniteSum).
-bool selectExact(const float *m, const float *g, int64_t n, int64_t k,
-                 int64_t *indices, SelectScratch &scratch);
+/// partial sort of the threshold bucket) decides. Returns the largest
+/// |m + g| as maxMagnitudeKeySum does (the scan rides on the selection).
+uint32_t selectExact(const float *m, const float *g, int64_t n, int64_t k,
+                     int64_t *indices, SelectScratch &scratch);
 
 /// Top-1 of |m + g| in each chunk of `chunkSize` consecutive elements (the
 /// last chunk may be shorter), ties to the lower index: ceil(n / chunkSize)

@@ -36,6 +36,15 @@ static gradcomm_status finishLocalTopk(State &state, const char *stateName,
   return GRADCOMM_OK;
 }
 
+/// The call skipped by the non-finite policy: a zero output, no union,
+/// memory and step unchanged.
+static gradcomm_status skipLocalTopk(const Call &call, float *out,
+                                     int64_t count, int64_t *unionSize) {
+  if (unionSize)
+    *unionSize = 0;
+  return zeroBuffer(call, out, count);
+}
+
 gradcomm_status gradcomm_local_topk_all_gather_f32(
     const char *stateName, const float *grad, float *out, int64_t count,
     int64_t k, gradcomm_reduction reduction, int64_t *unionSize) {
@@ -61,14 +70,18 @@ gradcomm_status gradcomm_local_topk_all_gather_f32(
 
     double start = now();
     int64_t distinct = 0;
+    const std::vector<CheckField> fields = {
+        {"count", count},
+        {"k", k},
+        {"reduction", reduction},
+        {"step", static_cast<int64_t>(state->step)}};
     if (usingCuda()) {
       char error[kErrorSize] = {0};
-      GRADCOMM_RETURN_IF_ERROR(checkConsistencyOnDevice(
-          call, grad, count,
-          {{"count", count},
-           {"k", k},
-           {"reduction", reduction},
-           {"step", static_cast<int64_t>(state->step)}}));
+      gradcomm_status agreed = checkConsistencyOnDevice(
+          call, grad, count, inputLimit(/*summed=*/true), fields);
+      if (skippedNonFinite(agreed, stateName))
+        return skipLocalTopk(call, out, count, unionSize);
+      GRADCOMM_RETURN_IF_ERROR(agreed);
       GRADCOMM_RETURN_IF_ERROR(
           cudaStatus(call,
                      ctx.cuda->localTopk(state->device, grad, out, count, k,
@@ -80,15 +93,15 @@ gradcomm_status gradcomm_local_topk_all_gather_f32(
     static thread_local cpu::SelectScratch scratch;
     state->indices.resize(k);
     state->values.resize(k);
-    bool nonFinite = cpu::selectExact(state->memory.data(), grad, count, k,
-                                      state->indices.data(), scratch);
-    GRADCOMM_RETURN_IF_ERROR(
-        checkConsistency(call,
-                         {{"count", count},
-                          {"k", k},
-                          {"reduction", reduction},
-                          {"step", static_cast<int64_t>(state->step)}},
-                         nonFinite));
+    uint32_t largest = cpu::selectExact(state->memory.data(), grad, count, k,
+                                        state->indices.data(), scratch);
+    gradcomm_status agreed = checkConsistency(
+        call, fields,
+        scanForNonFinite() &&
+            cpu::exceedsLimit(largest, inputLimit(/*summed=*/true)));
+    if (skippedNonFinite(agreed, stateName))
+      return skipLocalTopk(call, out, count, unionSize);
+    GRADCOMM_RETURN_IF_ERROR(agreed);
     // Plain error feedback (beta = 1): m = p - c; the same pass zeroes the
     // output the gathered blocks are added into.
     cpu::gatherAndUpdate(state->memory.data(), grad, count,

@@ -68,17 +68,22 @@ std::vector<CheckField> compressFields(const CompressArgs &args,
 }
 
 /// The fused step on the CUDA backend: the same checks, then one call into
-/// the backend (device kernels + NCCL).
+/// the backend (device kernels + NCCL). `*skipped` as in
+/// selectAndBroadcast.
 gradcomm_status cudaScalecom(const Call &call, const CompressArgs &args,
                              State &state, float beta,
-                             gradcomm_reduction reduction, float *out) {
+                             gradcomm_reduction reduction, float *out,
+                             bool *skipped) {
   const Context &ctx = context();
   char error[kErrorSize] = {0};
   std::vector<CheckField> fields = compressFields(args, state);
   fields.push_back({"beta", floatBits(beta)});
   fields.push_back({"reduction", reduction});
-  GRADCOMM_RETURN_IF_ERROR(
-      checkConsistencyOnDevice(call, args.grad, args.count, fields));
+  gradcomm_status agreed = checkConsistencyOnDevice(
+      call, args.grad, args.count, inputLimit(/*summed=*/true), fields);
+  if ((*skipped = skippedNonFinite(agreed, args.state)))
+    return zeroBuffer(call, out, args.count);
+  GRADCOMM_RETURN_IF_ERROR(agreed);
   const int leader = static_cast<int>(state.step % ctx.size);
   GRADCOMM_RETURN_IF_ERROR(cudaStatus(
       call,
@@ -95,32 +100,41 @@ gradcomm_status cudaScalecom(const Call &call, const CompressArgs &args,
 /// on return `state.indices` holds the leader's k indices on every rank.
 /// With `fusedUpdate` (the fused step), the leader's chunk selection also
 /// applies the memory update and fills `values` and zeroes `out` in the
-/// same pass, and `*updated` says so.
+/// same pass, and `*updated` says so. `*skipped` is true when the
+/// non-finite policy skipped the call (nothing selected or written).
 gradcomm_status selectAndBroadcast(const Call &call, const CompressArgs &args,
                                    State &state,
                                    const std::vector<CheckField> &extra,
-                                   float beta = 1.0f, float *out = nullptr,
+                                   bool *skipped, float beta = 1.0f,
+                                   float *out = nullptr,
                                    bool *updated = nullptr) {
   const Context &ctx = context();
   const int leader = static_cast<int>(state.step % ctx.size);
   const bool isLeader = ctx.rank == leader;
   state.indices.resize(args.k);
   state.values.resize(args.k);
-  bool nonFinite = false;
+  uint32_t largest = 0;
   if (isLeader && args.selection == GRADCOMM_SELECT_EXACT) {
     static thread_local cpu::SelectScratch scratch;
     // The non-finite scan rides along the histogram pass.
-    nonFinite = cpu::selectExact(state.memory.data(), args.grad, args.count,
-                                 args.k, state.indices.data(), scratch);
-  } else if (ctx.consistencyCheck) {
-    nonFinite =
-        cpu::anyNonFiniteSum(state.memory.data(), args.grad, args.count);
+    largest = cpu::selectExact(state.memory.data(), args.grad, args.count,
+                               args.k, state.indices.data(), scratch);
+  } else if (scanForNonFinite()) {
+    largest =
+        cpu::maxMagnitudeKeySum(state.memory.data(), args.grad, args.count);
   }
+  // m + g, not g: a finite gradient that overflows the memory counts.
+  const bool nonFinite =
+      scanForNonFinite() &&
+      cpu::exceedsLimit(largest, inputLimit(/*summed=*/true));
   std::vector<CheckField> fields = compressFields(args, state);
   fields.insert(fields.end(), extra.begin(), extra.end());
   // Nothing is written before every rank agrees and all gradients are
   // finite.
-  GRADCOMM_RETURN_IF_ERROR(checkConsistency(call, fields, nonFinite));
+  gradcomm_status agreed = checkConsistency(call, fields, nonFinite);
+  if ((*skipped = skippedNonFinite(agreed, args.state)))
+    return GRADCOMM_OK;
+  GRADCOMM_RETURN_IF_ERROR(agreed);
   if (isLeader && args.selection == GRADCOMM_SELECT_CHUNK) {
     if (updated) {
       cpu::selectChunkAndUpdate(state.memory.data(), args.grad, args.count,
@@ -197,6 +211,29 @@ gradcomm_status validateIndices(const Call &call, const int64_t *indices,
   return GRADCOMM_OK;
 }
 
+/// The unfused compress skipped by the non-finite policy: zero values at
+/// indices 0..k-1 (valid for the ops that follow, so sparse_all_reduce
+/// gives zeros), and the memory update of this step becomes a no-op.
+gradcomm_status skipCompress(const Call &call, State &state, int64_t k,
+                             float *values, int64_t *indices) {
+  state.skippedStep = true;
+  std::vector<int64_t> first(k);
+  for (int64_t j = 0; j < k; ++j)
+    first[j] = j;
+  if (!usingCuda()) {
+    std::copy(first.begin(), first.end(), indices);
+    std::fill(values, values + k, 0.0f);
+    return GRADCOMM_OK;
+  }
+  char error[kErrorSize] = {0};
+  GRADCOMM_RETURN_IF_ERROR(
+      cudaStatus(call,
+                 context().cuda->bytesFromHost(indices, first.data(),
+                                               sizeof(int64_t) * k, error),
+                 error));
+  return zeroBuffer(call, values, k);
+}
+
 bool overlaps(const float *a, const float *b, int64_t count) {
   return a < b + count && b < a + count;
 }
@@ -224,9 +261,12 @@ gradcomm_status gradcomm_scalecom_f32(const char *stateName, const float *grad,
     }));
 
     double start = now();
+    bool skipped = false;
     if (usingCuda()) {
       GRADCOMM_RETURN_IF_ERROR(
-          cudaScalecom(call, args, *state, beta, reduction, out));
+          cudaScalecom(call, args, *state, beta, reduction, out, &skipped));
+      if (skipped)
+        return GRADCOMM_OK;
       gradcomm_op_stats &stats = opStats(stateName);
       stats.calls += 1;
       countCompress(stats, k);
@@ -237,8 +277,10 @@ gradcomm_status gradcomm_scalecom_f32(const char *stateName, const float *grad,
     bool updated = false;
     GRADCOMM_RETURN_IF_ERROR(selectAndBroadcast(
         call, args, *state,
-        {{"beta", floatBits(beta)}, {"reduction", reduction}}, beta, out,
-        &updated));
+        {{"beta", floatBits(beta)}, {"reduction", reduction}}, &skipped, beta,
+        out, &updated));
+    if (skipped)
+      return zeroBuffer(call, out, count);
     if (!updated)
       cpu::gatherAndUpdate(state->memory.data(), grad, count,
                            state->indices.data(), k, beta, state->values.data(),
@@ -274,11 +316,16 @@ gradcomm_status gradcomm_cltk_compress_f32(const char *stateName,
       return lookupState(call, stateName, count, state);
     }));
     double start = now();
+    state->skippedStep = false;
+    bool skipped = false;
     if (usingCuda()) {
       const Context &ctx = context();
       char error[kErrorSize] = {0};
-      GRADCOMM_RETURN_IF_ERROR(checkConsistencyOnDevice(
-          call, grad, count, compressFields(args, *state)));
+      gradcomm_status agreed = checkConsistencyOnDevice(
+          call, grad, count, inputLimit(true), compressFields(args, *state));
+      if ((skipped = skippedNonFinite(agreed, stateName)))
+        return skipCompress(call, *state, k, values, indices);
+      GRADCOMM_RETURN_IF_ERROR(agreed);
       GRADCOMM_RETURN_IF_ERROR(cudaStatus(
           call,
           ctx.cuda->compress(state->device, grad, count, k, selection,
@@ -287,7 +334,10 @@ gradcomm_status gradcomm_cltk_compress_f32(const char *stateName,
                              indices, error),
           error));
     } else {
-      GRADCOMM_RETURN_IF_ERROR(selectAndBroadcast(call, args, *state, {}));
+      GRADCOMM_RETURN_IF_ERROR(
+          selectAndBroadcast(call, args, *state, {}, &skipped));
+      if (skipped)
+        return skipCompress(call, *state, k, values, indices);
       std::copy(state->indices.begin(), state->indices.end(), indices);
       cpu::gather(state->memory.data(), grad, indices, k, values);
     }
@@ -358,6 +408,12 @@ gradcomm_status gradcomm_memory_update_f32(const char *stateName,
         validateIndices(call, indices, k, count, /*ascending=*/true));
     State *state;
     GRADCOMM_RETURN_IF_ERROR(lookupState(call, stateName, count, state));
+    if (state->skippedStep) {
+      // Its compress was skipped (non-finite policy skip): memory and
+      // step stay as they were, as in the fused step.
+      state->skippedStep = false;
+      return GRADCOMM_OK;
+    }
     if (usingCuda()) {
       char error[kErrorSize] = {0};
       GRADCOMM_RETURN_IF_ERROR(

@@ -209,12 +209,26 @@ int memoryUpdate(float *memory, const float *grad, int64_t count,
   return 0;
 }
 
-int anyNonFinite(const float *grad, int64_t count, int *result, char *error) {
+int bytesFromHost(void *device, const void *host, size_t bytes, char *error) {
+  CUDA_OR_FAIL(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice,
+                               backend.stream));
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend.stream));
+  return 0;
+}
+
+int zero(float *data, int64_t count, char *error) {
+  CUDA_OR_FAIL(cudaMemsetAsync(data, 0, sizeof(float) * count, backend.stream));
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend.stream));
+  return 0;
+}
+
+int anyNonFinite(const float *input, int64_t count, float limit, int *result,
+                 char *error) {
   if (!backend.nonFiniteFlag)
     CUDA_OR_FAIL(cudaMalloc(&backend.nonFiniteFlag, sizeof(int)));
   bool bad = false;
-  CUDA_OR_FAIL(cuda::anyNonFinite(grad, count, backend.nonFiniteFlag, &bad,
-                                  backend.stream));
+  CUDA_OR_FAIL(cuda::anyNonFinite(input, count, limit, backend.nonFiniteFlag,
+                                  &bad, backend.stream));
   *result = bad;
   return 0;
 }
@@ -334,7 +348,7 @@ int gossip(float *x, int64_t count, int peer, float mixing, char *error) {
 
 extern "C" __attribute__((visibility("default")))
 // In the order of CudaBackendTable.h.
-const CudaBackendTable gradcomm_cuda_backend_v3 = {kCudaBackendVersion,
+const CudaBackendTable gradcomm_cuda_backend_v4 = {kCudaBackendVersion,
                                                    init,
                                                    shutdown,
                                                    allocate,
@@ -342,6 +356,8 @@ const CudaBackendTable gradcomm_cuda_backend_v3 = {kCudaBackendVersion,
                                                    toHost,
                                                    bytesToHost,
                                                    fromHost,
+                                                   bytesFromHost,
+                                                   zero,
                                                    anyNonFinite,
                                                    denseAllReduce,
                                                    scalecom,

@@ -11,6 +11,7 @@
 #include "CudaKernels.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 namespace gradcomm::cuda {
@@ -21,8 +22,14 @@ constexpr int kThreads = 256;
 /// Elements per block of the ordered compaction.
 constexpr int kTile = 4096;
 
-__device__ __forceinline__ uint32_t magnitudeKey(float x) {
+__host__ __device__ __forceinline__ uint32_t magnitudeKey(float x) {
+#ifdef __CUDA_ARCH__
   return __float_as_uint(x) & 0x7fffffffu;
+#else
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  return bits & 0x7fffffffu;
+#endif
 }
 
 int blocksFor(int64_t n, int64_t perBlock) {
@@ -31,11 +38,12 @@ int blocksFor(int64_t n, int64_t perBlock) {
       std::min<int64_t>(std::max<int64_t>(blocks, 1), 65535LL * 32));
 }
 
-__global__ void nonFiniteKernel(const float *g, int64_t n, int *flag) {
+__global__ void nonFiniteKernel(const float *g, int64_t n, uint32_t limitKey,
+                                int *flag) {
   int bad = 0;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
-    bad |= magnitudeKey(g[i]) >= 0x7f800000u;
+    bad |= magnitudeKey(g[i]) > limitKey;
   if (__syncthreads_or(bad) && threadIdx.x == 0)
     atomicOr(flag, 1);
 }
@@ -288,11 +296,11 @@ std::string errorText(cudaError_t error, const char *what) {
   return std::string(what) + ": " + cudaGetErrorString(error);
 }
 
-cudaError_t anyNonFinite(const float *g, int64_t n, int *flag, bool *result,
-                         cudaStream_t stream) {
+cudaError_t anyNonFinite(const float *g, int64_t n, float limit, int *flag,
+                         bool *result, cudaStream_t stream) {
   GRADCOMM_CUDA_TRY(cudaMemsetAsync(flag, 0, sizeof(int), stream));
-  nonFiniteKernel<<<blocksFor(n, kThreads * 8), kThreads, 0, stream>>>(g, n,
-                                                                       flag);
+  nonFiniteKernel<<<blocksFor(n, kThreads * 8), kThreads, 0, stream>>>(
+      g, n, magnitudeKey(limit), flag);
   int host = 0;
   GRADCOMM_CUDA_TRY(cudaMemcpyAsync(&host, flag, sizeof(int),
                                     cudaMemcpyDeviceToHost, stream));

@@ -31,10 +31,10 @@ struct SelectScratch {
 /// A CUDA error as "what: cudaGetErrorString" or empty on success.
 std::string errorText(cudaError_t error, const char *what);
 
-/// True when some g is NaN/Inf (synchronizes `stream`). `flag` is one
-/// device int of the caller's, so the scan allocates nothing.
-cudaError_t anyNonFinite(const float *g, int64_t n, int *flag, bool *result,
-                         cudaStream_t stream);
+/// True when some |g| is NaN or above `limit` (synchronizes `stream`).
+/// `flag` is one device int of the caller's, so the scan allocates nothing.
+cudaError_t anyNonFinite(const float *g, int64_t n, float limit, int *flag,
+                         bool *result, cudaStream_t stream);
 
 /// Exact top-k of |m + g|, ties to the lower index, indices ascending:
 /// four 8-bit radix passes find the k-th key, then an ordered compaction

@@ -44,6 +44,9 @@ ArrayRef<AttrSpec> mlir::gradcomm::getAttrSpecs() {
        "the op's name in runtime messages and counters (set by the passes)"},
       {attr::kKernel, AttrValueKind::Unit, OnFunction,
        "a function gradcomm-outline-kernels created"},
+      {attr::kStepGuard, AttrValueKind::Unit, OnStepGuard,
+       "an scf.if gradcomm-guard-failed-steps created: it runs only while "
+       "the step has no failed runtime call"},
   };
   return specs;
 }

@@ -64,10 +64,11 @@ static LogicalResult verifyGradCommAttribute(Operation *op,
 LogicalResult
 GradCommDialect::verifyOperationAttribute(Operation *op,
                                           NamedAttribute attribute) {
-  AttrPlace place = isa<shard::AllReduceOp>(op)    ? OnAllReduce
-                    : op->getDialect() == this     ? OnGradCommOp
-                    : isa<FunctionOpInterface>(op) ? OnFunction
-                                                   : AttrPlace(0);
+  AttrPlace place = isa<shard::AllReduceOp>(op)                ? OnAllReduce
+                    : op->getDialect() == this                 ? OnGradCommOp
+                    : isa<FunctionOpInterface>(op)             ? OnFunction
+                    : op->getName().getStringRef() == "scf.if" ? OnStepGuard
+                                                               : AttrPlace(0);
   std::string placeText = ("on '" + op->getName().getStringRef() + "'").str();
   return verifyGradCommAttribute(op, attribute, place, placeText);
 }

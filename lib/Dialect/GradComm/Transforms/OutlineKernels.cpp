@@ -89,7 +89,9 @@ public:
       // becomes one function.
       SmallVector<SmallVector<Operation *>> groups;
       int64_t structured = 0;
-      for (Block &block : func.getBody())
+      // The guards of gradcomm-guard-failed-steps are looked into: they
+      // hold most of the loop nests of a step compiled with on-error=return.
+      std::function<void(Block &)> collect = [&](Block &block) {
         for (Operation &op : block) {
           if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
             if (linalgOp.hasPureBufferSemantics()) {
@@ -100,8 +102,14 @@ public:
             SmallVector<Operation *> group = runtimeCallGroup(call, symbols);
             if (!group.empty())
               groups.push_back(std::move(group));
+          } else if (auto guard = dyn_cast<scf::IfOp>(op);
+                     guard && guard->hasAttr(gradcomm::attr::kStepGuard)) {
+            collect(guard.getThenRegion().front());
           }
         }
+      };
+      for (Block &block : func.getBody())
+        collect(block);
       if (structured < minOps)
         continue;
       for (auto [index, group] : llvm::enumerate(groups))

@@ -44,6 +44,8 @@ inline constexpr llvm::StringLiteral kPeriod = "gradcomm.period";
 inline constexpr llvm::StringLiteral kRuntimeName = "gradcomm.runtime_name";
 /// Marks a function `gradcomm-outline-kernels` created (unit).
 inline constexpr llvm::StringLiteral kKernel = "gradcomm.kernel";
+/// On the `scf.if` gradcomm-guard-failed-steps wraps a step's writes in.
+inline constexpr llvm::StringLiteral kStepGuard = "gradcomm.step_guard";
 } // namespace attr
 
 /// What values an attribute takes.
@@ -65,6 +67,7 @@ enum AttrPlace : unsigned {
   OnArgument = 2,   // a function argument (the parameter)
   OnGradCommOp = 4, // an op of the gradcomm dialect
   OnFunction = 8,   // a function op
+  OnStepGuard = 16, // an scf.if op (gradcomm-guard-failed-steps)
 };
 
 /// One row of the table of `gradcomm.*` attributes.

@@ -325,6 +325,52 @@ def DropInPlaceResultsPass
   }];
 }
 
+def GuardFailedStepsPass
+    : Pass<"gradcomm-guard-failed-steps", "::mlir::ModuleOp"> {
+  let summary = "Skip the rest of a step's writes once a runtime call failed";
+  let description = [{
+    For steps lowered with `convert-gradcomm-to-runtime{on-error=return}`,
+    on buffers (after bufferization): in every function that records a
+    runtime status (`gradcomm_rt_record`), each run of consecutive
+    operations after the first runtime call that may write memory and
+    produce no value (loop nests on buffers, copies, stores, calls without
+    results) is wrapped in `scf.if` on `gradcomm_rt_step_ok()`. When a
+    runtime call fails, no later write happens: arguments the step updates
+    in place (parameters, optimizer state) keep their values, and the
+    runtime calls after it return the failure without communicating. The
+    function still returns normally (its outputs are undefined); the trainer
+    reads the status with `gradcomm_take_step_status()`.
+
+    The guards are flat, one level deep, one per run: the pass is linear in
+    the size of the step, and `gradcomm-outline-kernels` outlines the loop
+    nests inside them as it does at the top level. Operations that produce
+    values (allocations, loads, views, the runtime calls) are not guarded:
+    what they compute after a failure is never written anywhere that
+    outlives the step. Operations inside loops or branches of the step are
+    guarded as part of the loop or branch that holds them.
+
+    ```mlir
+    %s = call @gradcomm_rt_dense_all_reduce_f32(...)
+    call @gradcomm_rt_record(%s) : (i32) -> ()
+    linalg.generic ... outs(%w : memref<4xf32>)
+    // becomes
+    %s = call @gradcomm_rt_dense_all_reduce_f32(...)
+    call @gradcomm_rt_record(%s) : (i32) -> ()
+    %ok = call @gradcomm_rt_step_ok() : () -> i32
+    %c0 = arith.constant 0 : i32
+    %go = arith.cmpi ne, %ok, %c0 : i32
+    scf.if %go {
+      linalg.generic ... outs(%w : memref<4xf32>)
+    } {gradcomm.step_guard}
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 def ExportCInterfacePass
     : Pass<"gradcomm-export-c-interface", "::mlir::ModuleOp"> {
   let summary = "Give every public function a C interface "
