@@ -141,6 +141,45 @@ void BM_NthElement(benchmark::State &state) {
   setBytes(state, 4);
 }
 
+/// A sparse gradient: one non-zero per 1000 elements, fewer than k = n /
+/// kRatio (an embedding's gradient, a ReLU layer's dead units); m = 0.
+std::vector<float> sparseVector(int64_t n, uint64_t seed) {
+  std::vector<float> values = randomVector(n / 1000 + 1, seed), v(n, 0.0f);
+  for (int64_t j = 0; j * 1000 < n; ++j)
+    v[j * 1000] = values[j];
+  return v;
+}
+
+/// selectExact on the sparse gradient.
+void BM_ExactSelectSparse(benchmark::State &state) {
+  const int64_t n = state.range(0), k = (n + kRatio - 1) / kRatio;
+  std::vector<float> m(n, 0.0f), g = sparseVector(n, 10);
+  std::vector<int64_t> indices(k);
+  SelectScratch scratch;
+  selectExact(m.data(), g.data(), n, k, indices.data(), scratch);
+  for (auto _ : state) {
+    selectExact(m.data(), g.data(), n, k, indices.data(), scratch);
+    benchmark::DoNotOptimize(indices.data());
+  }
+  setBytes(state, 4);
+}
+
+/// std::nth_element on the same sparse |m + g| (materialization not timed).
+void BM_NthElementSparse(benchmark::State &state) {
+  const int64_t n = state.range(0), k = (n + kRatio - 1) / kRatio;
+  std::vector<float> g = sparseVector(n, 10), keys(n);
+  for (auto _ : state) {
+    state.PauseTiming();
+    for (int64_t i = 0; i < n; ++i)
+      keys[i] = std::fabs(g[i]);
+    state.ResumeTiming();
+    std::nth_element(keys.begin(), keys.begin() + (k - 1), keys.end(),
+                     std::greater<float>());
+    benchmark::DoNotOptimize(keys.data());
+  }
+  setBytes(state, 4);
+}
+
 void sizes(benchmark::internal::Benchmark *b) {
   // 1M (cache-resident on these VMs), 16M and 256M (DRAM).
   for (int64_t n : {int64_t(1) << 20, int64_t(1) << 24, int64_t(1) << 28})
@@ -156,5 +195,7 @@ BENCHMARK(BM_FusedUpdate)->Apply(sizes);
 BENCHMARK(BM_ExactSelect)->Apply(sizes);
 BENCHMARK(BM_FusedExact)->Apply(sizes);
 BENCHMARK(BM_NthElement)->Apply(sizes);
+BENCHMARK(BM_ExactSelectSparse)->Apply(sizes);
+BENCHMARK(BM_NthElementSparse)->Apply(sizes);
 
 BENCHMARK_MAIN();

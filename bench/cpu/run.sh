@@ -25,7 +25,8 @@ print(f"{'N':>10} {'kernel':<16} {'ms':>9} {'GB/s':>7} {'/copy':>6}")
 for n in sorted({n for _, n in med}):
     copy = med[("BM_Copy", n)]["bytes_per_second"]
     for name in ["BM_Copy", "BM_FusedChunk", "BM_FusedUpdate", "BM_FusedExact",
-                 "BM_ExactSelect", "BM_NthElement"]:
+                 "BM_ExactSelect", "BM_NthElement", "BM_ExactSelectSparse",
+                 "BM_NthElementSparse"]:
         b = med[(name, n)]
         bw = b["bytes_per_second"]
         print(f"{n:>10} {name[3:]:<16} {b['real_time']:>9.2f} {bw/1e9:>7.2f} {bw/copy:>6.2f}")
@@ -36,5 +37,10 @@ for n in sorted({n for _, n in med}):
     reads = sel * 1e-3 * copy / (4 * n)
     print(f"{n:>10} exact selection: {reads:.2f} input-read equivalents, "
           f"{nth/sel:.1f}x faster than std::nth_element")
+    sparse = med[("BM_ExactSelectSparse", n)]["real_time"]
+    nth_sparse = med[("BM_NthElementSparse", n)]["real_time"]
+    print(f"{n:>10} sparse input (0.1% non-zero, k = N/100): exact "
+          f"selection {nth_sparse/sparse:.1f}x faster than "
+          f"std::nth_element")
 PY
 rm -f "$out"

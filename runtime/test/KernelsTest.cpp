@@ -101,6 +101,30 @@ TEST(SelectExact, MisleadingSampleFallsBackAndStaysExact) {
   EXPECT_EQ(runExact(m, g, k), referenceTopk(m, g, k));
 }
 
+TEST(SelectExact, SparseGradients) {
+  // Fewer non-zeros than k (the rest of the top k: the first zeros), and
+  // more non-zeros than k that the sample does not see (they lie between
+  // the sampled blocks): both exact, neither a pass over every element as
+  // a candidate.
+  const int64_t n = 200000;
+  for (int64_t nonZeros : {int64_t(50), int64_t(3000)}) {
+    std::vector<float> m(n, 0.0f), g(n, 0.0f);
+    std::vector<float> values = gradient(31, 0, 0, nonZeros);
+    const int64_t blockLength = n / cpu::kSampleFraction / cpu::kSampleBlocks;
+    const int64_t stride = n / cpu::kSampleBlocks;
+    for (int64_t j = 0; j < nonZeros; ++j) {
+      // Past each sampled block, inside the gap before the next one.
+      int64_t block = j % cpu::kSampleBlocks, slot = j / cpu::kSampleBlocks;
+      g[block * stride + blockLength + 1 + slot] = values[j];
+    }
+    g[n - 1] = -0.0f; // a zero all the same
+    for (int64_t k : {int64_t(1), int64_t(1000), n}) {
+      EXPECT_EQ(runExact(m, g, k), referenceTopk(m, g, k))
+          << nonZeros << " non-zeros, k " << k;
+    }
+  }
+}
+
 TEST(SelectExact, ReportsTheLargestMagnitude) {
   // Both selection paths (radix below kSampledSelectMinElements, sampled
   // above) report the largest |m + g| as the scans do.

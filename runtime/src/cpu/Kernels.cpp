@@ -87,6 +87,30 @@ takeBest(const std::vector<std::pair<uint32_t, int64_t>> &candidates,
       indices[out++] = candidate.second;
 }
 
+/// The top k when `nonZeros` (ascending) are all the elements with a
+/// non-zero key and there are fewer than k of them: all of them plus the
+/// k - |nonZeros| lowest indices not among them, merged in ascending order.
+static void
+takeNonZerosAndFirstZeros(const std::vector<std::pair<uint32_t, int64_t>> &nonZeros,
+                          int64_t n, int64_t k, int64_t *indices) {
+  int64_t zerosLeft = k - static_cast<int64_t>(nonZeros.size());
+  int64_t out = 0;
+  size_t next = 0;
+  for (int64_t i = 0; i < n && out < k; ++i) {
+    if (next < nonZeros.size() && nonZeros[next].second == i) {
+      indices[out++] = i;
+      ++next;
+    } else if (zerosLeft > 0) {
+      indices[out++] = i;
+      --zerosLeft;
+    } else {
+      // Only non-zeros are left to take: jump to them.
+      for (; next < nonZeros.size(); ++next)
+        indices[out++] = nonZeros[next].second;
+    }
+  }
+}
+
 /// Radix select (see selectExact).
 static uint32_t selectExactRadix(const float *m, const float *g, int64_t n,
                                  int64_t k, int64_t *indices,
@@ -115,7 +139,11 @@ uint32_t gradcomm::cpu::selectExact(const float *m, const float *g, int64_t n,
   rank = std::min<int64_t>(rank, static_cast<int64_t>(sample.size()));
   std::nth_element(sample.begin(), sample.begin() + (rank - 1), sample.end(),
                    std::greater<uint32_t>());
-  const uint32_t threshold = sample[rank - 1];
+  // A sparse gradient (fewer than k non-zeros in the sample) would give
+  // threshold 0 and make every element a candidate: collect the non-zeros
+  // only, and complete with the first zeros if there are fewer than k.
+  const bool sparse = sample[rank - 1] == 0;
+  const uint32_t threshold = sparse ? 1 : sample[rank - 1];
 
   auto &candidates = scratch.candidates;
   candidates.clear();
@@ -151,8 +179,14 @@ uint32_t gradcomm::cpu::selectExact(const float *m, const float *g, int64_t n,
     if (key >= threshold)
       candidates.push_back({key, i});
   }
-  if (static_cast<int64_t>(candidates.size()) < k)
-    return selectExactRadix(m, g, n, k, indices, scratch);
+  if (static_cast<int64_t>(candidates.size()) < k) {
+    if (!sparse)
+      return selectExactRadix(m, g, n, k, indices, scratch);
+    // Every non-zero is a candidate and belongs to the top k; the rest are
+    // the lowest-index zeros (ties go to the lower index).
+    takeNonZerosAndFirstZeros(candidates, n, k, indices);
+    return static_cast<uint32_t>(largest);
+  }
   takeBest(candidates, scratch.ranked, k, indices);
   return static_cast<uint32_t>(largest);
 }
