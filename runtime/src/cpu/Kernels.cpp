@@ -90,9 +90,9 @@ takeBest(const std::vector<std::pair<uint32_t, int64_t>> &candidates,
 /// The top k when `nonZeros` (ascending) are all the elements with a
 /// non-zero key and there are fewer than k of them: all of them plus the
 /// k - |nonZeros| lowest indices not among them, merged in ascending order.
-static void
-takeNonZerosAndFirstZeros(const std::vector<std::pair<uint32_t, int64_t>> &nonZeros,
-                          int64_t n, int64_t k, int64_t *indices) {
+static void takeNonZerosAndFirstZeros(
+    const std::vector<std::pair<uint32_t, int64_t>> &nonZeros, int64_t n,
+    int64_t k, int64_t *indices) {
   int64_t zerosLeft = k - static_cast<int64_t>(nonZeros.size());
   int64_t out = 0;
   size_t next = 0;
