@@ -45,11 +45,14 @@ bool passesAsBarePointer(Type type) {
 }
 
 /// Ops that are cheaper to recreate inside an outlined function than to
-/// pass in: constants, symbol addresses, and casts (a cast's source is
-/// passed instead, keeping bare pointers possible).
+/// pass in: constants and casts (a cast's source is passed instead, keeping
+/// bare pointers possible). Symbol addresses (the op and state names of
+/// runtime calls) are passed in, so that the calls of every tensor of one
+/// shape become one function (mergeIdenticalKernels).
 bool isRematerializable(Operation *op) {
-  return op && (op->hasTrait<OpTrait::ConstantLike>() ||
-                isa<LLVM::AddressOfOp, memref::CastOp>(op));
+  if (!op || isa<LLVM::AddressOfOp>(op))
+    return false;
+  return op->hasTrait<OpTrait::ConstantLike>() || isa<memref::CastOp>(op);
 }
 
 /// A call of a runtime entry point (a declaration with a C interface),
@@ -115,9 +118,54 @@ public:
       for (auto [index, group] : llvm::enumerate(groups))
         outline(group, func, index, symbols);
     }
+    mergeIdenticalKernels(module);
   }
 
 private:
+  /// Kernels with the same body and signature (layers of one shape, the
+  /// same optimizer update on every parameter of a size) become one: every
+  /// call goes to the first, the others are erased. LLVM then optimizes and
+  /// selects instructions for each distinct loop nest once.
+  void mergeIdenticalKernels(ModuleOp module) {
+    llvm::StringMap<StringAttr> representative;
+    llvm::DenseMap<StringAttr, StringAttr> replacement;
+    SmallVector<func::FuncOp> duplicates;
+    for (auto kernel : module.getOps<func::FuncOp>()) {
+      if (!kernel->hasAttr(gradcomm::attr::kKernel))
+        continue;
+      std::string key = fingerprint(kernel);
+      auto [it, inserted] =
+          representative.try_emplace(key, kernel.getSymNameAttr());
+      if (inserted)
+        continue;
+      replacement[kernel.getSymNameAttr()] = it->second;
+      duplicates.push_back(kernel);
+    }
+    if (duplicates.empty())
+      return;
+    module.walk([&](func::CallOp call) {
+      auto it = replacement.find(call.getCalleeAttr().getAttr());
+      if (it != replacement.end())
+        call.setCallee(it->second.getValue());
+    });
+    for (func::FuncOp kernel : duplicates)
+      kernel.erase();
+  }
+
+  /// The kernel as text, under a fixed name: equal text, equal function.
+  static std::string fingerprint(func::FuncOp kernel) {
+    StringAttr name = kernel.getSymNameAttr();
+    kernel.setSymName("kernel");
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    kernel->print(os, OpPrintingFlags()
+                          .printGenericOpForm()
+                          .useLocalScope()
+                          .assumeVerified());
+    kernel.setSymNameAttr(name);
+    return text;
+  }
+
   /// Moves `group` (ops of one block, in order, whose results are used only
   /// inside the group) into a new private function called in its place.
   void outline(ArrayRef<Operation *> group, func::FuncOp parent, size_t index,

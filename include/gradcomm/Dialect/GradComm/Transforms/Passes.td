@@ -222,7 +222,11 @@ def OutlineKernelsPass
     time linear in their number. The kernels take statically shaped,
     identity-layout buffers as bare pointers (`llvm.bareptr`) and are never
     inlined back (`no_inline`). Constants the op reads are cloned into the
-    kernel; other values it reads become arguments.
+    kernel; other values it reads become arguments. Kernels that come out
+    identical (same body and signature: repeated layers, the same optimizer
+    update on parameters of one shape) are merged into the first, so LLVM
+    compiles each distinct loop nest once. The `scf.if` guards of
+    `gradcomm-guard-failed-steps` are looked into as well.
 
     ```mlir
     func.func @step(%a: memref<64xf32>, %b: memref<64xf32>) {
