@@ -254,10 +254,11 @@ TEST(Stats, ScaleComBytesFollowTheCostModel) {
   const uint64_t n = world.size;
   EXPECT_EQ(stats.calls, 3u);
   EXPECT_EQ(stats.messages, 6u);
-  // k indices broadcast: (n - 1) / n of 8k bytes; k values all-reduced:
-  // 2 (n - 1) / n of 4k bytes. Independent of the tensor size.
-  EXPECT_EQ(stats.index_bytes_sent, 3 * (8 * k * (n - 1) / n));
-  EXPECT_EQ(stats.index_bytes_received, 3 * (8 * k * (n - 1) / n));
+  // k int32 indices broadcast (the tensor has fewer than 2^31 elements):
+  // (n - 1) / n of 4k bytes; k values all-reduced: 2 (n - 1) / n of 4k
+  // bytes. Independent of the tensor size.
+  EXPECT_EQ(stats.index_bytes_sent, 3 * (4 * k * (n - 1) / n));
+  EXPECT_EQ(stats.index_bytes_received, 3 * (4 * k * (n - 1) / n));
   EXPECT_EQ(stats.value_bytes_sent, 3 * (2 * 4 * k * (n - 1) / n));
   EXPECT_GE(stats.seconds, 0.0);
 
@@ -271,7 +272,7 @@ TEST(Stats, ScaleComBytesFollowTheCostModel) {
     EXPECT_TRUE(contains(json, "\"" + name + "\": {\"calls\": 3"));
     EXPECT_TRUE(contains(json, "\"rank\": " + std::to_string(world.size - 1)));
     EXPECT_TRUE(contains(json, "\"index_bytes_sent\": " +
-                                   std::to_string(8 * k * (n - 1) / n * 3)));
+                                   std::to_string(4 * k * (n - 1) / n * 3)));
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (world.rank == 0)

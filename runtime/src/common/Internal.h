@@ -219,8 +219,12 @@ gradcomm_status allReduceSum(const Call &call, float *data, int64_t count);
 /// the peer (`peer`, or -1: the rest of the group) and aborts the job.
 gradcomm_status waitYielding(const Call &call, MPI_Request &request,
                              const char *what, int peer = -1);
+/// Broadcasts `count` indices, all below `bound`, from `root`: as int32
+/// when `bound` <= 2^31 (indexBytes), else as int64.
 gradcomm_status broadcastIndices(const Call &call, int64_t *data, int64_t count,
-                                 int root);
+                                 int root, int64_t bound);
+/// Bytes per index on the wire for indices below `bound`: 4 or 8.
+int indexBytes(int64_t bound);
 
 /// The watchdog fired: records and prints GRADCOMM_ERR_TIMEOUT, aborts.
 [[noreturn]] void timedOut(const Call &call, const char *what, int peer,

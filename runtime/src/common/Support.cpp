@@ -15,6 +15,7 @@
 #include <limits>
 #include <sched.h>
 #include <time.h>
+#include <vector>
 
 using namespace gradcomm;
 
@@ -251,17 +252,43 @@ gradcomm_status gradcomm::allReduceSum(const Call &call, float *data,
   return GRADCOMM_OK;
 }
 
-gradcomm_status gradcomm::broadcastIndices(const Call &call, int64_t *data,
-                                           int64_t count, int root) {
+int gradcomm::indexBytes(int64_t bound) {
+  return bound <= int64_t(INT32_MAX) + 1 ? 4 : 8;
+}
+
+/// MPI_Ibcast of `count` elements of `type` at `data`, in chunks of at
+/// most INT_MAX elements, each waited for without monopolizing the core.
+template <typename T>
+static gradcomm_status broadcastChunked(const Call &call, T *data,
+                                        int64_t count, MPI_Datatype type,
+                                        int root) {
   for (int64_t offset = 0; offset < count; offset += INT_MAX) {
     int chunk = static_cast<int>(std::min<int64_t>(count - offset, INT_MAX));
     MPI_Request request;
-    GRADCOMM_RETURN_IF_ERROR(
-        call.mpi(MPI_Ibcast(data + offset, chunk, MPI_INT64_T, root,
-                            context().comm, &request),
-                 "MPI_Ibcast"));
+    GRADCOMM_RETURN_IF_ERROR(call.mpi(MPI_Ibcast(data + offset, chunk, type,
+                                                 root, context().comm,
+                                                 &request),
+                                      "MPI_Ibcast"));
     GRADCOMM_RETURN_IF_ERROR(waitYielding(call, request, "MPI_Ibcast"));
   }
+  return GRADCOMM_OK;
+}
+
+gradcomm_status gradcomm::broadcastIndices(const Call &call, int64_t *data,
+                                           int64_t count, int root,
+                                           int64_t bound) {
+  if (indexBytes(bound) == 8)
+    return broadcastChunked(call, data, count, MPI_INT64_T, root);
+  // Indices below 2^31 travel as int32: half the index bytes on the wire.
+  static thread_local std::vector<int32_t> narrow;
+  narrow.resize(count);
+  if (context().rank == root)
+    for (int64_t j = 0; j < count; ++j)
+      narrow[j] = static_cast<int32_t>(data[j]);
+  GRADCOMM_RETURN_IF_ERROR(
+      broadcastChunked(call, narrow.data(), count, MPI_INT32_T, root));
+  for (int64_t j = 0; j < count; ++j)
+    data[j] = narrow[j];
   return GRADCOMM_OK;
 }
 

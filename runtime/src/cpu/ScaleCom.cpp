@@ -146,12 +146,16 @@ gradcomm_status selectAndBroadcast(const Call &call, const CompressArgs &args,
                        args.chunkSize, state.indices.data());
     }
   }
-  return broadcastIndices(call, state.indices.data(), args.k, leader);
+  return broadcastIndices(call, state.indices.data(), args.k, leader,
+                          args.count);
 }
 
-void countCompress(gradcomm_op_stats &stats, int64_t k) {
+/// The index broadcast's bytes: int32 indices for tensors below 2^31
+/// elements on the CPU backend (the CUDA backend sends int64).
+void countCompress(gradcomm_op_stats &stats, int64_t k, int64_t count) {
   const Context &ctx = context();
-  uint64_t bytes = broadcastBytes(sizeof(int64_t) * k, ctx.size);
+  const int width = usingCuda() ? 8 : indexBytes(count);
+  uint64_t bytes = broadcastBytes(width * k, ctx.size);
   stats.messages += 1;
   stats.index_bytes_sent += bytes;
   stats.index_bytes_received += bytes;
@@ -269,7 +273,7 @@ gradcomm_status gradcomm_scalecom_f32(const char *stateName, const float *grad,
         return GRADCOMM_OK;
       gradcomm_op_stats &stats = opStats(stateName);
       stats.calls += 1;
-      countCompress(stats, k);
+      countCompress(stats, k, count);
       countValueReduce(stats, k);
       stats.seconds += now() - start;
       return GRADCOMM_OK;
@@ -292,7 +296,7 @@ gradcomm_status gradcomm_scalecom_f32(const char *stateName, const float *grad,
 
     gradcomm_op_stats &stats = opStats(stateName);
     stats.calls += 1;
-    countCompress(stats, k);
+    countCompress(stats, k, count);
     countValueReduce(stats, k);
     stats.seconds += now() - start;
     return GRADCOMM_OK;
@@ -343,7 +347,7 @@ gradcomm_status gradcomm_cltk_compress_f32(const char *stateName,
     }
     gradcomm_op_stats &stats = opStats(stateName);
     stats.calls += 1;
-    countCompress(stats, k);
+    countCompress(stats, k, count);
     stats.seconds += now() - start;
     return GRADCOMM_OK;
   });
