@@ -265,10 +265,9 @@ static gradcomm_status broadcastChunked(const Call &call, T *data,
   for (int64_t offset = 0; offset < count; offset += INT_MAX) {
     int chunk = static_cast<int>(std::min<int64_t>(count - offset, INT_MAX));
     MPI_Request request;
-    GRADCOMM_RETURN_IF_ERROR(call.mpi(MPI_Ibcast(data + offset, chunk, type,
-                                                 root, context().comm,
-                                                 &request),
-                                      "MPI_Ibcast"));
+    GRADCOMM_RETURN_IF_ERROR(call.mpi(
+        MPI_Ibcast(data + offset, chunk, type, root, context().comm, &request),
+        "MPI_Ibcast"));
     GRADCOMM_RETURN_IF_ERROR(waitYielding(call, request, "MPI_Ibcast"));
   }
   return GRADCOMM_OK;
