@@ -5,10 +5,12 @@
 // One rank (one-rank NCCL): the CUDA backend's fused ScaleCom step, dense
 // all-reduce and gossip against the CPU backend on the same data, bit for
 // bit, and a checkpoint written by one backend restored by the other.
-// Needs a GPU: without one the program exits 77 (ctest: skipped).
+// Needs a GPU: on a machine without one the program exits 77 (ctest:
+// skipped); with one that CUDA cannot use it fails (CudaTestUtil.h).
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaTestUtil.h"
 #include "TestUtil.h"
 
 #include <cuda_runtime.h>
@@ -169,11 +171,8 @@ TEST(CudaBackend, LocalTopkMatchesCpu) {
 } // namespace
 
 int main(int argc, char **argv) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("no CUDA device: CUDA backend tests skipped\n");
-    return 77;
-  }
+  if (int rc = requireCudaDevice("CUDA backend tests"))
+    return rc;
   MPI_Init(&argc, &argv);
   ::testing::InitGoogleTest(&argc, argv);
   int failed = RUN_ALL_TESTS();

@@ -250,6 +250,27 @@ TEST(ScaleCom, UnfusedOpsEqualTheFusedStep) {
   }
 }
 
+TEST(ScaleCom, SparseAllReduceRefusesRepeatedIndices) {
+  // Indices in any order are fine; a repeated one is refused on every rank
+  // (the scatter's result would depend on the order of the writes).
+  World world;
+  std::vector<float> values = {1.0f, 2.0f, 3.0f}, out(10, 7.0f);
+  std::vector<int64_t> shuffled = {5, 1, 8};
+  EXPECT_OK(gradcomm_sparse_all_reduce_f32("sar.order", values.data(),
+                                           shuffled.data(), 3, out.data(), 10,
+                                           GRADCOMM_REDUCE_AVERAGE));
+  EXPECT_EQ(out[8], 3.0f);
+  std::vector<int64_t> repeated = {5, 1, 5};
+  std::fill(out.begin(), out.end(), 7.0f);
+  EXPECT_EQ(gradcomm_sparse_all_reduce_f32("sar.repeat", values.data(),
+                                           repeated.data(), 3, out.data(), 10,
+                                           GRADCOMM_REDUCE_AVERAGE),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(gradcomm_last_error(), "index 5 appears more than once"))
+      << gradcomm_last_error();
+  EXPECT_EQ(out, std::vector<float>(10, 7.0f));
+}
+
 TEST(ScaleCom, NonFiniteGradientSkipsTheStepOnEveryRank) {
   World world;
   const int64_t count = 200, k = 10;

@@ -212,6 +212,17 @@ gradcomm_status validateIndices(const Call &call, const int64_t *indices,
                            std::to_string(j) + " is outside [0, " +
                            std::to_string(count) + ")");
   }
+  if (!ascending) {
+    // A repeated index would make the scatter's result depend on the order
+    // of the writes (a race on the GPU): refused, whatever the order.
+    std::vector<int64_t> sorted(host, host + k);
+    std::sort(sorted.begin(), sorted.end());
+    auto repeated = std::adjacent_find(sorted.begin(), sorted.end());
+    if (repeated != sorted.end())
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "index " + std::to_string(*repeated) +
+                           " appears more than once");
+  }
   return GRADCOMM_OK;
 }
 
