@@ -23,3 +23,15 @@ if /usr/bin/python3 -c "import torch" 2>/dev/null; then
   "$scratch/prefix/bin/gradcomm-compile" "$scratch/mlp.mlir" \
     -o "$scratch/mlp.o" --strategy=scalecom
 fi
+# The installed CUDA backend (when built) resolves its CUDA and NCCL
+# libraries wherever the runtime loads it from.
+cuda_backend=$(find "$scratch/prefix" -name libgradcomm_runtime_cuda.so | head -1)
+if [ -n "$cuda_backend" ]; then
+  readelf -d "$cuda_backend" | grep -q 'R\(UN\)\?PATH' ||
+    { echo "installed $cuda_backend has no RUNPATH"; exit 1; }
+  if ldd "$cuda_backend" | grep -q 'not found'; then
+    echo "installed $cuda_backend has unresolved libraries:"
+    ldd "$cuda_backend" | grep 'not found'
+    exit 1
+  fi
+fi
