@@ -34,14 +34,21 @@ const CudaBackendTable *loadCudaBackend(std::string &why) {
         path = self.substr(0, slash + 1) + kCudaBackendLibrary;
     }
     cudaLibrary = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!cudaLibrary)
-      cudaLibrary = dlopen(kCudaBackendLibrary, RTLD_NOW | RTLD_LOCAL);
     if (!cudaLibrary) {
-      const char *error = dlerror();
-      why = std::string("the CUDA backend is not available (") +
-            (error ? error : kCudaBackendLibrary) +
-            "); GradComm builds it when nvcc is found";
-      return nullptr;
+      // The first error is usually the real cause (the library is there
+      // but needs a libnccl.so.2 the loader cannot find): keep it before
+      // the second attempt overwrites it.
+      const char *besideError = dlerror();
+      std::string first = besideError ? besideError : path;
+      cudaLibrary = dlopen(kCudaBackendLibrary, RTLD_NOW | RTLD_LOCAL);
+      if (!cudaLibrary) {
+        const char *searchError = dlerror();
+        why = "the CUDA backend is not available (" + first +
+              "; on the loader's path: " +
+              (searchError ? searchError : kCudaBackendLibrary) +
+              "); GradComm builds it when nvcc and NCCL are found";
+        return nullptr;
+      }
     }
   }
   auto *table = static_cast<const CudaBackendTable *>(

@@ -65,6 +65,17 @@ int fail(char *error, const std::string &message) {
       return fail(error, std::string(#expr ": ") + ncclGetErrorString(r));     \
   } while (0)
 
+/// NCCL_OR_FAIL between ncclGroupStart and ncclGroupEnd: a failure closes
+/// the group first, so the next call does not land in a half-built group.
+#define NCCL_IN_GROUP_OR_FAIL(expr)                                            \
+  do {                                                                         \
+    ncclResult_t r = (expr);                                                   \
+    if (r != ncclSuccess) {                                                    \
+      ncclGroupEnd();                                                          \
+      return fail(error, std::string(#expr ": ") + ncclGetErrorString(r));     \
+    }                                                                          \
+  } while (0)
+
 /// Grows a device buffer (contents not kept).
 template <typename T>
 int reserve(T *&buffer, int64_t &capacity, int64_t count, char *error) {
@@ -300,10 +311,10 @@ int localTopk(float *memory, const float *grad, float *out, int64_t count,
                                      myValues, out, backend.marks,
                                      backend.stamp, backend.stream));
   NCCL_OR_FAIL(ncclGroupStart());
-  NCCL_OR_FAIL(ncclAllGather(myValues, backend.values, k, ncclFloat,
-                             backend.comm, backend.stream));
-  NCCL_OR_FAIL(ncclAllGather(mine, backend.indices, k, ncclInt64, backend.comm,
-                             backend.stream));
+  NCCL_IN_GROUP_OR_FAIL(ncclAllGather(myValues, backend.values, k, ncclFloat,
+                                      backend.comm, backend.stream));
+  NCCL_IN_GROUP_OR_FAIL(ncclAllGather(mine, backend.indices, k, ncclInt64,
+                                      backend.comm, backend.stream));
   NCCL_OR_FAIL(ncclGroupEnd());
   for (int r = 0; r < backend.size; ++r)
     CUDA_OR_FAIL(cuda::scatterAdd(out, backend.indices + r * k,
@@ -334,10 +345,10 @@ int gossip(float *x, int64_t count, int peer, float mixing, char *error) {
   if (reserve(backend.peer, backend.peerCapacity, count, error))
     return 1;
   NCCL_OR_FAIL(ncclGroupStart());
-  NCCL_OR_FAIL(
+  NCCL_IN_GROUP_OR_FAIL(
       ncclSend(x, count, ncclFloat, peer, backend.comm, backend.stream));
-  NCCL_OR_FAIL(ncclRecv(backend.peer, count, ncclFloat, peer, backend.comm,
-                        backend.stream));
+  NCCL_IN_GROUP_OR_FAIL(ncclRecv(backend.peer, count, ncclFloat, peer,
+                                 backend.comm, backend.stream));
   NCCL_OR_FAIL(ncclGroupEnd());
   CUDA_OR_FAIL(cuda::mix(x, backend.peer, count, mixing, backend.stream));
   CUDA_OR_FAIL(cudaStreamSynchronize(backend.stream));
