@@ -89,21 +89,44 @@ void BM_FusedUpdate(benchmark::State &state) {
   setBytes(state, 16);
 }
 
-/// Leader, exact selection alone (top N/100 of |m + g|): two read passes
-/// over m and g. Reported against the 4 B per element of one input read.
-void BM_ExactSelect(benchmark::State &state) {
+/// Times selectExact (top N/100 of |m + g|) in its steady state, as in the
+/// runtime: the scratch is warm (allocated and touched) after a first call.
+/// Reported against the 4 B per element of one input read.
+void timeExactSelect(benchmark::State &state, const std::vector<float> &m,
+                     const std::vector<float> &g) {
   const int64_t n = state.range(0), k = (n + kRatio - 1) / kRatio;
-  std::vector<float> m = randomVector(n, 6), g = randomVector(n, 7);
   std::vector<int64_t> indices(k);
   SelectScratch scratch;
-  // Steady state, as in the runtime: the scratch is warm (allocated and
-  // touched) after the first step.
   selectExact(m.data(), g.data(), n, k, indices.data(), scratch);
   for (auto _ : state) {
     selectExact(m.data(), g.data(), n, k, indices.data(), scratch);
     benchmark::DoNotOptimize(indices.data());
   }
   setBytes(state, 4);
+}
+
+/// Times the baseline selection, std::nth_element on |m + g| materialized
+/// (the materialization is not timed).
+void timeNthElement(benchmark::State &state, const std::vector<float> &m,
+                    const std::vector<float> &g) {
+  const int64_t n = state.range(0), k = (n + kRatio - 1) / kRatio;
+  std::vector<float> keys(n);
+  for (auto _ : state) {
+    state.PauseTiming();
+    for (int64_t i = 0; i < n; ++i)
+      keys[i] = std::fabs(m[i] + g[i]);
+    state.ResumeTiming();
+    std::nth_element(keys.begin(), keys.begin() + (k - 1), keys.end(),
+                     std::greater<float>());
+    benchmark::DoNotOptimize(keys.data());
+  }
+  setBytes(state, 4);
+}
+
+/// Leader, exact selection alone: two read passes over m and g.
+void BM_ExactSelect(benchmark::State &state) {
+  const int64_t n = state.range(0);
+  timeExactSelect(state, randomVector(n, 6), randomVector(n, 7));
 }
 
 /// Leader, exact path end to end: selection + fused update.
@@ -123,22 +146,10 @@ void BM_FusedExact(benchmark::State &state) {
   setBytes(state, 16);
 }
 
-/// The baseline selection: std::nth_element on |m + g| materialized (the
-/// materialization is not timed).
+/// The baseline selection on the same inputs as BM_ExactSelect.
 void BM_NthElement(benchmark::State &state) {
-  const int64_t n = state.range(0), k = (n + kRatio - 1) / kRatio;
-  std::vector<float> m = randomVector(n, 6), g = randomVector(n, 7);
-  std::vector<float> keys(n);
-  for (auto _ : state) {
-    state.PauseTiming();
-    for (int64_t i = 0; i < n; ++i)
-      keys[i] = std::fabs(m[i] + g[i]);
-    state.ResumeTiming();
-    std::nth_element(keys.begin(), keys.begin() + (k - 1), keys.end(),
-                     std::greater<float>());
-    benchmark::DoNotOptimize(keys.data());
-  }
-  setBytes(state, 4);
+  const int64_t n = state.range(0);
+  timeNthElement(state, randomVector(n, 6), randomVector(n, 7));
 }
 
 /// A sparse gradient: one non-zero per 1000 elements, fewer than k = n /
@@ -152,32 +163,14 @@ std::vector<float> sparseVector(int64_t n, uint64_t seed) {
 
 /// selectExact on the sparse gradient.
 void BM_ExactSelectSparse(benchmark::State &state) {
-  const int64_t n = state.range(0), k = (n + kRatio - 1) / kRatio;
-  std::vector<float> m(n, 0.0f), g = sparseVector(n, 10);
-  std::vector<int64_t> indices(k);
-  SelectScratch scratch;
-  selectExact(m.data(), g.data(), n, k, indices.data(), scratch);
-  for (auto _ : state) {
-    selectExact(m.data(), g.data(), n, k, indices.data(), scratch);
-    benchmark::DoNotOptimize(indices.data());
-  }
-  setBytes(state, 4);
+  const int64_t n = state.range(0);
+  timeExactSelect(state, std::vector<float>(n, 0.0f), sparseVector(n, 10));
 }
 
-/// std::nth_element on the same sparse |m + g| (materialization not timed).
+/// std::nth_element on the same sparse |m + g|.
 void BM_NthElementSparse(benchmark::State &state) {
-  const int64_t n = state.range(0), k = (n + kRatio - 1) / kRatio;
-  std::vector<float> g = sparseVector(n, 10), keys(n);
-  for (auto _ : state) {
-    state.PauseTiming();
-    for (int64_t i = 0; i < n; ++i)
-      keys[i] = std::fabs(g[i]);
-    state.ResumeTiming();
-    std::nth_element(keys.begin(), keys.begin() + (k - 1), keys.end(),
-                     std::greater<float>());
-    benchmark::DoNotOptimize(keys.data());
-  }
-  setBytes(state, 4);
+  const int64_t n = state.range(0);
+  timeNthElement(state, std::vector<float>(n, 0.0f), sparseVector(n, 10));
 }
 
 void sizes(benchmark::internal::Benchmark *b) {

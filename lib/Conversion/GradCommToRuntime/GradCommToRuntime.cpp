@@ -152,7 +152,11 @@ FunctionType functionTypeOf(const RuntimeFnSpec &spec, MLIRContext *ctx) {
 /// patterns of one run of the pass.
 class RuntimeSymbols {
 public:
-  explicit RuntimeSymbols(ModuleOp module) : module(module) {
+  /// `statusHandler`: the function every status goes to (Check, or Record
+  /// for on-error=return).
+  explicit RuntimeSymbols(ModuleOp module,
+                          RuntimeFn statusHandler = RuntimeFn::Check)
+      : module(module), statusHandler(statusHandler) {
     for (Operation &op : *module.getBody())
       if (auto name =
               op.getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName()))
@@ -207,8 +211,11 @@ public:
     return global;
   }
 
+  RuntimeFn getStatusHandler() const { return statusHandler; }
+
 private:
   ModuleOp module;
+  RuntimeFn statusHandler;
   llvm::StringSet<> names;
   llvm::StringMap<func::FuncOp> functions;
   llvm::StringMap<LLVM::GlobalOp> strings;
@@ -269,11 +276,13 @@ public:
         buffer);
   }
 
-  /// Calls `fn` (returns a status) and stops the job if it failed.
+  /// Calls `fn` (returns a status) and passes the status to the status
+  /// handler: gradcomm_rt_check (stops the job if it failed) or
+  /// gradcomm_rt_record (on-error=return).
   LogicalResult callChecked(RuntimeFn fn, ValueRange args) {
     FailureOr<func::FuncOp> callee = symbols.declare(rewriter, loc, fn);
     FailureOr<func::FuncOp> check =
-        symbols.declare(rewriter, loc, RuntimeFn::Check);
+        symbols.declare(rewriter, loc, symbols.getStatusHandler());
     if (failed(callee) || failed(check))
       return failure();
     assert(TypeRange(args) == callee->getFunctionType().getInputs() &&
@@ -628,39 +637,18 @@ public:
     target.addIllegalDialect<GradCommDialect, shard::ShardDialect>();
 
     RewritePatternSet patterns(context);
-    populateGradCommToRuntimeConversionPatterns(patterns, getOperation());
+    // on-error=return: statuses go to gradcomm_rt_record instead of
+    // gradcomm_rt_check; gradcomm-guard-failed-steps, after bufferization,
+    // keeps the rest of a failed step from writing memory.
+    populateGradCommToRuntimeConversionPatterns(patterns, getOperation(),
+                                                onError == "return");
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
     dropPolicyAttributes();
-    if (onError == "return" && failed(recordInsteadOfCheck()))
-      return signalPassFailure();
   }
 
 private:
-  /// on-error=return: statuses go to gradcomm_rt_record (same type) instead
-  /// of gradcomm_rt_check; gradcomm-guard-failed-steps, after
-  /// bufferization, keeps the rest of a failed step from writing memory.
-  LogicalResult recordInsteadOfCheck() {
-    ModuleOp module = getOperation();
-    auto check =
-        module.lookupSymbol<func::FuncOp>(getSpec(RuntimeFn::Check).name);
-    if (!check)
-      return success();
-    RuntimeSymbols symbols(module);
-    OpBuilder builder(module.getContext());
-    FailureOr<func::FuncOp> record =
-        symbols.declare(builder, check.getLoc(), RuntimeFn::Record);
-    if (failed(record))
-      return failure();
-    module.walk([&](func::CallOp call) {
-      if (call.getCallee() == check.getSymName())
-        call.setCallee(record->getSymName());
-    });
-    check.erase();
-    return success();
-  }
-
   /// The `gradcomm.*` argument attributes (names, policies) are consumed by
   /// now; LLVM translation would warn about them.
   void dropPolicyAttributes() {
@@ -681,9 +669,10 @@ private:
 } // namespace
 
 void mlir::gradcomm::populateGradCommToRuntimeConversionPatterns(
-    RewritePatternSet &patterns, ModuleOp module) {
+    RewritePatternSet &patterns, ModuleOp module, bool recordStatuses) {
   MLIRContext *context = patterns.getContext();
-  auto symbols = std::make_shared<RuntimeSymbols>(module);
+  auto symbols = std::make_shared<RuntimeSymbols>(
+      module, recordStatuses ? RuntimeFn::Record : RuntimeFn::Check);
   patterns
       .add<FusedScaleComPattern, CltkCompressPattern, SparseAllReducePattern,
            MemoryUpdatePattern, LocalTopkPattern, GossipExchangePattern,

@@ -174,12 +174,13 @@ gradcomm_status validateCollectively(const Call &call, Validate &&validate) {
   return checkConsistency(call, {}, false, local);
 }
 
-/// checkConsistency for a device input on the CUDA backend: the
-/// non-finite scan runs on the device (only when scanForNonFinite()),
-/// against `limit` (inputLimit).
-gradcomm_status checkConsistencyOnDevice(const Call &call, const float *input,
-                                         int64_t count, float limit,
-                                         const std::vector<CheckField> &fields);
+/// checkConsistency for an operation whose input is one buffer: the
+/// non-finite scan of `input` against `limit` (inputLimit) runs on the
+/// selected backend (a device kernel on CUDA), only when
+/// scanForNonFinite().
+gradcomm_status checkConsistencyOfInput(const Call &call, const float *input,
+                                        int64_t count, float limit,
+                                        const std::vector<CheckField> &fields);
 
 /// True when an entry point scans its input before communicating: the
 /// consistency check is on and the policy is not propagate.

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Internal.h"
+#include "Kernels.h"
 
 #include <algorithm>
 #include <array>
@@ -46,16 +47,21 @@ gradcomm_status gradcomm::lookupState(const Call &call, const char *name,
 }
 
 gradcomm_status
-gradcomm::checkConsistencyOnDevice(const Call &call, const float *input,
-                                   int64_t count, float limit,
-                                   const std::vector<CheckField> &fields) {
-  const Context &ctx = context();
+gradcomm::checkConsistencyOfInput(const Call &call, const float *input,
+                                  int64_t count, float limit,
+                                  const std::vector<CheckField> &fields) {
   int nonFinite = 0;
   if (scanForNonFinite() && count > 0) {
-    char error[kErrorSize] = {0};
-    GRADCOMM_RETURN_IF_ERROR(cudaStatus(
-        call, ctx.cuda->anyNonFinite(input, count, limit, &nonFinite, error),
-        error));
+    if (usingCuda()) {
+      char error[kErrorSize] = {0};
+      GRADCOMM_RETURN_IF_ERROR(cudaStatus(
+          call,
+          context().cuda->anyNonFinite(input, count, limit, &nonFinite, error),
+          error));
+    } else {
+      nonFinite =
+          cpu::exceedsLimit(cpu::maxMagnitudeKey(input, count), limit) ? 1 : 0;
+    }
   }
   return checkConsistency(call, fields, nonFinite != 0);
 }

@@ -27,14 +27,8 @@ gradcomm_status gradcomm_dense_all_reduce_f32(const char *opName, float *data,
     std::vector<CheckField> fields = {{"count", count},
                                       {"reduction", reduction}};
     const Context &ctx = context();
-    const float limit = inputLimit(/*summed=*/true);
-    gradcomm_status agreed =
-        usingCuda() ? checkConsistencyOnDevice(call, data, count, limit, fields)
-                    : checkConsistency(
-                          call, fields,
-                          scanForNonFinite() &&
-                              cpu::exceedsLimit(
-                                  cpu::maxMagnitudeKey(data, count), limit));
+    gradcomm_status agreed = checkConsistencyOfInput(
+        call, data, count, inputLimit(/*summed=*/true), fields);
     if (skippedNonFinite(agreed, opName))
       return zeroBuffer(call, data, count);
     GRADCOMM_RETURN_IF_ERROR(agreed);

@@ -77,14 +77,8 @@ gradcomm_status gradcomm_gossip_exchange_f32(const char *stateName, float *x,
         {"period", period},
         {"step", static_cast<int64_t>(state->step)}};
     // Mixing is a convex combination: only NaN and Inf count.
-    const float limit = inputLimit(/*summed=*/false);
-    gradcomm_status agreed =
-        usingCuda()
-            ? checkConsistencyOnDevice(call, x, count, limit, fields)
-            : checkConsistency(
-                  call, fields,
-                  scanForNonFinite() &&
-                      cpu::exceedsLimit(cpu::maxMagnitudeKey(x, count), limit));
+    gradcomm_status agreed = checkConsistencyOfInput(
+        call, x, count, inputLimit(/*summed=*/false), fields);
     if (skippedNonFinite(agreed, stateName))
       return GRADCOMM_OK; // the replica and the step counter as they were
     GRADCOMM_RETURN_IF_ERROR(agreed);

@@ -77,7 +77,7 @@ gradcomm_status gradcomm_local_topk_all_gather_f32(
         {"step", static_cast<int64_t>(state->step)}};
     if (usingCuda()) {
       char error[kErrorSize] = {0};
-      gradcomm_status agreed = checkConsistencyOnDevice(
+      gradcomm_status agreed = checkConsistencyOfInput(
           call, grad, count, inputLimit(/*summed=*/true), fields);
       if (skippedNonFinite(agreed, stateName))
         return skipLocalTopk(call, out, count, unionSize);

@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <numeric>
 
 using namespace gradcomm;
 
@@ -79,7 +81,7 @@ gradcomm_status cudaScalecom(const Call &call, const CompressArgs &args,
   std::vector<CheckField> fields = compressFields(args, state);
   fields.push_back({"beta", floatBits(beta)});
   fields.push_back({"reduction", reduction});
-  gradcomm_status agreed = checkConsistencyOnDevice(
+  gradcomm_status agreed = checkConsistencyOfInput(
       call, args.grad, args.count, inputLimit(/*summed=*/true), fields);
   if ((*skipped = skippedNonFinite(agreed, args.state)))
     return zeroBuffer(call, out, args.count);
@@ -212,10 +214,15 @@ gradcomm_status validateIndices(const Call &call, const int64_t *indices,
                            std::to_string(j) + " is outside [0, " +
                            std::to_string(count) + ")");
   }
-  if (!ascending) {
-    // A repeated index would make the scatter's result depend on the order
-    // of the writes (a race on the GPU): refused, whatever the order.
-    std::vector<int64_t> sorted(host, host + k);
+  // A repeated index would make the scatter's result depend on the order
+  // of the writes (a race on the GPU): refused, whatever the order. Indices
+  // from compress increase strictly, which already rules repeats out; only
+  // another order needs the sort.
+  if (!ascending &&
+      std::adjacent_find(host, host + k, std::greater_equal<int64_t>()) !=
+          host + k) {
+    static thread_local std::vector<int64_t> sorted;
+    sorted.assign(host, host + k);
     std::sort(sorted.begin(), sorted.end());
     auto repeated = std::adjacent_find(sorted.begin(), sorted.end());
     if (repeated != sorted.end())
@@ -232,14 +239,13 @@ gradcomm_status validateIndices(const Call &call, const int64_t *indices,
 gradcomm_status skipCompress(const Call &call, State &state, int64_t k,
                              float *values, int64_t *indices) {
   state.skippedStep = true;
-  std::vector<int64_t> first(k);
-  for (int64_t j = 0; j < k; ++j)
-    first[j] = j;
   if (!usingCuda()) {
-    std::copy(first.begin(), first.end(), indices);
+    std::iota(indices, indices + k, int64_t(0));
     std::fill(values, values + k, 0.0f);
     return GRADCOMM_OK;
   }
+  std::vector<int64_t> first(k);
+  std::iota(first.begin(), first.end(), int64_t(0));
   char error[kErrorSize] = {0};
   GRADCOMM_RETURN_IF_ERROR(
       cudaStatus(call,
@@ -336,7 +342,7 @@ gradcomm_status gradcomm_cltk_compress_f32(const char *stateName,
     if (usingCuda()) {
       const Context &ctx = context();
       char error[kErrorSize] = {0};
-      gradcomm_status agreed = checkConsistencyOnDevice(
+      gradcomm_status agreed = checkConsistencyOfInput(
           call, grad, count, inputLimit(true), compressFields(args, *state));
       if ((skipped = skippedNonFinite(agreed, stateName)))
         return skipCompress(call, *state, k, values, indices);

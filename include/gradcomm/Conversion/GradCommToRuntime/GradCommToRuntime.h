@@ -27,9 +27,12 @@ namespace mlir::gradcomm {
 /// shard process queries in `module` to runtime calls. Every communication
 /// op must carry `gradcomm.runtime_name` (`gradcomm-name-collectives`); the
 /// runtime declarations and constant strings are created in `module`, once
-/// each, under symbol names unique in it.
+/// each, under symbol names unique in it. Every status goes to
+/// `gradcomm_rt_check`, or with `recordStatuses` to `gradcomm_rt_record`
+/// (on-error=return).
 void populateGradCommToRuntimeConversionPatterns(RewritePatternSet &patterns,
-                                                 ModuleOp module);
+                                                 ModuleOp module,
+                                                 bool recordStatuses = false);
 
 } // namespace mlir::gradcomm
 
