@@ -39,6 +39,12 @@ TEST(Backend, CudaEitherStartsOrSaysWhyNot) {
     EXPECT_TRUE(contains(gradcomm_last_error(), "cuda backend") ||
                 contains(gradcomm_last_error(), "CUDA backend"))
         << gradcomm_last_error();
+    // One failure on every rank, with the same message: the lowest failing
+    // rank's (each rank's own would name its own rank).
+    std::string message = gradcomm_last_error();
+    std::vector<float> bytes(message.begin(), message.end());
+    EXPECT_TRUE(sameOnAllRanks(bytes)) << message;
+    EXPECT_TRUE(contains(message, "on rank 0 of")) << message;
   }
   gradcomm_backend backend = GRADCOMM_BACKEND_CUDA;
   ASSERT_OK(gradcomm_get_backend(&backend));

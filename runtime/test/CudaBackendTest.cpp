@@ -11,9 +11,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaTestUtil.h"
-#include "TestUtil.h"
+#include "MiniTest.h"
+#include "TestCommon.h"
 
 #include <cuda_runtime.h>
+#include <mpi.h>
+
+#include <string>
 
 using namespace gradcomm::test;
 

@@ -12,9 +12,10 @@
 #include "CudaTestUtil.h"
 #include "Kernels.h"
 
-#include <gtest/gtest.h>
+#include "MiniTest.h"
 
 #include <cstdio>
+#include <limits>
 #include <numeric>
 #include <vector>
 

@@ -60,6 +60,21 @@ const CudaBackendTable *loadCudaBackend(std::string &why) {
   return table;
 }
 
+/// This rank's index among the ranks of its node (MPI's shared-memory
+/// split): each rank of a node takes its own GPU by default.
+gradcomm_status nodeLocalRank(const Call &call, int *localRank) {
+  const Context &ctx = context();
+  MPI_Comm node = MPI_COMM_NULL;
+  GRADCOMM_RETURN_IF_ERROR(
+      call.mpi(MPI_Comm_split_type(ctx.comm, MPI_COMM_TYPE_SHARED, ctx.rank,
+                                   MPI_INFO_NULL, &node),
+               "MPI_Comm_split_type"));
+  gradcomm_status status =
+      call.mpi(MPI_Comm_rank(node, localRank), "MPI_Comm_rank");
+  MPI_Comm_free(&node);
+  return status;
+}
+
 } // namespace
 
 gradcomm_status gradcomm::cudaStatus(const Call &call, int rc,
@@ -100,15 +115,46 @@ gradcomm_status gradcomm_set_backend(gradcomm_backend backend) {
       ctx.backend = backend;
       return GRADCOMM_OK;
     }
+    // Every rank loads and prepares (local work), then all agree before
+    // the collective part: a rank that failed fails every rank with its
+    // message, and no rank waits for NCCL's unique id or in
+    // ncclCommInitRank for a peer that will never come.
+    // (The node split is collective: every rank makes it first.)
+    int localRank = 0;
+    GRADCOMM_RETURN_IF_ERROR(nodeLocalRank(call, &localRank));
     std::string why;
     const CudaBackendTable *table = loadCudaBackend(why);
-    if (!table)
-      return call.fail(GRADCOMM_ERR_UNSUPPORTED, why);
+    gradcomm_status local = GRADCOMM_OK;
     char error[kErrorSize] = {0};
-    if (table->init(ctx.comm, ctx.rank, ctx.size, ctx.ncclComm, ctx.cudaStream,
-                    error) != 0)
-      return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                       std::string("cannot start the cuda backend: ") + error);
+    char uniqueId[kNcclUniqueIdBytes] = {0};
+    if (!table)
+      local = call.fail(GRADCOMM_ERR_UNSUPPORTED, why);
+    else if (table->prepare(ctx.rank, localRank, ctx.ncclComm, ctx.cudaStream,
+                            uniqueId, error) != 0)
+      local = call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                        std::string("cannot start the cuda backend: ") + error);
+    gradcomm_status agreed = agreeOnStatus(call, local);
+    if (agreed == GRADCOMM_OK) {
+      MPI_Request request;
+      agreed = call.mpi(MPI_Ibcast(uniqueId, sizeof(uniqueId), MPI_BYTE, 0,
+                                   ctx.comm, &request),
+                        "MPI_Ibcast (NCCL unique id)");
+      if (agreed == GRADCOMM_OK)
+        agreed = waitYielding(call, request, "MPI_Ibcast (NCCL unique id)");
+      local = agreed;
+      if (local == GRADCOMM_OK &&
+          table->connect(ctx.rank, ctx.size, uniqueId, ctx.timeoutSeconds,
+                         error) != 0)
+        local =
+            call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                      std::string("cannot start the cuda backend: ") + error);
+      agreed = agreeOnStatus(call, local);
+    }
+    if (agreed != GRADCOMM_OK) {
+      if (table)
+        table->shutdown();
+      return agreed;
+    }
     ctx.cuda = table;
     ctx.backend = backend;
     return GRADCOMM_OK;

@@ -7,33 +7,44 @@
 // libgradcomm_runtime_cuda.so (built when nvcc is found) and takes this table
 // from it. Every entry returns 0 on success, or fills `error` (at most
 // kErrorSize bytes, NUL-terminated) and returns non-zero. Pointers are
-// device pointers; calls complete before they return.
+// device pointers; calls complete before they return. The backend calls no
+// MPI: what must be agreed across ranks (did every rank start? NCCL's unique
+// id) the runtime agrees on between `prepare` and `connect`.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef GRADCOMM_RUNTIME_CUDABACKENDTABLE_H
 #define GRADCOMM_RUNTIME_CUDABACKENDTABLE_H
 
-#include <mpi.h>
-
 #include <cstddef>
 #include <cstdint>
 
 namespace gradcomm {
 
-inline constexpr int kCudaBackendVersion = 4;
+inline constexpr int kCudaBackendVersion = 5;
 inline constexpr size_t kErrorSize = 512;
-inline constexpr const char *kCudaBackendSymbol = "gradcomm_cuda_backend_v4";
+/// sizeof(ncclUniqueId) (NCCL_UNIQUE_ID_BYTES), checked where nccl.h is.
+inline constexpr size_t kNcclUniqueIdBytes = 128;
+inline constexpr const char *kCudaBackendSymbol = "gradcomm_cuda_backend_v5";
 inline constexpr const char *kCudaBackendLibrary =
     "libgradcomm_runtime_cuda.so";
 
 struct CudaBackendTable {
   int version;
-  /// Picks device rank % devices, bootstraps NCCL over `comm` (unique id
-  /// broadcast from rank 0) unless the trainer handed in `ncclComm`, and
-  /// uses `stream` or a new one.
-  int (*init)(MPI_Comm comm, int rank, int size, void *ncclComm, void *stream,
-              char *error);
+  /// This rank's part of starting, nothing collective: picks the device
+  /// (the trainer's communicator's; else GRADCOMM_CUDA_DEVICE; else the
+  /// node-local rank modulo the devices), makes it current, takes the
+  /// trainer's stream or creates one, and on rank 0 (when the backend will
+  /// bootstrap NCCL itself) writes NCCL's unique id into `uniqueId`
+  /// (kNcclUniqueIdBytes). On failure the backend holds nothing.
+  int (*prepare)(int rank, int localRank, void *ncclComm, void *stream,
+                 void *uniqueId, char *error);
+  /// The collective part, after every rank prepared and the id was
+  /// broadcast: ncclCommInitRank (non-blocking, abandoned after
+  /// `timeoutSeconds`, 0: never) unless the trainer handed in a
+  /// communicator. On failure call shutdown.
+  int (*connect)(int rank, int size, const void *uniqueId,
+                 double timeoutSeconds, char *error);
   void (*shutdown)();
   /// Zeroed device memory for a state.
   int (*allocate)(float **memory, int64_t count, char *error);

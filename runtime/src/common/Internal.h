@@ -162,6 +162,12 @@ gradcomm_status checkConsistency(const Call &call,
                                  bool localNonFinite,
                                  gradcomm_status local = GRADCOMM_OK);
 
+/// Always communicates, whatever the consistency check's setting: every
+/// rank returns OK, or the lowest failing rank's status and message. For
+/// rare collective steps that must never leave a rank behind (starting a
+/// backend).
+gradcomm_status agreeOnStatus(const Call &call, gradcomm_status local);
+
 /// Runs `validate()` (argument checks, state lookup: everything that can
 /// fail on one rank alone). On a local failure this rank still joins the
 /// agreement, so the others fail with its message instead of waiting for

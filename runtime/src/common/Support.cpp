@@ -147,6 +147,22 @@ gradcomm_status shareFailure(const Call &call, int root,
 
 } // namespace
 
+gradcomm_status gradcomm::agreeOnStatus(const Call &call,
+                                        gradcomm_status local) {
+  const Context &ctx = context();
+  int64_t failing = local != GRADCOMM_OK ? ctx.size - ctx.rank : 0;
+  MPI_Request request;
+  GRADCOMM_RETURN_IF_ERROR(
+      call.mpi(MPI_Iallreduce(MPI_IN_PLACE, &failing, 1, MPI_INT64_T, MPI_MAX,
+                              ctx.comm, &request),
+               "MPI_Iallreduce (status)"));
+  GRADCOMM_RETURN_IF_ERROR(
+      waitYielding(call, request, "MPI_Iallreduce (status)"));
+  if (failing == 0)
+    return GRADCOMM_OK;
+  return shareFailure(call, static_cast<int>(ctx.size - failing), local);
+}
+
 gradcomm_status
 gradcomm::checkConsistency(const Call &call,
                            const std::vector<CheckField> &fields,

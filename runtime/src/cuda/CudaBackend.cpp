@@ -15,22 +15,30 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <thread>
+#include <unistd.h>
 #include <vector>
 
 using namespace gradcomm;
 
 namespace {
 
-/// The backend's process-wide state.
+/// The backend's process-wide state, alive between prepare and shutdown.
+/// Not copyable: the destructor frees what it holds, once.
 struct Backend {
+  int device = 0;
   ncclComm_t comm = nullptr;
   bool ownsComm = false;
   cudaStream_t stream = nullptr;
   bool ownsStream = false;
   int size = 1;
+  double timeoutSeconds = 0;
   cuda::SelectScratch select;
   int64_t *indices = nullptr;
   int64_t indexCapacity = 0;
@@ -42,9 +50,27 @@ struct Backend {
   float *peer = nullptr;
   int64_t peerCapacity = 0;
   int *nonFiniteFlag = nullptr; // one device int for the NaN/Inf scan
+
+  Backend() = default;
+  Backend(const Backend &) = delete;
+  Backend &operator=(const Backend &) = delete;
+  ~Backend() {
+    cudaSetDevice(device);
+    if (stream)
+      cudaStreamSynchronize(stream);
+    cudaFree(indices);
+    cudaFree(values);
+    cudaFree(marks);
+    cudaFree(peer);
+    cudaFree(nonFiniteFlag);
+    if (ownsComm && comm)
+      ncclCommDestroy(comm);
+    if (ownsStream && stream)
+      cudaStreamDestroy(stream);
+  }
 };
 
-Backend backend;
+std::unique_ptr<Backend> backend;
 
 int fail(char *error, const std::string &message) {
   std::snprintf(error, kErrorSize, "%s", message.c_str());
@@ -58,11 +84,52 @@ int fail(char *error, const std::string &message) {
       return fail(error, cuda::errorText(e, #expr));                           \
   } while (0)
 
+double secondsNow() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// A communicator made non-blocking (the backend's own) may answer
+/// ncclInProgress: wait for the operation to settle, at most the
+/// watchdog's limit, then abort the communicator (the peers' calls then
+/// fail instead of waiting forever).
+ncclResult_t settle(ncclComm_t comm, ncclResult_t result, double timeout,
+                    bool *timedOut) {
+  *timedOut = false;
+  const double deadline = secondsNow() + timeout;
+  while (result == ncclInProgress) {
+    if (ncclCommGetAsyncError(comm, &result) != ncclSuccess)
+      return ncclInternalError;
+    if (result != ncclInProgress)
+      break;
+    if (timeout > 0 && secondsNow() > deadline) {
+      ncclCommAbort(comm);
+      *timedOut = true;
+      return ncclInternalError;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  return result;
+}
+
+std::string ncclText(ncclResult_t result, bool timedOut, double timeout,
+                     const char *what) {
+  if (timedOut)
+    return std::string(what) + ": did not finish within " +
+           std::to_string(timeout) +
+           " s (GRADCOMM_TIMEOUT); the communicator was aborted";
+  return std::string(what) + ": " + ncclGetErrorString(result);
+}
+
 #define NCCL_OR_FAIL(expr)                                                     \
   do {                                                                         \
-    ncclResult_t r = (expr);                                                   \
+    bool timedOut = false;                                                     \
+    ncclResult_t r =                                                           \
+        settle(backend->comm, (expr), backend->timeoutSeconds, &timedOut);     \
     if (r != ncclSuccess)                                                      \
-      return fail(error, std::string(#expr ": ") + ncclGetErrorString(r));     \
+      return fail(error,                                                       \
+                  ncclText(r, timedOut, backend->timeoutSeconds, #expr));      \
   } while (0)
 
 /// NCCL_OR_FAIL between ncclGroupStart and ncclGroupEnd: a failure closes
@@ -70,10 +137,20 @@ int fail(char *error, const std::string &message) {
 #define NCCL_IN_GROUP_OR_FAIL(expr)                                            \
   do {                                                                         \
     ncclResult_t r = (expr);                                                   \
-    if (r != ncclSuccess) {                                                    \
+    if (r != ncclSuccess && r != ncclInProgress) {                             \
       ncclGroupEnd();                                                          \
       return fail(error, std::string(#expr ": ") + ncclGetErrorString(r));     \
     }                                                                          \
+  } while (0)
+
+/// Every entry point makes the backend's device current on the calling
+/// thread: a trainer may call from a thread that never chose it (PyTorch's
+/// autograd and DDP threads), and the device is per thread in CUDA.
+#define ENTER()                                                                \
+  do {                                                                         \
+    if (!backend)                                                              \
+      return fail(error, "the cuda backend is not started");                   \
+    CUDA_OR_FAIL(cudaSetDevice(backend->device));                              \
   } while (0)
 
 /// Grows a device buffer (contents not kept).
@@ -89,179 +166,253 @@ int reserve(T *&buffer, int64_t &capacity, int64_t count, char *error) {
   return 0;
 }
 
-int init(MPI_Comm comm, int rank, int size, void *ncclComm, void *stream,
-         char *error) {
+/// GRADCOMM_CUDA_DEVICE, when set, names the device of every rank of this
+/// process (a trainer that launches one process per GPU sets it per rank).
+int deviceFromEnvironment(int devices, int *device, char *error) {
+  const char *text = std::getenv("GRADCOMM_CUDA_DEVICE");
+  if (!text || !*text)
+    return 0;
+  char *end = nullptr;
+  long value = std::strtol(text, &end, 10);
+  if (*end != '\0' || value < 0 || value >= devices)
+    return fail(error, std::string("GRADCOMM_CUDA_DEVICE='") + text +
+                           "' is not a device index in [0, " +
+                           std::to_string(devices) + ")");
+  *device = static_cast<int>(value);
+  return 1;
+}
+
+int prepare(int rank, int localRank, void *ncclComm, void *stream,
+            void *uniqueId, char *error) {
+  backend.reset();
+  auto fresh = std::make_unique<Backend>();
   int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
-    return fail(error, "no CUDA device or driver on this machine");
-  backend.size = size;
+  cudaError_t counted = cudaGetDeviceCount(&devices);
+  if (counted != cudaSuccess || devices == 0) {
+    std::string cause = counted != cudaSuccess
+                            ? cuda::errorText(counted, "cudaGetDeviceCount")
+                            : std::string("no CUDA device visible");
+    if (access("/dev/nvidia0", F_OK) != 0)
+      cause += " (this machine has no NVIDIA GPU: no /dev/nvidia0)";
+    return fail(error, cause);
+  }
   if (ncclComm) {
-    backend.comm = static_cast<ncclComm_t>(ncclComm);
-    backend.ownsComm = false;
+    fresh->comm = static_cast<ncclComm_t>(ncclComm);
+    ncclResult_t r = ncclCommCuDevice(fresh->comm, &fresh->device);
+    if (r != ncclSuccess)
+      return fail(error, std::string("ncclCommCuDevice of the trainer's "
+                                     "communicator: ") +
+                             ncclGetErrorString(r));
   } else {
-    CUDA_OR_FAIL(cudaSetDevice(rank % devices));
-    ncclUniqueId id;
-    if (rank == 0)
-      NCCL_OR_FAIL(ncclGetUniqueId(&id));
-    if (MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, comm) != MPI_SUCCESS)
-      return fail(error, "MPI_Bcast of the NCCL unique id failed");
-    NCCL_OR_FAIL(ncclCommInitRank(&backend.comm, size, id, rank));
-    backend.ownsComm = true;
+    char envError[kErrorSize] = {0};
+    int chosen = deviceFromEnvironment(devices, &fresh->device, envError);
+    if (envError[0])
+      return fail(error, envError);
+    if (!chosen)
+      fresh->device = localRank % devices;
   }
+  CUDA_OR_FAIL(cudaSetDevice(fresh->device));
   if (stream) {
-    backend.stream = static_cast<cudaStream_t>(stream);
-    backend.ownsStream = false;
+    fresh->stream = static_cast<cudaStream_t>(stream);
   } else {
-    CUDA_OR_FAIL(cudaStreamCreate(&backend.stream));
-    backend.ownsStream = true;
+    // Non-blocking: never implicitly ordered with the legacy default
+    // stream, so nothing a trainer does there delays the backend's work.
+    CUDA_OR_FAIL(
+        cudaStreamCreateWithFlags(&fresh->stream, cudaStreamNonBlocking));
+    fresh->ownsStream = true;
   }
+  if (!ncclComm && rank == 0) {
+    static_assert(sizeof(ncclUniqueId) == kNcclUniqueIdBytes,
+                  "kNcclUniqueIdBytes is not NCCL's");
+    ncclUniqueId id;
+    ncclResult_t r = ncclGetUniqueId(&id);
+    if (r != ncclSuccess)
+      return fail(error,
+                  std::string("ncclGetUniqueId: ") + ncclGetErrorString(r));
+    std::memcpy(uniqueId, &id, sizeof(id));
+  }
+  backend = std::move(fresh);
   return 0;
 }
 
-void shutdown() {
-  cudaFree(backend.indices);
-  cudaFree(backend.values);
-  cudaFree(backend.marks);
-  cudaFree(backend.peer);
-  cudaFree(backend.nonFiniteFlag);
-  if (backend.ownsComm && backend.comm)
-    ncclCommDestroy(backend.comm);
-  if (backend.ownsStream && backend.stream)
-    cudaStreamDestroy(backend.stream);
-  backend = Backend();
+int connect(int rank, int size, const void *uniqueId, double timeoutSeconds,
+            char *error) {
+  ENTER();
+  backend->size = size;
+  backend->timeoutSeconds = timeoutSeconds;
+  if (backend->comm)
+    return 0; // the trainer's
+  ncclUniqueId id;
+  std::memcpy(&id, uniqueId, sizeof(id));
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  bool timedOut = false;
+  ncclResult_t r =
+      settle(comm, ncclCommInitRankConfig(&comm, size, id, rank, &config),
+             timeoutSeconds, &timedOut);
+  if (r != ncclSuccess) {
+    if (comm && !timedOut)
+      ncclCommAbort(comm);
+    return fail(
+        error, ncclText(r, timedOut, timeoutSeconds, "ncclCommInitRankConfig"));
+  }
+  backend->comm = comm;
+  backend->ownsComm = true;
+  return 0;
 }
 
+void shutdown() { backend.reset(); }
+
 int allocate(float **memory, int64_t count, char *error) {
+  ENTER();
   *memory = nullptr;
   if (count == 0)
     return 0;
   CUDA_OR_FAIL(cudaMalloc(memory, sizeof(float) * count));
-  CUDA_OR_FAIL(cudaMemset(*memory, 0, sizeof(float) * count));
+  // On the backend's stream (never the legacy default stream, which a
+  // trainer's non-blocking stream does not wait for).
+  CUDA_OR_FAIL(
+      cudaMemsetAsync(*memory, 0, sizeof(float) * count, backend->stream));
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
   return 0;
 }
 
-void release(float *memory) { cudaFree(memory); }
-
-int toHost(float *host, const float *device, int64_t count, char *error) {
-  CUDA_OR_FAIL(
-      cudaMemcpy(host, device, sizeof(float) * count, cudaMemcpyDeviceToHost));
-  return 0;
-}
-
-int fromHost(float *device, const float *host, int64_t count, char *error) {
-  CUDA_OR_FAIL(
-      cudaMemcpy(device, host, sizeof(float) * count, cudaMemcpyHostToDevice));
-  return 0;
+void release(float *memory) {
+  if (backend)
+    cudaSetDevice(backend->device);
+  cudaFree(memory);
 }
 
 int bytesToHost(void *host, const void *device, size_t bytes, char *error) {
-  CUDA_OR_FAIL(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost));
+  ENTER();
+  CUDA_OR_FAIL(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost,
+                               backend->stream));
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
   return 0;
+}
+
+int toHost(float *host, const float *device, int64_t count, char *error) {
+  return bytesToHost(host, device, sizeof(float) * count, error);
 }
 
 /// A fresh stamp for the marks of `count` elements (grown and cleared as
 /// needed), so each update sees only its own indices.
 int nextStamp(int64_t count, char *error) {
-  const int64_t oldMarks = backend.markCapacity;
-  if (reserve(backend.marks, backend.markCapacity, count, error))
+  const int64_t oldMarks = backend->markCapacity;
+  if (reserve(backend->marks, backend->markCapacity, count, error))
     return 1;
-  if (backend.markCapacity != oldMarks || backend.stamp == UINT32_MAX) {
-    CUDA_OR_FAIL(
-        cudaMemset(backend.marks, 0, sizeof(uint32_t) * backend.markCapacity));
-    backend.stamp = 0;
+  if (backend->markCapacity != oldMarks || backend->stamp == UINT32_MAX) {
+    CUDA_OR_FAIL(cudaMemsetAsync(backend->marks, 0,
+                                 sizeof(uint32_t) * backend->markCapacity,
+                                 backend->stream));
+    backend->stamp = 0;
   }
-  ++backend.stamp;
+  ++backend->stamp;
   return 0;
 }
 
 int compress(const float *memory, const float *grad, int64_t count, int64_t k,
              int selection, int64_t chunkSize, int leader, float *values,
              int64_t *indices, char *error) {
+  ENTER();
   int rank = 0;
-  NCCL_OR_FAIL(ncclCommUserRank(backend.comm, &rank));
+  NCCL_OR_FAIL(ncclCommUserRank(backend->comm, &rank));
   if (rank == leader) {
     if (selection == 1)
       CUDA_OR_FAIL(cuda::selectChunk(const_cast<float *>(memory), grad, count,
                                      chunkSize, indices, 1.0f, nullptr, nullptr,
-                                     /*update=*/false, backend.stream));
+                                     /*update=*/false, backend->stream));
     else
       CUDA_OR_FAIL(cuda::selectExact(memory, grad, count, k, indices,
-                                     backend.select, backend.stream));
+                                     backend->select, backend->stream));
   }
   NCCL_OR_FAIL(ncclBroadcast(indices, indices, k, ncclInt64, leader,
-                             backend.comm, backend.stream));
-  CUDA_OR_FAIL(cuda::gather(memory, grad, indices, k, values, backend.stream));
-  CUDA_OR_FAIL(cudaStreamSynchronize(backend.stream));
+                             backend->comm, backend->stream));
+  CUDA_OR_FAIL(cuda::gather(memory, grad, indices, k, values, backend->stream));
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
   return 0;
 }
 
 int sparseAllReduce(const float *values, const int64_t *indices, int64_t k,
                     float *out, int64_t count, int average, char *error) {
-  if (reserve(backend.values, backend.valueCapacity, k, error))
+  ENTER();
+  if (reserve(backend->values, backend->valueCapacity, k, error))
     return 1;
-  NCCL_OR_FAIL(ncclAllReduce(values, backend.values, k, ncclFloat, ncclSum,
-                             backend.comm, backend.stream));
-  CUDA_OR_FAIL(cudaMemsetAsync(out, 0, sizeof(float) * count, backend.stream));
-  CUDA_OR_FAIL(cuda::scatter(out, indices, backend.values, k,
-                             average ? float(backend.size) : 1.0f,
-                             backend.stream));
-  CUDA_OR_FAIL(cudaStreamSynchronize(backend.stream));
+  NCCL_OR_FAIL(ncclAllReduce(values, backend->values, k, ncclFloat, ncclSum,
+                             backend->comm, backend->stream));
+  CUDA_OR_FAIL(cudaMemsetAsync(out, 0, sizeof(float) * count, backend->stream));
+  CUDA_OR_FAIL(cuda::scatter(out, indices, backend->values, k,
+                             average ? float(backend->size) : 1.0f,
+                             backend->stream));
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
   return 0;
 }
 
 int memoryUpdate(float *memory, const float *grad, int64_t count,
                  const int64_t *indices, int64_t k, float beta, char *error) {
+  ENTER();
   if (nextStamp(count, error))
     return 1;
   CUDA_OR_FAIL(cuda::gatherAndUpdate(memory, grad, count, indices, k, beta,
-                                     nullptr, nullptr, backend.marks,
-                                     backend.stamp, backend.stream));
-  CUDA_OR_FAIL(cudaStreamSynchronize(backend.stream));
+                                     nullptr, nullptr, backend->marks,
+                                     backend->stamp, backend->stream));
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
   return 0;
 }
 
 int bytesFromHost(void *device, const void *host, size_t bytes, char *error) {
+  ENTER();
   CUDA_OR_FAIL(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice,
-                               backend.stream));
-  CUDA_OR_FAIL(cudaStreamSynchronize(backend.stream));
+                               backend->stream));
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
   return 0;
 }
 
+int fromHost(float *device, const float *host, int64_t count, char *error) {
+  return bytesFromHost(device, host, sizeof(float) * count, error);
+}
+
 int zero(float *data, int64_t count, char *error) {
-  CUDA_OR_FAIL(cudaMemsetAsync(data, 0, sizeof(float) * count, backend.stream));
-  CUDA_OR_FAIL(cudaStreamSynchronize(backend.stream));
+  ENTER();
+  CUDA_OR_FAIL(
+      cudaMemsetAsync(data, 0, sizeof(float) * count, backend->stream));
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
   return 0;
 }
 
 int anyNonFinite(const float *input, int64_t count, float limit, int *result,
                  char *error) {
-  if (!backend.nonFiniteFlag)
-    CUDA_OR_FAIL(cudaMalloc(&backend.nonFiniteFlag, sizeof(int)));
+  ENTER();
+  if (!backend->nonFiniteFlag)
+    CUDA_OR_FAIL(cudaMalloc(&backend->nonFiniteFlag, sizeof(int)));
   bool bad = false;
-  CUDA_OR_FAIL(cuda::anyNonFinite(input, count, limit, backend.nonFiniteFlag,
-                                  &bad, backend.stream));
+  CUDA_OR_FAIL(cuda::anyNonFinite(input, count, limit, backend->nonFiniteFlag,
+                                  &bad, backend->stream));
   *result = bad;
   return 0;
 }
 
 int denseAllReduce(float *data, int64_t count, int average, char *error) {
+  ENTER();
   NCCL_OR_FAIL(ncclAllReduce(data, data, count, ncclFloat, ncclSum,
-                             backend.comm, backend.stream));
+                             backend->comm, backend->stream));
   // Sum, then divide (not ncclAvg), as the CPU backend does.
   if (average)
     CUDA_OR_FAIL(
-        cuda::divide(data, count, float(backend.size), backend.stream));
-  CUDA_OR_FAIL(cudaStreamSynchronize(backend.stream));
+        cuda::divide(data, count, float(backend->size), backend->stream));
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
   return 0;
 }
 
 int scalecom(float *memory, const float *grad, float *out, int64_t count,
              int64_t k, int selection, int64_t chunkSize, float beta,
              int average, int leader, char *error) {
+  ENTER();
   int rank = 0;
-  NCCL_OR_FAIL(ncclCommUserRank(backend.comm, &rank));
-  if (reserve(backend.indices, backend.indexCapacity, k, error) ||
-      reserve(backend.values, backend.valueCapacity, k, error) ||
+  NCCL_OR_FAIL(ncclCommUserRank(backend->comm, &rank));
+  if (reserve(backend->indices, backend->indexCapacity, k, error) ||
+      reserve(backend->values, backend->valueCapacity, k, error) ||
       nextStamp(count, error))
     return 1;
   const bool chunk = selection == 1;
@@ -269,89 +420,92 @@ int scalecom(float *memory, const float *grad, float *out, int64_t count,
   if (rank == leader) {
     if (chunk) {
       CUDA_OR_FAIL(cuda::selectChunk(memory, grad, count, chunkSize,
-                                     backend.indices, beta, backend.values, out,
-                                     /*update=*/true, backend.stream));
+                                     backend->indices, beta, backend->values,
+                                     out,
+                                     /*update=*/true, backend->stream));
       updated = true;
     } else {
-      CUDA_OR_FAIL(cuda::selectExact(memory, grad, count, k, backend.indices,
-                                     backend.select, backend.stream));
+      CUDA_OR_FAIL(cuda::selectExact(memory, grad, count, k, backend->indices,
+                                     backend->select, backend->stream));
     }
   }
-  NCCL_OR_FAIL(ncclBroadcast(backend.indices, backend.indices, k, ncclInt64,
-                             leader, backend.comm, backend.stream));
+  NCCL_OR_FAIL(ncclBroadcast(backend->indices, backend->indices, k, ncclInt64,
+                             leader, backend->comm, backend->stream));
   if (!updated)
-    CUDA_OR_FAIL(cuda::gatherAndUpdate(memory, grad, count, backend.indices, k,
-                                       beta, backend.values, out, backend.marks,
-                                       backend.stamp, backend.stream));
-  NCCL_OR_FAIL(ncclAllReduce(backend.values, backend.values, k, ncclFloat,
-                             ncclSum, backend.comm, backend.stream));
-  CUDA_OR_FAIL(cuda::scatter(out, backend.indices, backend.values, k,
-                             average ? float(backend.size) : 1.0f,
-                             backend.stream));
-  CUDA_OR_FAIL(cudaStreamSynchronize(backend.stream));
+    CUDA_OR_FAIL(cuda::gatherAndUpdate(
+        memory, grad, count, backend->indices, k, beta, backend->values, out,
+        backend->marks, backend->stamp, backend->stream));
+  NCCL_OR_FAIL(ncclAllReduce(backend->values, backend->values, k, ncclFloat,
+                             ncclSum, backend->comm, backend->stream));
+  CUDA_OR_FAIL(cuda::scatter(out, backend->indices, backend->values, k,
+                             average ? float(backend->size) : 1.0f,
+                             backend->stream));
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
   return 0;
 }
 
 int localTopk(float *memory, const float *grad, float *out, int64_t count,
               int64_t k, int average, int64_t *unionSize, char *error) {
-  const int64_t all = k * backend.size;
-  if (reserve(backend.indices, backend.indexCapacity, all, error) ||
-      reserve(backend.values, backend.valueCapacity, all, error) ||
+  ENTER();
+  const int64_t all = k * backend->size;
+  if (reserve(backend->indices, backend->indexCapacity, all, error) ||
+      reserve(backend->values, backend->valueCapacity, all, error) ||
       nextStamp(count, error))
     return 1;
   int rank = 0;
-  NCCL_OR_FAIL(ncclCommUserRank(backend.comm, &rank));
+  NCCL_OR_FAIL(ncclCommUserRank(backend->comm, &rank));
   // This rank's block of the gathered buffers holds its own k entries.
-  int64_t *mine = backend.indices + rank * k;
-  float *myValues = backend.values + rank * k;
-  CUDA_OR_FAIL(cuda::selectExact(memory, grad, count, k, mine, backend.select,
-                                 backend.stream));
+  int64_t *mine = backend->indices + rank * k;
+  float *myValues = backend->values + rank * k;
+  CUDA_OR_FAIL(cuda::selectExact(memory, grad, count, k, mine, backend->select,
+                                 backend->stream));
   // The memory pass also zeroes the output the blocks are added into.
   CUDA_OR_FAIL(cuda::gatherAndUpdate(memory, grad, count, mine, k, 1.0f,
-                                     myValues, out, backend.marks,
-                                     backend.stamp, backend.stream));
+                                     myValues, out, backend->marks,
+                                     backend->stamp, backend->stream));
   NCCL_OR_FAIL(ncclGroupStart());
-  NCCL_IN_GROUP_OR_FAIL(ncclAllGather(myValues, backend.values, k, ncclFloat,
-                                      backend.comm, backend.stream));
-  NCCL_IN_GROUP_OR_FAIL(ncclAllGather(mine, backend.indices, k, ncclInt64,
-                                      backend.comm, backend.stream));
+  NCCL_IN_GROUP_OR_FAIL(ncclAllGather(myValues, backend->values, k, ncclFloat,
+                                      backend->comm, backend->stream));
+  NCCL_IN_GROUP_OR_FAIL(ncclAllGather(mine, backend->indices, k, ncclInt64,
+                                      backend->comm, backend->stream));
   NCCL_OR_FAIL(ncclGroupEnd());
-  for (int r = 0; r < backend.size; ++r)
-    CUDA_OR_FAIL(cuda::scatterAdd(out, backend.indices + r * k,
-                                  backend.values + r * k, k, backend.stream));
+  for (int r = 0; r < backend->size; ++r)
+    CUDA_OR_FAIL(cuda::scatterAdd(out, backend->indices + r * k,
+                                  backend->values + r * k, k, backend->stream));
   // The union of the index sets (build-up), on the host: n k entries.
   std::vector<int64_t> host(all);
-  CUDA_OR_FAIL(cudaMemcpyAsync(host.data(), backend.indices,
+  CUDA_OR_FAIL(cudaMemcpyAsync(host.data(), backend->indices,
                                sizeof(int64_t) * all, cudaMemcpyDeviceToHost,
-                               backend.stream));
-  CUDA_OR_FAIL(cudaStreamSynchronize(backend.stream));
+                               backend->stream));
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
   std::sort(host.begin(), host.end());
   host.erase(std::unique(host.begin(), host.end()), host.end());
   *unionSize = static_cast<int64_t>(host.size());
   if (average) {
     // Reuse the index buffer for the union (the gathered copy is done).
-    CUDA_OR_FAIL(cudaMemcpyAsync(backend.indices, host.data(),
+    CUDA_OR_FAIL(cudaMemcpyAsync(backend->indices, host.data(),
                                  sizeof(int64_t) * host.size(),
-                                 cudaMemcpyHostToDevice, backend.stream));
-    CUDA_OR_FAIL(cuda::divideAt(out, backend.indices,
+                                 cudaMemcpyHostToDevice, backend->stream));
+    CUDA_OR_FAIL(cuda::divideAt(out, backend->indices,
                                 static_cast<int64_t>(host.size()),
-                                float(backend.size), backend.stream));
+                                float(backend->size), backend->stream));
   }
-  CUDA_OR_FAIL(cudaStreamSynchronize(backend.stream));
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
   return 0;
 }
 
 int gossip(float *x, int64_t count, int peer, float mixing, char *error) {
-  if (reserve(backend.peer, backend.peerCapacity, count, error))
+  ENTER();
+  if (reserve(backend->peer, backend->peerCapacity, count, error))
     return 1;
   NCCL_OR_FAIL(ncclGroupStart());
   NCCL_IN_GROUP_OR_FAIL(
-      ncclSend(x, count, ncclFloat, peer, backend.comm, backend.stream));
-  NCCL_IN_GROUP_OR_FAIL(ncclRecv(backend.peer, count, ncclFloat, peer,
-                                 backend.comm, backend.stream));
+      ncclSend(x, count, ncclFloat, peer, backend->comm, backend->stream));
+  NCCL_IN_GROUP_OR_FAIL(ncclRecv(backend->peer, count, ncclFloat, peer,
+                                 backend->comm, backend->stream));
   NCCL_OR_FAIL(ncclGroupEnd());
-  CUDA_OR_FAIL(cuda::mix(x, backend.peer, count, mixing, backend.stream));
-  CUDA_OR_FAIL(cudaStreamSynchronize(backend.stream));
+  CUDA_OR_FAIL(cuda::mix(x, backend->peer, count, mixing, backend->stream));
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
   return 0;
 }
 
@@ -359,8 +513,9 @@ int gossip(float *x, int64_t count, int peer, float mixing, char *error) {
 
 extern "C" __attribute__((visibility("default")))
 // In the order of CudaBackendTable.h.
-const CudaBackendTable gradcomm_cuda_backend_v4 = {kCudaBackendVersion,
-                                                   init,
+const CudaBackendTable gradcomm_cuda_backend_v5 = {kCudaBackendVersion,
+                                                   prepare,
+                                                   connect,
                                                    shutdown,
                                                    allocate,
                                                    release,

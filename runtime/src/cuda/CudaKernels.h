@@ -20,11 +20,15 @@
 namespace gradcomm::cuda {
 
 /// Device scratch of the exact selection, grown on demand and reused.
+/// Freed by its destructor, once: not copyable.
 struct SelectScratch {
   uint32_t *keys = nullptr;
   int64_t keyCapacity = 0;
   unsigned long long *counters = nullptr; // histogram / block counts
   int64_t counterCapacity = 0;
+  SelectScratch() = default;
+  SelectScratch(const SelectScratch &) = delete;
+  SelectScratch &operator=(const SelectScratch &) = delete;
   ~SelectScratch();
 };
 

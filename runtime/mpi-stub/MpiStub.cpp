@@ -1,0 +1,206 @@
+//===- MpiStub.cpp - A one-process MPI for machines without MPI -----------===//
+//
+// Part of the GradComm project.
+//
+// See include/mpi.h. A shared library, so the runtime, the CUDA backend and
+// a test program see one "initialized" flag, as they would with MPICH.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mpi.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <unistd.h>
+
+namespace {
+
+bool initialized = false;
+bool finalized = false;
+
+size_t typeSize(MPI_Datatype type) { return static_cast<size_t>(type) / 16; }
+
+bool validComm(MPI_Comm comm) { return comm != MPI_COMM_NULL; }
+
+/// A collective over one rank: the receive buffer gets the send buffer.
+int copy(const void *send, void *recv, int count, MPI_Datatype type) {
+  if (count < 0 || typeSize(type) == 0)
+    return MPI_ERR_ARG;
+  if (send != MPI_IN_PLACE && send != recv && count > 0)
+    std::memmove(recv, send, typeSize(type) * static_cast<size_t>(count));
+  return MPI_SUCCESS;
+}
+
+int completed(MPI_Request *request) {
+  if (request)
+    *request = MPI_REQUEST_NULL;
+  return MPI_SUCCESS;
+}
+
+} // namespace
+
+extern "C" {
+
+int MPI_Init(int *, char ***) {
+  initialized = true;
+  return MPI_SUCCESS;
+}
+
+int MPI_Init_thread(int *, char ***, int required, int *provided) {
+  initialized = true;
+  *provided = required;
+  return MPI_SUCCESS;
+}
+
+int MPI_Initialized(int *flag) {
+  *flag = initialized;
+  return MPI_SUCCESS;
+}
+
+int MPI_Finalize(void) {
+  finalized = true;
+  return MPI_SUCCESS;
+}
+
+int MPI_Finalized(int *flag) {
+  *flag = finalized;
+  return MPI_SUCCESS;
+}
+
+int MPI_Abort(MPI_Comm, int code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  _exit(code == 0 ? 1 : code);
+}
+
+double MPI_Wtime(void) {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<double>(now.tv_sec) + 1e-9 * now.tv_nsec;
+}
+
+int MPI_Error_string(int code, char *text, int *length) {
+  const char *what = code == MPI_SUCCESS    ? "success"
+                     : code == MPI_ERR_RANK ? "invalid rank (the one-process "
+                                              "MPI stub has no other rank)"
+                     : code == MPI_ERR_COMM ? "invalid communicator"
+                     : code == MPI_ERR_ARG  ? "invalid argument"
+                                            : "unknown error";
+  *length = std::snprintf(text, MPI_MAX_ERROR_STRING, "%s", what);
+  return MPI_SUCCESS;
+}
+
+int MPI_Comm_rank(MPI_Comm comm, int *rank) {
+  *rank = 0;
+  return validComm(comm) ? MPI_SUCCESS : MPI_ERR_COMM;
+}
+
+int MPI_Comm_size(MPI_Comm comm, int *size) {
+  *size = 1;
+  return validComm(comm) ? MPI_SUCCESS : MPI_ERR_COMM;
+}
+
+int MPI_Comm_compare(MPI_Comm a, MPI_Comm b, int *result) {
+  // Every communicator holds the one process.
+  *result = a == b ? MPI_IDENT : MPI_CONGRUENT;
+  return validComm(a) && validComm(b) ? MPI_SUCCESS : MPI_ERR_COMM;
+}
+
+int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler) {
+  return validComm(comm) ? MPI_SUCCESS : MPI_ERR_COMM;
+}
+
+int MPI_Comm_split_type(MPI_Comm comm, int, int, MPI_Info, MPI_Comm *out) {
+  *out = MPI_COMM_SELF;
+  return validComm(comm) ? MPI_SUCCESS : MPI_ERR_COMM;
+}
+
+int MPI_Comm_free(MPI_Comm *comm) {
+  *comm = MPI_COMM_NULL;
+  return MPI_SUCCESS;
+}
+
+int MPI_Bcast(void *, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  if (!validComm(comm))
+    return MPI_ERR_COMM;
+  if (root != 0)
+    return MPI_ERR_RANK;
+  return count >= 0 && typeSize(type) ? MPI_SUCCESS : MPI_ERR_ARG;
+}
+
+int MPI_Allreduce(const void *send, void *recv, int count, MPI_Datatype type,
+                  MPI_Op, MPI_Comm comm) {
+  return validComm(comm) ? copy(send, recv, count, type) : MPI_ERR_COMM;
+}
+
+int MPI_Gather(const void *send, int sendCount, MPI_Datatype sendType,
+               void *recv, int, MPI_Datatype, int root, MPI_Comm comm) {
+  if (!validComm(comm))
+    return MPI_ERR_COMM;
+  if (root != 0)
+    return MPI_ERR_RANK;
+  return copy(send, recv, sendCount, sendType);
+}
+
+int MPI_Gatherv(const void *send, int sendCount, MPI_Datatype sendType,
+                void *recv, const int *, const int *displacements,
+                MPI_Datatype recvType, int root, MPI_Comm comm) {
+  if (!validComm(comm))
+    return MPI_ERR_COMM;
+  if (root != 0)
+    return MPI_ERR_RANK;
+  char *at = static_cast<char *>(recv) +
+             typeSize(recvType) * static_cast<size_t>(displacements[0]);
+  return copy(send, at, sendCount, sendType);
+}
+
+int MPI_Sendrecv(const void *send, int sendCount, MPI_Datatype sendType,
+                 int dest, int, void *recv, int, MPI_Datatype, int source, int,
+                 MPI_Comm comm, MPI_Status *) {
+  if (!validComm(comm))
+    return MPI_ERR_COMM;
+  if (dest != 0 || source != 0)
+    return MPI_ERR_RANK;
+  return copy(send, recv, sendCount, sendType);
+}
+
+int MPI_Ibcast(void *buffer, int count, MPI_Datatype type, int root,
+               MPI_Comm comm, MPI_Request *request) {
+  int rc = MPI_Bcast(buffer, count, type, root, comm);
+  return rc == MPI_SUCCESS ? completed(request) : rc;
+}
+
+int MPI_Iallreduce(const void *send, void *recv, int count, MPI_Datatype type,
+                   MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+  int rc = MPI_Allreduce(send, recv, count, type, op, comm);
+  return rc == MPI_SUCCESS ? completed(request) : rc;
+}
+
+int MPI_Iallgather(const void *send, int sendCount, MPI_Datatype sendType,
+                   void *recv, int, MPI_Datatype, MPI_Comm comm,
+                   MPI_Request *request) {
+  if (!validComm(comm))
+    return MPI_ERR_COMM;
+  int rc = copy(send, recv, sendCount, sendType);
+  return rc == MPI_SUCCESS ? completed(request) : rc;
+}
+
+int MPI_Isend(const void *, int, MPI_Datatype, int, int, MPI_Comm,
+              MPI_Request *) {
+  return MPI_ERR_RANK;
+}
+
+int MPI_Irecv(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *) {
+  return MPI_ERR_RANK;
+}
+
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *) {
+  *flag = 1;
+  return completed(request);
+}
+
+int MPI_Wait(MPI_Request *request, MPI_Status *) { return completed(request); }
+
+} // extern "C"
