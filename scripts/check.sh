@@ -40,6 +40,18 @@ ctest_rc=0
 (cd "$build" && ctest --output-on-failure -j "$jobs" \
   --output-junit "$root/$results/ctest.xml") || ctest_rc=$?
 
+# The GPU machine's build (bench/gpu/run.sh: no MLIR, the one-process MPI
+# stub, MiniTest), built and linked here with its GPU steps skipped, so the
+# script works unchanged when a GPU is lent.
+gpu_rc=0
+if [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null; then
+  echo "== GPU check, dry run (bench/gpu/run.sh --dry-run)"
+  OUT="$root/$results/gpu-dry-run" BUILD_DIR="$build-gpu-dry-run" \
+    bash bench/gpu/run.sh --dry-run || gpu_rc=$?
+else
+  echo "== GPU check, dry run: skipped (no nvcc)"
+fi
+
 # The runtime with its MPI tests, and the compiler with the lit suite, again
 # under ASan + UBSan (no CUDA; -O1 and line tables only, so the compiler
 # builds in minutes on 2 cores). Leak checking is off: MPICH and LLVM keep
@@ -79,4 +91,5 @@ python3 scripts/lib/summarize_junit.py "$format_failed" \
   "$results/lit-sanitize.xml"
 summary_rc=$?
 [ "$lit_rc" -eq 0 ] && [ "$ctest_rc" -eq 0 ] && [ "$sanitize_rc" -eq 0 ] &&
+  [ "$gpu_rc" -eq 0 ] &&
   [ "$format_rc" -eq 0 ] && [ "$summary_rc" -eq 0 ]

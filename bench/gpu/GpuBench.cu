@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaKernels.h"
+#include "CudaTestUtil.h"
 
 #include <nccl.h>
 
@@ -54,6 +55,8 @@ template <typename Body> double timeMs(Body body, int repetitions = 11) {
 } // namespace
 
 int main(int argc, char **argv) {
+  if (int rc = requireCudaDevice("GPU benchmark"))
+    return rc;
   std::string out = argc > 1 ? argv[1] : "gpu-out";
   std::ofstream kernels(out + "/kernels.csv");
   kernels << "n,kernel,ms,gbytes_per_s,fraction_of_copy\n";
@@ -81,31 +84,41 @@ int main(int argc, char **argv) {
     CHECK_CUDA(cudaMemcpy(g, host.data(), 4 * n, cudaMemcpyHostToDevice));
     CHECK_CUDA(cudaMemset(m, 0, 4 * n));
 
+    // Bytes as each kernel really moves them (DRAM reads + writes, marks
+    // and the k-sized gathers included), so the bandwidth is comparable
+    // with the copy's.
+    const double copyBytes = 8.0 * n;
     double copyMs = timeMs(
         [&] { cudaMemcpyAsync(copy, g, 4 * n, cudaMemcpyDeviceToDevice); });
-    double copyBw = 8.0 * n / (copyMs * 1e6);
-    auto row = [&](const char *name, double ms, double bytesPerElement) {
-      double bw = bytesPerElement * n / (ms * 1e6);
+    double copyBw = copyBytes / (copyMs * 1e6);
+    auto row = [&](const char *name, double ms, double bytes) {
+      double bw = bytes / (ms * 1e6);
       kernels << n << "," << name << "," << ms << "," << bw << ","
               << bw / copyBw << "\n";
     };
-    row("d2d_copy", copyMs, 8);
+    row("d2d_copy", copyMs, copyBytes);
+    // Reads m, g; writes m, out; per chunk of 100 one index and one value.
+    const int64_t chunks = (n + 99) / 100;
     row("fused_chunk", timeMs([&] {
           gradcomm::cuda::selectChunk(m, g, n, 100, indices, 0.5f, values,
                                       outBuffer, true, nullptr);
         }),
-        16);
+        16.0 * n + 12.0 * chunks);
+    // Mark + gather (indices, m[I], g[I] read; values, marks[I] written),
+    // then the update (m, g, marks read; m, out written).
     uint32_t stamp = 1;
     row("fused_update", timeMs([&] {
           gradcomm::cuda::gatherAndUpdate(m, g, n, indices, k, 0.5f, values,
                                           outBuffer, marks, ++stamp, nullptr);
         }),
-        16);
+        20.0 * n + 24.0 * k);
+    // Keys (m, g read; keys written), four histogram passes and the count
+    // and write passes over the keys, k indices written.
     gradcomm::cuda::SelectScratch scratch;
     row("exact_select", timeMs([&] {
           gradcomm::cuda::selectExact(m, g, n, k, indices, scratch, nullptr);
         }),
-        8);
+        12.0 * n + 4 * 4.0 * n + 4.0 * n + 4.0 * n + 8.0 * k);
     // The same data for torch.topk (m is zero, so |m + g| = |g|).
     if (n == (int64_t(1) << 24)) {
       std::ofstream raw(out + "/topk_input.f32", std::ios::binary);
@@ -140,6 +153,9 @@ int main(int argc, char **argv) {
       nccl << count << "," << ms * 10.0 << "\n";
     }
     ncclCommDestroy(comm);
+  } else {
+    std::fprintf(stderr, "ncclCommInitAll failed: no NCCL figures\n");
+    return 1;
   }
   std::printf("wrote %s/kernels.csv and %s/nccl.csv\n", out.c_str(),
               out.c_str());

@@ -13,11 +13,14 @@
 #include "CudaTestUtil.h"
 #include "MiniTest.h"
 #include "TestCommon.h"
+#include "gradcomm/runtime_cuda.h"
 
 #include <cuda_runtime.h>
 #include <mpi.h>
 
+#include <cstdlib>
 #include <string>
+#include <thread>
 
 using namespace gradcomm::test;
 
@@ -165,6 +168,134 @@ TEST(CudaBackend, LocalTopkMatchesCpu) {
     ASSERT_OK(gradcomm_local_topk_all_gather_f32(
         "l", g, o, n, k, GRADCOMM_REDUCE_AVERAGE, &unionSize));
     EXPECT_EQ(unionSize, k);
+    EXPECT_EQ(toHost(o, n), cpu[step]) << "step " << step;
+    cudaFree(g);
+    cudaFree(o);
+  }
+  ASSERT_OK(gradcomm_finalize());
+}
+
+/// A trainer's non-blocking stream (as PyTorch's pool streams are): the
+/// backend's allocation, stamping and copies must be ordered on it, not on
+/// the legacy default stream it does not wait for. The gradient is written
+/// on that stream without synchronizing, as a trainer's backward pass
+/// would; results must still equal the CPU backend's.
+TEST(CudaBackend, TrainersNonBlockingStreamMatchesCpu) {
+  const int64_t n = 1 << 20, k = 1000;
+  std::vector<std::vector<float>> cpu;
+  ASSERT_OK(gradcomm_finalize());
+  for (uint64_t step = 0; step < 3; ++step) {
+    std::vector<float> grad = gradient(8, 0, step, n), out(n);
+    ASSERT_OK(gradcomm_scalecom_f32("s", grad.data(), out.data(), n, k,
+                                    GRADCOMM_SELECT_EXACT, 0, 0.5f,
+                                    GRADCOMM_REDUCE_AVERAGE));
+    cpu.push_back(out);
+  }
+  ASSERT_OK(gradcomm_finalize());
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+            cudaSuccess);
+  ASSERT_OK(gradcomm_cuda_use_handles(nullptr, stream));
+  ASSERT_OK(gradcomm_set_backend(GRADCOMM_BACKEND_CUDA));
+  float *g = nullptr, *o = nullptr;
+  ASSERT_EQ(cudaMalloc(&g, 4 * n), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&o, 4 * n), cudaSuccess);
+  for (uint64_t step = 0; step < 3; ++step) {
+    std::vector<float> grad = gradient(8, 0, step, n);
+    ASSERT_EQ(
+        cudaMemcpyAsync(g, grad.data(), 4 * n, cudaMemcpyHostToDevice, stream),
+        cudaSuccess);
+    EXPECT_OK(gradcomm_scalecom_f32("s", g, o, n, k, GRADCOMM_SELECT_EXACT, 0,
+                                    0.5f, GRADCOMM_REDUCE_AVERAGE));
+    EXPECT_EQ(toHost(o, n), cpu[step]) << "step " << step;
+  }
+  cudaFree(g);
+  cudaFree(o);
+  ASSERT_OK(gradcomm_finalize());
+  ASSERT_OK(gradcomm_cuda_use_handles(nullptr, nullptr));
+  cudaStreamDestroy(stream);
+}
+
+/// Starting and finalizing the backend again and again frees what it
+/// allocated (selection scratch, marks, buffers): device memory in use
+/// does not grow from one cycle to the next.
+TEST(CudaBackend, FinalizeReleasesDeviceMemory) {
+  const int64_t n = 1 << 22;
+  std::vector<float> grad = gradient(9, 0, 0, n);
+  float *g = toDevice(grad), *o = toDevice(std::vector<float>(n));
+  std::vector<size_t> freeAfter;
+  for (int cycle = 0; cycle < 3; ++cycle) {
+    ASSERT_OK(gradcomm_finalize());
+    ASSERT_OK(gradcomm_set_backend(GRADCOMM_BACKEND_CUDA));
+    ASSERT_OK(gradcomm_scalecom_f32("leak", g, o, n, n / 100,
+                                    GRADCOMM_SELECT_EXACT, 0, 0.5f,
+                                    GRADCOMM_REDUCE_AVERAGE));
+    ASSERT_OK(gradcomm_finalize());
+    size_t freeBytes = 0, total = 0;
+    ASSERT_EQ(cudaMemGetInfo(&freeBytes, &total), cudaSuccess);
+    freeAfter.push_back(freeBytes);
+  }
+  // One cycle holds > 64 MiB (memory, keys, marks): a leak of it shows.
+  EXPECT_TRUE(freeAfter[2] + (8u << 20) >= freeAfter[0])
+      << "free after cycles: " << freeAfter[0] << " " << freeAfter[1] << " "
+      << freeAfter[2];
+  cudaFree(g);
+  cudaFree(o);
+}
+
+/// GRADCOMM_CUDA_DEVICE picks the device; a bad value is refused with its
+/// name. A call from a thread that never chose a device works (the backend
+/// makes its device current on every call).
+TEST(CudaBackend, DeviceSelectionAndOtherThreads) {
+  ASSERT_OK(gradcomm_finalize());
+  setenv("GRADCOMM_CUDA_DEVICE", "99", 1);
+  EXPECT_EQ(gradcomm_set_backend(GRADCOMM_BACKEND_CUDA),
+            GRADCOMM_ERR_UNSUPPORTED);
+  EXPECT_TRUE(std::string(gradcomm_last_error()).find("GRADCOMM_CUDA_DEVICE") !=
+              std::string::npos)
+      << gradcomm_last_error();
+  setenv("GRADCOMM_CUDA_DEVICE", "0", 1);
+  ASSERT_OK(gradcomm_set_backend(GRADCOMM_BACKEND_CUDA));
+  unsetenv("GRADCOMM_CUDA_DEVICE");
+  std::vector<float> x = gradient(10, 0, 0, 1000);
+  float *d = toDevice(x);
+  gradcomm_status status = GRADCOMM_ERR_INTERNAL;
+  std::thread other([&] {
+    status =
+        gradcomm_dense_all_reduce_f32("t", d, 1000, GRADCOMM_REDUCE_AVERAGE);
+  });
+  other.join();
+  EXPECT_EQ(status, GRADCOMM_OK) << gradcomm_last_error();
+  EXPECT_EQ(toHost(d, 1000), x);
+  cudaFree(d);
+  ASSERT_OK(gradcomm_finalize());
+}
+
+/// The fused step on a tie-heavy gradient (m starts at 0, g from a few
+/// values) against the CPU backend.
+TEST(CudaBackend, TieHeavyScaleComMatchesCpu) {
+  const int64_t n = 50000, k = 4000;
+  auto tieHeavy = [&](uint64_t step) {
+    std::vector<float> g = gradient(11, 0, step, n);
+    for (float &x : g)
+      x = x < -0.5f ? -1.0f : x < 0.0f ? 0.0f : x < 0.5f ? 0.5f : 1.0f;
+    return g;
+  };
+  std::vector<std::vector<float>> cpu;
+  ASSERT_OK(gradcomm_finalize());
+  for (uint64_t step = 0; step < 3; ++step) {
+    std::vector<float> grad = tieHeavy(step), out(n);
+    ASSERT_OK(gradcomm_scalecom_f32("t", grad.data(), out.data(), n, k,
+                                    GRADCOMM_SELECT_EXACT, 0, 1.0f,
+                                    GRADCOMM_REDUCE_AVERAGE));
+    cpu.push_back(out);
+  }
+  ASSERT_OK(gradcomm_finalize());
+  ASSERT_OK(gradcomm_set_backend(GRADCOMM_BACKEND_CUDA));
+  for (uint64_t step = 0; step < 3; ++step) {
+    float *g = toDevice(tieHeavy(step)), *o = toDevice(std::vector<float>(n));
+    EXPECT_OK(gradcomm_scalecom_f32("t", g, o, n, k, GRADCOMM_SELECT_EXACT, 0,
+                                    1.0f, GRADCOMM_REDUCE_AVERAGE));
     EXPECT_EQ(toHost(o, n), cpu[step]) << "step " << step;
     cudaFree(g);
     cudaFree(o);

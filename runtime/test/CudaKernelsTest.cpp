@@ -14,12 +14,23 @@
 
 #include "MiniTest.h"
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <vector>
 
 namespace {
+
+/// GRADCOMM_GPU_TESTS_QUICK=1 (bench/gpu/run.sh under compute-sanitizer,
+/// which slows kernels 10-100x): the largest inputs shrink; every path is
+/// still taken.
+int64_t sized(int64_t full, int64_t quick) {
+  const char *text = std::getenv("GRADCOMM_GPU_TESTS_QUICK");
+  return text && *text && *text != '0' ? quick : full;
+}
 
 std::vector<float> data(int64_t n, uint64_t seed) {
   std::vector<float> v(n);
@@ -56,12 +67,64 @@ template <typename T> struct Device {
   }
 };
 
+/// Bits of each value, every NaN as 0x7fffffff: CUDA's arithmetic returns
+/// that canonical NaN where x86 keeps the payload of a NaN operand, the one
+/// difference between the backends (docs/runtime.md). Everything else is
+/// compared bit for bit.
+std::vector<uint32_t> bits(const std::vector<float> &values) {
+  std::vector<uint32_t> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    std::memcpy(&out[i], &values[i], sizeof(float));
+    if (values[i] != values[i])
+      out[i] = 0x7fffffffu;
+  }
+  return out;
+}
+
+/// A tie-heavy gradient: m = 0 and g from five magnitudes of both signs,
+/// so thousands of keys are equal and the k-th key is rarely unique.
+std::vector<float> fewValues(int64_t n, uint64_t seed) {
+  const float levels[] = {0.0f, 0.25f, 0.5f, 1.0f, 2.0f};
+  std::vector<float> g = data(n, seed);
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t r;
+    std::memcpy(&r, &g[i], sizeof(r));
+    r = (r * 2654435761u) >> 7;
+    g[i] = (r & 1 ? -1.0f : 1.0f) * levels[(r >> 1) % 5];
+  }
+  return g;
+}
+
+/// The exact selection on the GPU against the CPU for each k.
+void expectSelectionMatches(const std::vector<float> &m,
+                            const std::vector<float> &g,
+                            const std::vector<int64_t> &ks, const char *what) {
+  const int64_t n = static_cast<int64_t>(m.size());
+  Device<float> dm(m), dg(g);
+  gradcomm::cuda::SelectScratch scratch;
+  gradcomm::cpu::SelectScratch cpuScratch;
+  for (int64_t k : ks) {
+    std::vector<int64_t> expected(k);
+    gradcomm::cpu::selectExact(m.data(), g.data(), n, k, expected.data(),
+                               cpuScratch);
+    Device<int64_t> indices(static_cast<size_t>(k));
+    ASSERT_EQ(gradcomm::cuda::selectExact(dm.ptr, dg.ptr, n, k, indices.ptr,
+                                          scratch, nullptr),
+              cudaSuccess);
+    EXPECT_EQ(indices.host(), expected) << what << ": n " << n << " k " << k;
+  }
+}
+
 TEST(CudaKernels, ExactSelectionMatchesCpu) {
-  for (int64_t n : {1000, 65536 * 3 + 5, 1 << 22}) {
+  for (int64_t n : {int64_t(1000), int64_t(65536) * 3 + 5,
+                    sized(int64_t(1) << 22, 65536)}) {
     std::vector<float> m = data(n, 1), g = data(n, 2);
-    // Ties: a run of equal magnitudes of both signs.
-    for (int64_t i = 100; i < 400; ++i)
-      g[i] = (i % 2 ? 0.75f : -0.75f) - m[i] * 0.0f;
+    // Ties: a run of equal magnitudes of both signs (m = 0 there, so
+    // |m + g| really is equal).
+    for (int64_t i = 100; i < 400; ++i) {
+      m[i] = 0.0f;
+      g[i] = i % 2 ? 0.75f : -0.75f;
+    }
     for (int64_t k : {int64_t(1), n / 100 + 1, n / 3}) {
       std::vector<int64_t> expected(k);
       gradcomm::cpu::SelectScratch cpuScratch;
@@ -79,7 +142,7 @@ TEST(CudaKernels, ExactSelectionMatchesCpu) {
 }
 
 TEST(CudaKernels, ChunkSelectionAndFusedUpdateMatchCpu) {
-  const int64_t n = 1000003;
+  const int64_t n = sized(1000003, 100003);
   for (int64_t chunk : {1, 16, 100, 4096}) {
     const int64_t k = (n + chunk - 1) / chunk;
     std::vector<float> m = data(n, 3), g = data(n, 4);
@@ -103,7 +166,7 @@ TEST(CudaKernels, ChunkSelectionAndFusedUpdateMatchCpu) {
 }
 
 TEST(CudaKernels, GatherUpdateScatterMixMatchCpu) {
-  const int64_t n = 1 << 20, k = 5000;
+  const int64_t n = sized(1 << 20, 1 << 16), k = 5000;
   std::vector<float> m = data(n, 5), g = data(n, 6);
   std::vector<int64_t> idx(k);
   for (int64_t j = 0; j < k; ++j)
@@ -214,6 +277,85 @@ TEST(CudaKernels, SimulatedWorkersMatchCpu) {
     }
     for (Device<float> *memory : gpuMemory)
       delete memory;
+  }
+}
+
+/// The k-th key tied with thousands of others (the partial-equal path of
+/// the compaction), k exactly at the edge of a group of equal keys and one
+/// either side (a radix bucket's edge: here every group is one bucket),
+/// k = n, and m = 0 everywhere.
+TEST(CudaKernels, TieHeavySelectionMatchesCpu) {
+  for (int64_t n : {int64_t(5000), int64_t(65536) * 3 + 5}) {
+    std::vector<float> m(n, 0.0f), g = fewValues(n, 11);
+    int64_t top = 0, second = 0; // keys of magnitude 2, and 1 or more
+    for (float x : g) {
+      top += std::fabs(x) == 2.0f;
+      second += std::fabs(x) >= 1.0f;
+    }
+    expectSelectionMatches(m, g,
+                           {1, top - 1, top, top + 1, second - 1, second,
+                            second + 1, n / 2, n - 1, n},
+                           "tie-heavy");
+  }
+}
+
+/// NaN and Inf select first (their keys are the largest, NaN above Inf) on
+/// both backends; the memory update carries them the same way.
+TEST(CudaKernels, NonFiniteValuesSelectAndUpdateAlike) {
+  const int64_t n = 20000;
+  std::vector<float> m = data(n, 12), g = data(n, 13);
+  const float inf = std::numeric_limits<float>::infinity();
+  // Two NaNs from the same input payload: equal keys on each backend
+  // whatever payload its arithmetic gives m + g, so ties go to the lower
+  // index on both.
+  g[7] = std::numeric_limits<float>::quiet_NaN();
+  g[9000] = std::numeric_limits<float>::quiet_NaN();
+  g[300] = inf;
+  g[301] = -inf;
+  expectSelectionMatches(m, g, {1, 3, 4, 100}, "non-finite");
+
+  const int64_t k = 100;
+  std::vector<int64_t> idx(k);
+  gradcomm::cpu::SelectScratch cpuScratch;
+  gradcomm::cpu::selectExact(m.data(), g.data(), n, k, idx.data(), cpuScratch);
+  std::vector<float> cpuM = m, cpuValues(k), cpuOut(n, 1.0f);
+  gradcomm::cpu::gatherAndUpdate(cpuM.data(), g.data(), n, idx.data(), k, 0.5f,
+                                 cpuValues.data(), cpuOut.data());
+  Device<float> dm(m), dg(g), values(static_cast<size_t>(k)),
+      out(std::vector<float>(n, 1.0f));
+  Device<int64_t> indices(idx);
+  Device<uint32_t> marks(std::vector<uint32_t>(n, 0));
+  ASSERT_EQ(gradcomm::cuda::gatherAndUpdate(dm.ptr, dg.ptr, n, indices.ptr, k,
+                                            0.5f, values.ptr, out.ptr,
+                                            marks.ptr, 1, nullptr),
+            cudaSuccess);
+  EXPECT_EQ(bits(values.host()), bits(cpuValues));
+  EXPECT_EQ(bits(dm.host()), bits(cpuM));
+  EXPECT_EQ(bits(out.host()), bits(cpuOut));
+}
+
+/// The average's divisions (n = 3, 7 ranks): the scatter's and the dense
+/// all-reduce's, against the same IEEE division on the host.
+TEST(CudaKernels, DivisorsOtherThanOneMatchHostDivision) {
+  const int64_t n = 100000, k = 777;
+  std::vector<float> values = data(k, 14), x = data(n, 15);
+  std::vector<int64_t> idx(k);
+  for (int64_t j = 0; j < k; ++j)
+    idx[j] = j * (n / k);
+  for (float divisor : {3.0f, 7.0f}) {
+    std::vector<float> expectedOut(n, 0.0f), expectedX = x;
+    for (int64_t j = 0; j < k; ++j)
+      expectedOut[idx[j]] = values[j] / divisor;
+    for (float &v : expectedX)
+      v = v / divisor;
+    Device<float> out(std::vector<float>(n, 0.0f)), dvalues(values), dx(x);
+    Device<int64_t> indices(idx);
+    ASSERT_EQ(gradcomm::cuda::scatter(out.ptr, indices.ptr, dvalues.ptr, k,
+                                      divisor, nullptr),
+              cudaSuccess);
+    ASSERT_EQ(gradcomm::cuda::divide(dx.ptr, n, divisor, nullptr), cudaSuccess);
+    EXPECT_EQ(out.host(), expectedOut) << "divisor " << divisor;
+    EXPECT_EQ(dx.host(), expectedX) << "divisor " << divisor;
   }
 }
 
