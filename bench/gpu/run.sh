@@ -111,6 +111,8 @@ fi
 
 if ((built)); then
   tests=$build/runtime/test
+  # What runs here must not need MPICH (the GPU machine has none).
+  step no-mpich 30 bash -c "! ldd $build/lib/*.so $tests/gradcomm-cuda-* | grep -i mpich"
   step minitest 30 "$tests/gradcomm-minitest-self-test"
   step stub-runtime 60 "$tests/gradcomm-stub-runtime-tests"
   step kernel-tests 120 "$tests/gradcomm-cuda-kernel-tests"

@@ -240,8 +240,21 @@ int connect(int rank, int size, const void *uniqueId, double timeoutSeconds,
   ENTER();
   backend->size = size;
   backend->timeoutSeconds = timeoutSeconds;
-  if (backend->comm)
-    return 0; // the trainer's
+  if (backend->comm) {
+    // The trainer's: it must span the runtime's ranks in the same order.
+    int count = 0, userRank = 0;
+    NCCL_OR_FAIL(ncclCommCount(backend->comm, &count));
+    NCCL_OR_FAIL(ncclCommUserRank(backend->comm, &userRank));
+    if (count != size || userRank != rank)
+      return fail(error, "the trainer's NCCL communicator has this process "
+                         "as rank " +
+                             std::to_string(userRank) + " of " +
+                             std::to_string(count) +
+                             ", the runtime's MPI communicator as rank " +
+                             std::to_string(rank) + " of " +
+                             std::to_string(size));
+    return 0;
+  }
   ncclUniqueId id;
   std::memcpy(&id, uniqueId, sizeof(id));
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
