@@ -246,13 +246,12 @@ int connect(int rank, int size, const void *uniqueId, double timeoutSeconds,
     NCCL_OR_FAIL(ncclCommCount(backend->comm, &count));
     NCCL_OR_FAIL(ncclCommUserRank(backend->comm, &userRank));
     if (count != size || userRank != rank)
-      return fail(error, "the trainer's NCCL communicator has this process "
-                         "as rank " +
-                             std::to_string(userRank) + " of " +
-                             std::to_string(count) +
-                             ", the runtime's MPI communicator as rank " +
-                             std::to_string(rank) + " of " +
-                             std::to_string(size));
+      return fail(
+          error, "the trainer's NCCL communicator has this process "
+                 "as rank " +
+                     std::to_string(userRank) + " of " + std::to_string(count) +
+                     ", the runtime's MPI communicator as rank " +
+                     std::to_string(rank) + " of " + std::to_string(size));
     return 0;
   }
   ncclUniqueId id;
