@@ -304,6 +304,25 @@ gradcomm_status gradcomm_consensus_distance_f32(const float *x, int64_t count,
                                                 double *distance);
 
 /*===----------------------------------------------------------------------===*
+ * Elastic averaging, EASGD (Zhang et al. 2015; docs/gossip.md).
+ *===----------------------------------------------------------------------===*/
+
+/// Synchronous elastic averaging with the center variable replicated on
+/// every rank in `state` (`count` floats, checkpointed like any state).
+/// The state's first call sets the center to the mean of the replicas.
+/// On every `period`-th call (tau), with d_i = x_i - c on rank i:
+///
+///   x_i = x_i - alpha d_i        c = c + alpha sum_i d_i
+///
+/// (one all-reduce of d per exchange), so sum_i x_i + c is unchanged by
+/// the exchange. The counter of `state` advances on every call. Needs
+/// 0 < alpha and n alpha <= 1 (n alpha is the center's moving rate, beta
+/// in the paper). CPU backend only for now.
+gradcomm_status gradcomm_elastic_average_f32(const char *state, float *x,
+                                             int64_t count, float alpha,
+                                             int64_t period);
+
+/*===----------------------------------------------------------------------===*
  * Counters.
  *===----------------------------------------------------------------------===*/
 
