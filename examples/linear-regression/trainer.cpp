@@ -16,6 +16,7 @@
 //
 //   mpiexec -n 4 ./trainer --steps 50
 //   mpiexec -n 4 ./trainer --steps 20 --reference scalecom --k 128 --beta 0.5
+//   mpiexec -n 4 ./trainer-easgd --steps 20 --reference easgd --period 2
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,14 +44,18 @@ constexpr int kIn = 64;                 // features
 constexpr int kOut = 32;                // outputs
 constexpr float kScale = 9.765625e-04f; // 2^-10, as in step.mlir.in
 /// The runtime's counter names for the weight's communication: the
-/// gradient's (dense, ScaleCom, local top-k) or the parameter's (gossip).
-constexpr const char *kWeightOps[] = {"step_arg0_grad", "step_arg0_gossip"};
+/// gradient's (dense, ScaleCom, local top-k) or the parameter's (gossip,
+/// EASGD).
+constexpr const char *kWeightOps[] = {"step_arg0_grad", "step_arg0_gossip",
+                                      "step_arg0_easgd"};
 
 struct Options {
   int steps = 20;
-  std::string reference = "none"; // none | dense | scalecom | gossip
+  std::string reference = "none"; // none | dense | scalecom | gossip | easgd
   std::string schedule = "matching";
   float mixing = 0.5f;
+  float alpha = 0.0f; // EASGD; 0: 0.9 / n, as gradcomm-easgd's default
+  int64_t period = 1;
   uint64_t seed = 0;
   bool consensus = false;
   int64_t k = 128;
@@ -64,13 +69,15 @@ struct Options {
 };
 
 [[noreturn]] void usage(const char *why) {
-  std::fprintf(stderr,
-               "trainer: %s\nusage: trainer [--steps N] [--reference "
-               "none|dense|scalecom] [--k K] [--selection exact|chunk] "
-               "[--chunk C] [--beta B] [--save-after S --checkpoint P] "
-               "[--resume P] [--schedule S --mixing A --seed N] "
-               "[--consensus] [--quiet]\n",
-               why);
+  std::fprintf(
+      stderr,
+      "trainer: %s\nusage: trainer [--steps N] [--reference "
+      "none|dense|scalecom|gossip|easgd] [--k K] [--selection exact|chunk] "
+      "[--chunk C] [--beta B] [--save-after S --checkpoint P] "
+      "[--resume P] [--schedule S --mixing A --seed N] "
+      "[--alpha A --period T] "
+      "[--consensus] [--quiet]\n",
+      why);
   std::exit(2);
 }
 
@@ -109,14 +116,19 @@ Options parse(int argc, char **argv) {
       o.mixing = std::stof(value());
     else if (a == "--seed")
       o.seed = std::stoull(value());
+    else if (a == "--alpha")
+      o.alpha = std::stof(value());
+    else if (a == "--period")
+      o.period = std::stoll(value());
     else if (a == "--consensus")
       o.consensus = true;
     else
       usage(("unknown argument " + a).c_str());
   }
   if (o.reference != "none" && o.reference != "dense" &&
-      o.reference != "scalecom" && o.reference != "gossip")
-    usage("--reference must be none, dense, scalecom or gossip");
+      o.reference != "scalecom" && o.reference != "gossip" &&
+      o.reference != "easgd")
+    usage("--reference must be none, dense, scalecom, gossip or easgd");
   return o;
 }
 
@@ -161,6 +173,8 @@ gradcomm_memref_f32_1d view1d(std::vector<float> &data) {
 /// the local gradients have the same bits as the compiled ones.
 struct Reference {
   std::vector<float> w, b, memory;
+  /// EASGD: the centers of w and b (replicated on every rank).
+  std::vector<float> centerW, centerB;
   /// Gossip: this rank's weights after its local step, before mixing.
   std::vector<float> afterLocalStep;
   uint64_t step = 0;
@@ -189,8 +203,12 @@ struct Reference {
       for (int j = 0; j < kOut; ++j)
         gb[j] += e[r * kOut + j];
 
-    if (o.reference == "gossip") {
-      gossip(o, gw, gb, size);
+    if (o.reference == "gossip" || o.reference == "easgd") {
+      localStep(gw, gb, size);
+      if (o.reference == "gossip")
+        gossip(o, size);
+      else
+        elasticAverage(o, size);
       ++step;
       return;
     }
@@ -211,19 +229,54 @@ struct Reference {
     ++step;
   }
 
-  /// Gossiping SGD (docs/design/architecture.md section 3): a local step with
-  /// the unbiased estimate n * g of the summed gradient, then pairwise mixing
-  /// with the schedule's peer (the runtime's documented schedule function).
-  void gossip(const Options &o, const std::vector<float> &gw,
-              const std::vector<float> &gb, int size) {
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  /// The local step of gossip and EASGD: the unbiased estimate n * g of
+  /// the summed gradient.
+  void localStep(const std::vector<float> &gw, const std::vector<float> &gb,
+                 int size) {
     const float n = static_cast<float>(size);
     for (int i = 0; i < kIn * kOut; ++i)
       w[i] = w[i] - (gw[i] * n) * kScale;
     for (int j = 0; j < kOut; ++j)
       b[j] = b[j] - (gb[j] * n) * kScale;
     afterLocalStep = w;
+  }
+
+  /// Synchronous EASGD (docs/gossip.md), written from the paper's update:
+  /// the first step sets each center to the replicas' mean; every period
+  /// d = x - c, x -= alpha d, c += alpha sum(d).
+  void elasticAverage(const Options &o, int size) {
+    const float alpha =
+        o.alpha > 0.0f ? o.alpha : static_cast<float>(0.9 / size);
+    for (auto [x, center] :
+         {std::pair(&w, &centerW), std::pair(&b, &centerB)}) {
+      const int count = static_cast<int>(x->size());
+      if (step == 0) {
+        *center = *x;
+        MPI_Allreduce(MPI_IN_PLACE, center->data(), count, MPI_FLOAT, MPI_SUM,
+                      MPI_COMM_WORLD);
+        for (float &c : *center)
+          c = c / static_cast<float>(size);
+      }
+      if (step % o.period != 0)
+        continue;
+      std::vector<float> d(count), sum(count);
+      for (int i = 0; i < count; ++i)
+        d[i] = sum[i] = (*x)[i] - (*center)[i];
+      MPI_Allreduce(MPI_IN_PLACE, sum.data(), count, MPI_FLOAT, MPI_SUM,
+                    MPI_COMM_WORLD);
+      for (int i = 0; i < count; ++i) {
+        (*x)[i] = (*x)[i] - alpha * d[i];
+        (*center)[i] = (*center)[i] + alpha * sum[i];
+      }
+    }
+  }
+
+  /// Gossiping SGD (docs/design/architecture.md section 3): a local step with
+  /// the unbiased estimate n * g of the summed gradient, then pairwise mixing
+  /// with the schedule's peer (the runtime's documented schedule function).
+  void gossip(const Options &o, int size) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     int peer = -1;
     gradcomm_schedule schedule = o.schedule == "ring" ? GRADCOMM_SCHEDULE_RING
                                  : o.schedule == "hypercube"

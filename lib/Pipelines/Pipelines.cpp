@@ -60,6 +60,24 @@ GossipRewritePassOptions GossipPipelineOptions::toPassOptions() const {
   return options;
 }
 
+EasgdRewritePassOptions EasgdPipelineOptions::toPassOptions() const {
+  EasgdRewritePassOptions options;
+  options.alpha = alpha;
+  options.movingRate = movingRate;
+  options.period = period;
+  options.minElements = minElements;
+  options.exclude.assign(exclude.begin(), exclude.end());
+  options.include.assign(include.begin(), include.end());
+  options.report = report;
+  return options;
+}
+
+void mlir::gradcomm::buildEasgdPipeline(OpPassManager &pm,
+                                        const EasgdPipelineOptions &options) {
+  buildPartitionPipeline(pm);
+  pm.addPass(createEasgdRewritePass(options.toPassOptions()));
+}
+
 void mlir::gradcomm::buildGossipPipeline(OpPassManager &pm,
                                          const GossipPipelineOptions &options) {
   buildPartitionPipeline(pm);
@@ -178,6 +196,9 @@ void mlir::gradcomm::buildRewritePipeline(OpPassManager &pm,
   case Strategy::Gossip:
     pm.addPass(createGossipRewritePass(options.gossip.toPassOptions()));
     break;
+  case Strategy::Easgd:
+    pm.addPass(createEasgdRewritePass(options.easgd.toPassOptions()));
+    break;
   }
 }
 
@@ -192,6 +213,11 @@ void mlir::gradcomm::buildCompilePipeline(OpPassManager &pm,
 }
 
 void mlir::gradcomm::registerGradCommPipelines() {
+  PassPipelineRegistration<EasgdPipelineOptions>(
+      "gradcomm-easgd-pipeline",
+      "Partition an annotated single-device step and rewrite its gradient "
+      "all-reduces and updates into synchronous elastic averaging (EASGD)",
+      buildEasgdPipeline);
   PassPipelineRegistration<GossipPipelineOptions>(
       "gradcomm-gossip-pipeline",
       "Partition an annotated single-device step and rewrite its gradient "

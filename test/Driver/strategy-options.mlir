@@ -9,6 +9,13 @@
 // RUN: gradcomm-compile %s -o %t.mlir --emit=mlir --strategy=gossip --min-elements=100 --report 2>&1 | FileCheck %s --check-prefix=GOSSIP
 // GOSSIP: remark: gradcomm-gossip: left dense: 64 elements < min-elements (100)
 
+// Elastic averaging: --period and --moving-rate reach gradcomm-easgd;
+// --mixing is gossip's.
+// RUN: gradcomm-compile %s -o %t.mlir --emit=mlir --strategy=easgd --period=4 --moving-rate=0.5 --report 2>&1 | FileCheck %s --check-prefix=EASGD
+// EASGD: remark: gradcomm-easgd: elastically averaged parameter 'w': local gradient, alpha = 0.125, period = 4, center @w_easgd
+// RUN: not gradcomm-compile %s -o %t.o --strategy=easgd --mixing=0.5 2>&1 | FileCheck %s --check-prefix=EASGD-WRONG
+// EASGD-WRONG: gradcomm-compile: --mixing does not apply to --strategy=easgd (not an option of gradcomm-easgd-pipeline)
+
 // RUN: gradcomm-compile %s -o %t.mlir --emit=mlir --strategy=scalecom --exclude=w --report 2>&1 | FileCheck %s --check-prefix=EXCLUDE
 // EXCLUDE: remark: gradcomm-scalecom: left dense: parameter 'w' is in 'exclude'
 

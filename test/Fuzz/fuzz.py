@@ -22,12 +22,14 @@ import sys
 PIPELINES = [
     ["--gradcomm-scalecom-pipeline=ratio=8 report=true"],
     ["--gradcomm-gossip-pipeline"],
+    ["--gradcomm-easgd-pipeline=alpha=0.1 report=true"],
     ["--gradcomm-scalecom=min-elements=1"],
     ["--gradcomm-name-collectives", "--convert-gradcomm-to-runtime"],
     ["--gradcomm-to-llvm-pipeline"],
 ]
 COMPILE_FLAGS = [["--strategy=dense"], ["--strategy=scalecom", "--ratio=4"],
-                 ["--strategy=gossip"], ["--strategy=local-topk"]]
+                 ["--strategy=gossip"], ["--strategy=local-topk"],
+                 ["--strategy=easgd", "--period=2"]]
 TIME_LIMIT = 30
 
 
@@ -56,10 +58,11 @@ def mutate(text, rng):
                           count=1)
     elif kind == 5:  # change a reduction, selection or policy keyword
         lines[i] = re.sub(r"\b(sum|average|max|exact|chunk|dense|scalecom|"
-                          r"gossip|matching|ring)\b",
+                          r"gossip|easgd|matching|ring)\b",
                           lambda _: rng.choice(["sum", "average", "max",
                                                 "exact", "chunk", "dense",
-                                                "scalecom", "gossip", "bogus"]),
+                                                "scalecom", "gossip", "easgd",
+                                                "bogus"]),
                           lines[i], count=1)
     elif kind == 6:  # rename an SSA value
         names = re.findall(r"%[A-Za-z0-9_.]+", lines[i])

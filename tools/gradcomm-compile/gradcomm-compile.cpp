@@ -4,9 +4,9 @@
 //
 // Runs the whole pipeline in process, once: partitioning (when the input
 // carries shard.shard annotations), the chosen rewrite (dense | scalecom |
-// local-topk | gossip), the lowering to the runtime and to memref IR (where
-// the C header is written), the lowering to LLVM, LLVM's O2, and host code
-// generation. Writes MLIR, LLVM IR, an object file or a shared library.
+// local-topk | gossip | easgd), the lowering to the runtime and to memref IR
+// (where the C header is written), the lowering to LLVM, LLVM's O2, and host
+// code generation. Writes MLIR, LLVM IR, an object file or a shared library.
 //
 // The pipeline is lib/Pipelines' buildCompilePipeline; the strategy options
 // are the pipeline option structs' own options, bound to flags here
@@ -78,7 +78,9 @@ static cl::opt<Strategy> strategy(
                           "ScaleCom CLT-k compression"),
                clEnumValN(Strategy::LocalTopk, "local-topk",
                           "local top-k + all-gather baseline"),
-               clEnumValN(Strategy::Gossip, "gossip", "gossiping SGD")),
+               clEnumValN(Strategy::Gossip, "gossip", "gossiping SGD"),
+               clEnumValN(Strategy::Easgd, "easgd",
+                          "synchronous elastic averaging SGD")),
     cl::cat(category));
 
 static cl::opt<std::string> onError(
@@ -182,6 +184,8 @@ static StringRef strategyName(Strategy chosen) {
     return "local-topk";
   case Strategy::Gossip:
     return "gossip";
+  case Strategy::Easgd:
+    return "easgd";
   }
   llvm_unreachable("unknown strategy");
 }
@@ -208,6 +212,8 @@ optionsFor(Strategy chosen, gradcomm::CompileOptions &options) {
     return bindTo("gradcomm-scalecom-pipeline", options.scalecom);
   case Strategy::Gossip:
     return bindTo("gradcomm-gossip-pipeline", options.gossip);
+  case Strategy::Easgd:
+    return bindTo("gradcomm-easgd-pipeline", options.easgd);
   }
   llvm_unreachable("unknown strategy");
 }
@@ -229,6 +235,8 @@ takePipelineFlags(SmallVectorImpl<const char *> &args,
     cl::Option *option = options.scalecom.findOption(name);
     if (!option)
       option = options.gossip.findOption(name);
+    if (!option)
+      option = options.easgd.findOption(name);
     if (!option) {
       kept.push_back(args[i]);
       continue;
@@ -316,6 +324,7 @@ static std::string strategyOptionsHelp() {
   section("--strategy=scalecom | local-topk (gradcomm-scalecom-pipeline)",
           options.scalecom);
   section("--strategy=gossip (gradcomm-gossip-pipeline)", options.gossip);
+  section("--strategy=easgd (gradcomm-easgd-pipeline)", options.easgd);
   return text;
 }
 

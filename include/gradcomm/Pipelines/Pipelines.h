@@ -94,6 +94,41 @@ struct ScaleComPipelineOptions
 void buildScaleComPipeline(OpPassManager &pm,
                            const ScaleComPipelineOptions &options);
 
+/// Options of `gradcomm-easgd-pipeline`: those of `gradcomm-easgd`.
+struct EasgdPipelineOptions
+    : public BindablePipelineOptions<EasgdPipelineOptions> {
+  Option<double> alpha{
+      *this, "alpha",
+      llvm::cl::desc("Elastic coefficient in (0, 1/n]; 0: moving-rate / n"),
+      llvm::cl::init(0.0)};
+  Option<double> movingRate{
+      *this, "moving-rate",
+      llvm::cl::desc("The center's moving rate n * alpha in (0, 1]"),
+      llvm::cl::init(0.9)};
+  Option<int64_t> period{*this, "period",
+                         llvm::cl::desc("Exchange with the center every tau "
+                                        "steps"),
+                         llvm::cl::init(1)};
+  Option<int64_t> minElements{
+      *this, "min-elements",
+      llvm::cl::desc("Smaller parameters keep their dense all-reduce"),
+      llvm::cl::init(0)};
+  ListOption<std::string> exclude{*this, "exclude",
+                                  llvm::cl::desc("Parameters kept dense")};
+  ListOption<std::string> include{
+      *this, "include",
+      llvm::cl::desc("Only these parameters are averaged elastically")};
+  Option<bool> report{*this, "report",
+                      llvm::cl::desc("Remark per all-reduce: what and why"),
+                      llvm::cl::init(false)};
+
+  /// The same values as the options of the `gradcomm-easgd` pass.
+  EasgdRewritePassOptions toPassOptions() const;
+};
+
+/// Partitioning (as buildScaleComPipeline) followed by `gradcomm-easgd`.
+void buildEasgdPipeline(OpPassManager &pm, const EasgdPipelineOptions &options);
+
 /// Options of `gradcomm-gossip-pipeline`: those of `gradcomm-gossip`.
 struct GossipPipelineOptions
     : public BindablePipelineOptions<GossipPipelineOptions> {
@@ -176,7 +211,7 @@ void buildBufferizationPipeline(OpPassManager &pm,
 void buildLLVMLoweringPipeline(OpPassManager &pm, bool exportCInterface);
 
 /// How gradient all-reduces are communicated by a compiled step.
-enum class Strategy { Dense, ScaleCom, LocalTopk, Gossip };
+enum class Strategy { Dense, ScaleCom, LocalTopk, Gossip, Easgd };
 
 /// Everything gradcomm-compile decides: the strategy and the options of the
 /// rewrite it runs (the pipeline option structs above, bound to its flags).
@@ -186,6 +221,7 @@ struct CompileOptions {
   std::string onError = "abort";
   ScaleComPipelineOptions scalecom;
   GossipPipelineOptions gossip;
+  EasgdPipelineOptions easgd;
 };
 
 /// True when `module` carries `shard.shard` annotations (a single-device

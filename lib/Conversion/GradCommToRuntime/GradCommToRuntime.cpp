@@ -60,6 +60,7 @@ enum class RuntimeFn {
   MemoryUpdate,
   LocalTopkAllGather,
   GossipExchange,
+  ElasticAverage,
   Check,
   Record,
   ExpectGroupSize,
@@ -100,6 +101,8 @@ const RuntimeFnSpec kRuntimeFns[] = {
     {RuntimeFn::GossipExchange, "gradcomm_rt_gossip_exchange_f32", true,
      Kind::I32, {Kind::Str, Kind::BufF32, Kind::I32, Kind::F32, Kind::I64,
                  Kind::I64}},
+    {RuntimeFn::ElasticAverage, "gradcomm_rt_elastic_average_f32", true,
+     Kind::I32, {Kind::Str, Kind::BufF32, Kind::F32, Kind::I64}},
     {RuntimeFn::Check, "gradcomm_rt_check", false, Kind::None, {Kind::I32}},
     {RuntimeFn::Record, "gradcomm_rt_record", false, Kind::None, {Kind::I32}},
     {RuntimeFn::ExpectGroupSize, "gradcomm_rt_expect_group_size", false,
@@ -489,6 +492,25 @@ struct GossipExchangePattern : public RuntimePattern<GossipExchangeOp> {
   }
 };
 
+struct ElasticAveragePattern : public RuntimePattern<ElasticAverageOp> {
+  using RuntimePattern::RuntimePattern;
+  LogicalResult
+  matchAndRewrite(ElasticAverageOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RuntimeCalls rt = calls(rewriter, op);
+    // Pulled toward the center in place: the input's buffer when nothing
+    // reads it later.
+    Value x = rt.buffer(adaptor.getInput(), /*readOnly=*/false);
+    if (failed(rt.callChecked(RuntimeFn::ElasticAverage,
+                              {rt.string(op.getState()), rt.unranked(x),
+                               rt.f32(op.getAlpha().convertToDouble()),
+                               rt.i64(op.getPeriodAttr().getInt())})))
+      return failure();
+    rewriter.replaceOp(op, rt.toTensor(x, op.getResult().getType()));
+    return success();
+  }
+};
+
 struct DenseAllReducePattern : public RuntimePattern<shard::AllReduceOp> {
   using RuntimePattern::RuntimePattern;
   LogicalResult
@@ -673,11 +695,11 @@ void mlir::gradcomm::populateGradCommToRuntimeConversionPatterns(
   MLIRContext *context = patterns.getContext();
   auto symbols = std::make_shared<RuntimeSymbols>(
       module, recordStatuses ? RuntimeFn::Record : RuntimeFn::Check);
-  patterns
-      .add<FusedScaleComPattern, CltkCompressPattern, SparseAllReducePattern,
-           MemoryUpdatePattern, LocalTopkPattern, GossipExchangePattern,
-           DenseAllReducePattern, ProcessMultiIndexPattern,
-           ProcessLinearIndexPattern, GridShapePattern>(context, symbols);
+  patterns.add<FusedScaleComPattern, CltkCompressPattern,
+               SparseAllReducePattern, MemoryUpdatePattern, LocalTopkPattern,
+               GossipExchangePattern, ElasticAveragePattern,
+               DenseAllReducePattern, ProcessMultiIndexPattern,
+               ProcessLinearIndexPattern, GridShapePattern>(context, symbols);
   patterns.add<EraseDeclarationPattern<StateOp>,
                EraseDeclarationPattern<shard::GridOp>>(context);
 }
@@ -761,6 +783,8 @@ LogicalResult ConvertGradCommToRuntimePass::prepare() {
         size = checkGroup(op, local.getGridAttr(), local.getGridAxes());
       } else if (auto gossip = dyn_cast<GossipExchangeOp>(op)) {
         size = checkGroup(op, gossip.getGridAttr(), gossip.getGridAxes());
+      } else if (auto elastic = dyn_cast<ElasticAverageOp>(op)) {
+        size = checkGroup(op, elastic.getGridAttr(), elastic.getGridAxes());
       } else {
         return;
       }

@@ -269,6 +269,26 @@ int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_f32(
       mixing, static_cast<uint64_t>(seed), period);
 }
 
+int32_t
+_mlir_ciface_gradcomm_rt_elastic_average_f32(const char *state,
+                                             gradcomm_unranked_memref *x,
+                                             float alpha, int64_t period) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
+  View<float> view;
+  gradcomm_status status =
+      guarded("elastic_average_f32", state, [&](const Call &call) {
+        GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+        // A bad descriptor on one rank fails every rank.
+        return validateCollectively(call,
+                                    [&] { return unpack(call, "x", x, view); });
+      });
+  if (status != GRADCOMM_OK)
+    return status;
+  return gradcomm_elastic_average_f32(state, view.data, view.count, alpha,
+                                      period);
+}
+
 //===----------------------------------------------------------------------===//
 // Helpers generated code calls
 //===----------------------------------------------------------------------===//

@@ -30,7 +30,9 @@ gradcomm_status gradcomm_elastic_average_f32(const char *stateName, float *x,
       GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "x", x));
       GRADCOMM_RETURN_IF_ERROR(
           requireRange(call, "period", period, 1, INT64_MAX));
-      if (!(alpha > 0.0f) || !(alpha * static_cast<float>(ctx.size) <= 1.0f))
+      // (A tolerance for alpha = beta / n rounded to float.)
+      if (!(alpha > 0.0f) ||
+          !(static_cast<double>(alpha) * ctx.size <= 1.0 + 1e-6))
         return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
                          "'alpha' must be in (0, 1/n] (n alpha is the "
                          "center's moving rate), got " +

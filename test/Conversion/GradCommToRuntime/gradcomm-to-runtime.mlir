@@ -96,6 +96,27 @@ func.func @in_place(%w: tensor<8xf32>, %g: tensor<8xf32>) -> tensor<8xf32> {
 
 // -----
 
+// Elastic averaging also works in place on the updated parameter, with
+// alpha as f32 and the period as i64.
+
+shard.grid @grid(shape = 4)
+gradcomm.state @w_easgd : tensor<8xf32>
+
+// CHECK-LABEL: func.func @elastic
+// CHECK:       %[[X:.*]] = bufferization.to_buffer %{{.*}} : tensor<8xf32> to memref<8xf32>
+// CHECK:       %[[ALPHA:.*]] = arith.constant 2.250000e-01 : f32
+// CHECK:       %[[PERIOD:.*]] = arith.constant 4 : i64
+// CHECK:       call @gradcomm_rt_elastic_average_f32(%{{.*}}, %{{.*}}, %[[ALPHA]], %[[PERIOD]])
+// CHECK:       bufferization.to_tensor %[[X]] restrict writable
+func.func @elastic(%w: tensor<8xf32>, %g: tensor<8xf32>) -> tensor<8xf32> {
+  %u = arith.subf %w, %g : tensor<8xf32>
+  %x = gradcomm.elastic_average %u state @w_easgd on @grid grid_axes = [0]
+      alpha = 0.225 period = 4 : tensor<8xf32>
+  return %x : tensor<8xf32>
+}
+
+// -----
+
 // Process queries of partitioned code become the runtime's rank and size.
 
 shard.grid @grid(shape = 1x4)

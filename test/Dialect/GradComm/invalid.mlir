@@ -471,3 +471,47 @@ func.func @gossip_result_type(%x: tensor<16xf32>) {
   %r = "gradcomm.gossip_exchange"(%x) {state = @c, grid = @grid, grid_axes = array<i16: 0>, schedule = 1 : i32, mixing = 0.5 : f64, seed = 0 : i64, period = 1 : i64} : (tensor<16xf32>) -> tensor<8xf32>
   return
 }
+
+//===----------------------------------------------------------------------===//
+// gradcomm.elastic_average
+//===----------------------------------------------------------------------===//
+
+// -----
+
+shard.grid @grid(shape = 4)
+gradcomm.state @c : tensor<16xf32>
+func.func @alpha_zero(%x: tensor<16xf32>) {
+  // expected-error @+1 {{'alpha' must be in (0, 1], got 0}}
+  %r = gradcomm.elastic_average %x state @c on @grid grid_axes = [0] alpha = 0.0 period = 1 : tensor<16xf32>
+  return
+}
+
+// -----
+
+shard.grid @grid(shape = 4)
+gradcomm.state @c : tensor<16xf32>
+func.func @period_zero(%x: tensor<16xf32>) {
+  // expected-error @+1 {{'period' must be >= 1, got 0}}
+  %r = gradcomm.elastic_average %x state @c on @grid grid_axes = [0] alpha = 0.2 period = 0 : tensor<16xf32>
+  return
+}
+
+// -----
+
+shard.grid @grid(shape = 4)
+gradcomm.state @c : tensor<16xf32>
+func.func @overshoot(%x: tensor<16xf32>) {
+  // expected-error @+1 {{'alpha' times the group size (the center's moving rate) must be <= 1, got 5.000000e-01 * 4}}
+  %r = gradcomm.elastic_average %x state @c on @grid grid_axes = [0] alpha = 0.5 period = 1 : tensor<16xf32>
+  return
+}
+
+// -----
+
+shard.grid @grid(shape = 4)
+gradcomm.state @c
+func.func @counter_only_center(%x: tensor<16xf32>) {
+  // expected-error @+1 {{state}}
+  %r = gradcomm.elastic_average %x state @c on @grid grid_axes = [0] alpha = 0.2 period = 1 : tensor<16xf32>
+  return
+}

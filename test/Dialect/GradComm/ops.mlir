@@ -10,6 +10,8 @@ gradcomm.state @w_grad : tensor<32x32xf32>
 gradcomm.state @b_grad : tensor<1000xf32>
 // CHECK: gradcomm.state @w_gossip{{$}}
 gradcomm.state @w_gossip
+// CHECK: gradcomm.state @w_easgd : tensor<32x32xf32>
+gradcomm.state @w_easgd : tensor<32x32xf32>
 
 // CHECK-LABEL: func @cltk_exact
 func.func @cltk_exact(%g: tensor<32x32xf32>) -> (tensor<64xf32>, tensor<64xi64>) {
@@ -74,4 +76,12 @@ func.func @gossip_exchange(%x: tensor<32x32xf32>) -> tensor<32x32xf32> {
   %c = gradcomm.gossip_exchange %b state @w_gossip on @grid grid_axes = [0]
       schedule = hypercube mixing = 0.5 seed = 0 period = 1 : tensor<32x32xf32>
   return %c : tensor<32x32xf32>
+}
+
+// CHECK-LABEL: func @elastic_average
+func.func @elastic_average(%x: tensor<32x32xf32>) -> tensor<32x32xf32> {
+  // CHECK: gradcomm.elastic_average %{{.*}} state @w_easgd on @grid grid_axes = [0] alpha = 2.250000e-01 period = 4 : tensor<32x32xf32>
+  %a = gradcomm.elastic_average %x state @w_easgd on @grid grid_axes = [0]
+      alpha = 0.225 period = 4 : tensor<32x32xf32>
+  return %a : tensor<32x32xf32>
 }

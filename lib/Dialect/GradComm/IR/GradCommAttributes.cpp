@@ -20,7 +20,7 @@ using namespace mlir::gradcomm;
 ArrayRef<AttrSpec> mlir::gradcomm::getAttrSpecs() {
   static const AttrSpec specs[] = {
       {attr::kPolicy, AttrValueKind::PolicyName, OnAllReduce | OnArgument,
-       "force a policy: \"dense\", \"scalecom\" or \"gossip\""},
+       "force a policy: \"dense\", \"scalecom\", \"gossip\" or \"easgd\""},
       {attr::kName, AttrValueKind::NonEmptyString, OnArgument,
        "the parameter's name (state names, include/exclude, counters)"},
       {attr::kRatio, AttrValueKind::PositiveNumber, OnAllReduce | OnArgument,

@@ -272,3 +272,33 @@ GossipExchangeOp::verifySymbolUses(SymbolTableCollection &symbolTables) {
                          << *groupSize;
   return verifyState(*this, getStateAttr(), Type(), symbolTables);
 }
+
+//===----------------------------------------------------------------------===//
+// ElasticAverageOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ElasticAverageOp::verify() {
+  if (failed(verifyDenseType(*this, "input", getInput().getType())))
+    return failure();
+  double alpha = getAlpha().convertToDouble();
+  if (!(alpha > 0.0 && alpha <= 1.0))
+    return emitOpError() << "'alpha' must be in (0, 1], got " << alpha;
+  int64_t period = getPeriodAttr().getInt();
+  if (period < 1)
+    return emitOpError() << "'period' must be >= 1, got " << period;
+  return success();
+}
+
+LogicalResult
+ElasticAverageOp::verifySymbolUses(SymbolTableCollection &symbolTables) {
+  FailureOr<int64_t> groupSize =
+      verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTables);
+  if (failed(groupSize))
+    return failure();
+  double alpha = getAlpha().convertToDouble();
+  if (!ShapedType::isDynamic(*groupSize) && alpha * *groupSize > 1.0)
+    return emitOpError() << "'alpha' times the group size (the center's "
+                            "moving rate) must be <= 1, got "
+                         << alpha << " * " << *groupSize;
+  return verifyState(*this, getStateAttr(), getInput().getType(), symbolTables);
+}

@@ -183,7 +183,7 @@ mlir::gradcomm::decideRewrite(shard::AllReduceOp op, Policy policy,
     return refuse(*why);
   auto type = cast<RankedTensorType>(op.getInput().getType());
   if (!decision.use.isGradient &&
-      (!decision.forced || policy == Policy::Gossip))
+      (!decision.forced || policy == Policy::Gossip || policy == Policy::Easgd))
     return refuse("not a gradient: the result does not reach a returned "
                   "parameter update through elementwise ops");
   if (!type.getElementType().isF32()) {

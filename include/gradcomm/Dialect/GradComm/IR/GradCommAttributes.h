@@ -26,7 +26,7 @@
 namespace mlir::gradcomm {
 
 namespace attr {
-/// "dense" | "scalecom" | "gossip": force a policy.
+/// "dense" | "scalecom" | "gossip" | "easgd": force a policy.
 inline constexpr llvm::StringLiteral kPolicy = "gradcomm.policy";
 /// Readable, stable name of a parameter (function argument attribute).
 inline constexpr llvm::StringLiteral kName = "gradcomm.name";

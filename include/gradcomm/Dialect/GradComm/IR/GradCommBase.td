@@ -52,7 +52,7 @@ def GradComm_Dialect : Dialect {
 
     | attribute | value | on |
     |---|---|---|
-    | `gradcomm.policy` | `"dense"`, `"scalecom"` or `"gossip"` (force a policy) | all-reduce, argument |
+    | `gradcomm.policy` | `"dense"`, `"scalecom"`, `"gossip"` or `"easgd"` (force a policy) | all-reduce, argument |
     | `gradcomm.name` | non-empty string: the parameter's name | argument |
     | `gradcomm.ratio` | number > 0: ScaleCom ratio N / k | all-reduce, argument |
     | `gradcomm.k` | integer >= 1: ScaleCom fixed k | all-reduce, argument |
@@ -131,7 +131,8 @@ def GradComm_Policy : I32EnumAttr<"Policy",
     "How one gradient all-reduce is communicated (gradcomm.policy)", [
   I32EnumAttrCase<"Dense", 0, "dense">,
   I32EnumAttrCase<"ScaleCom", 1, "scalecom">,
-  I32EnumAttrCase<"Gossip", 2, "gossip">
+  I32EnumAttrCase<"Gossip", 2, "gossip">,
+  I32EnumAttrCase<"Easgd", 3, "easgd">
 ]> {
   let cppNamespace = "::mlir::gradcomm";
 }

@@ -320,4 +320,55 @@ def GradComm_GossipExchangeOp : GradComm_Op<"gossip_exchange", [
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// ElasticAverageOp
+//===----------------------------------------------------------------------===//
+
+def GradComm_ElasticAverageOp : GradComm_Op<"elastic_average", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    AllTypesMatch<["input", "result"]>,
+    MemoryEffects<!listconcat([MemRead<GradComm_StateResource>,
+                               MemWrite<GradComm_StateResource>],
+                              GradComm_CommEffects)>]> {
+  let summary = "Pulls a replica toward the center variable and moves the "
+                "center toward the replicas (synchronous EASGD)";
+  let description = [{
+    Elastic averaging SGD (Zhang et al. 2015) with the center variable `c`
+    replicated in `state`, a state of the input's type (checkpointed like
+    any state). The state's first call sets `c` to the mean of the
+    replicas. On every `period`-th value of the state's step counter (tau
+    in the paper), with `d_i = x_i - c` on rank i:
+
+    ```
+    x_i = x_i - alpha * d_i
+    c   = c + alpha * sum_i d_i      (one all-reduce of d)
+    ```
+
+    `n * alpha` is the center's moving rate (beta in the paper) and must be
+    at most 1; `sum_i x_i + c` is unchanged by an exchange. The counter
+    advances on every call.
+
+    Example:
+
+    ```mlir
+    %x1 = gradcomm.elastic_average %x0 state @w_easgd on @grid
+        grid_axes = [0] alpha = 0.225 period = 4 : tensor<32x32xf32>
+    ```
+  }];
+  let arguments = !con((ins
+    AnyRankedTensor:$input,
+    FlatSymbolRefAttr:$state),
+    GradComm_GroupArgs, (ins
+    F64Attr:$alpha,
+    DefaultValuedAttr<I64Attr, "1">:$period
+  ));
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `state` $state `on` $grid `grid_axes` `=` $grid_axes
+    `alpha` `=` $alpha `period` `=` $period
+    attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // GRADCOMM_DIALECT_GRADCOMM_IR_GRADCOMMOPS_TD

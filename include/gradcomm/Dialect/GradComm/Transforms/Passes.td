@@ -155,6 +155,62 @@ def GossipRewritePass : Pass<"gradcomm-gossip", "::mlir::ModuleOp"> {
   ];
 }
 
+def EasgdRewritePass : Pass<"gradcomm-easgd", "::mlir::ModuleOp"> {
+  let summary = "Rewrite gradient all-reduce + parameter update into a local "
+                "step followed by elastic averaging (synchronous EASGD)";
+  let description = [{
+    Elastic averaging SGD (Zhang et al. 2015; docs/gossip.md), with the
+    same gradient test, local estimate and overrides as `gradcomm-gossip`:
+
+    * the all-reduce is replaced by its unbiased local estimate (`average`
+      of g_i becomes g_i, `sum` becomes n * g_i over a static grid axis);
+    * the updated parameter passes through `gradcomm.elastic_average` with
+      a state `@<parameter>_easgd` of its type, the replicated center
+      variable, before it is returned.
+
+    `alpha` is the elastic coefficient of one replica; when 0 it is
+    `moving-rate / n` (the paper's beta / p), which needs a static group
+    size. Every other all-reduce stays dense, and `report=true` says why.
+    Per-op/per-argument overrides: `gradcomm.policy` ("dense" | "easgd"),
+    `gradcomm.period`.
+
+    ```mlir
+    %r = shard.all_reduce %g on @grid grid_axes = [0] reduction = average
+        : tensor<64xf32> -> tensor<64xf32>
+    %u = arith.subf %w, %r : tensor<64xf32>
+    return %u : tensor<64xf32>
+    ```
+
+    becomes, on a group of 4 with the defaults,
+
+    ```mlir
+    %u = arith.subf %w, %g : tensor<64xf32>
+    %x = gradcomm.elastic_average %u state @step_arg0_easgd on @grid
+        grid_axes = [0] alpha = 0.225 period = 1 : tensor<64xf32>
+    return %x : tensor<64xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::gradcomm::GradCommDialect",
+                           "::mlir::arith::ArithDialect"];
+  let options = [
+    Option<"alpha", "alpha", "double", "0",
+           "Elastic coefficient of one replica in (0, 1/n]; 0: moving-rate / n">,
+    Option<"movingRate", "moving-rate", "double", "0.9",
+           "The center's moving rate beta = n * alpha in (0, 1], used when "
+           "alpha is 0">,
+    Option<"period", "period", "int64_t", "1",
+           "Exchange with the center every tau steps">,
+    Option<"minElements", "min-elements", "int64_t", "0",
+           "Parameters with fewer elements keep their dense all-reduce">,
+    ListOption<"exclude", "exclude", "std::string",
+               "Parameters (gradcomm.name or argN) kept dense">,
+    ListOption<"include", "include", "std::string",
+               "When given, only these parameters are averaged elastically">,
+    Option<"report", "report", "bool", "false",
+           "Emit a remark per all-reduce saying what was done and why">
+  ];
+}
+
 def VerifyShardingsPass
     : Pass<"gradcomm-verify-shardings", "::mlir::ModuleOp"> {
   let summary = "Refuse sharding annotations upstream partitioning crashes on";
