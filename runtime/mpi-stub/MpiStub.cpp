@@ -15,10 +15,37 @@
 #include <ctime>
 #include <unistd.h>
 
+#include <vector>
+
 namespace {
 
 bool initialized = false;
 bool finalized = false;
+int threadLevel = MPI_THREAD_SINGLE;
+
+/// The windows: handle i + 1 is windows[i] (null once freed).
+std::vector<char *> windows;
+
+char *windowBase(MPI_Win win) {
+  return win >= 1 && static_cast<size_t>(win) <= windows.size()
+             ? windows[win - 1]
+             : nullptr;
+}
+
+/// out[i] = out[i] + in[i] for floats, or a copy (the sum over one rank).
+int accumulate(const void *origin, int count, MPI_Datatype type, char *target,
+               MPI_Op op) {
+  if (op == MPI_NO_OP)
+    return MPI_SUCCESS;
+  if (op == MPI_SUM && type == MPI_FLOAT) {
+    float *out = reinterpret_cast<float *>(target);
+    const float *in = static_cast<const float *>(origin);
+    for (int i = 0; i < count; ++i)
+      out[i] = out[i] + in[i];
+    return MPI_SUCCESS;
+  }
+  return MPI_ERR_ARG;
+}
 
 size_t typeSize(MPI_Datatype type) { return static_cast<size_t>(type) / 16; }
 
@@ -50,7 +77,7 @@ int MPI_Init(int *, char ***) {
 
 int MPI_Init_thread(int *, char ***, int required, int *provided) {
   initialized = true;
-  *provided = required;
+  *provided = threadLevel = required;
   return MPI_SUCCESS;
 }
 
@@ -202,5 +229,90 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *) {
 }
 
 int MPI_Wait(MPI_Request *request, MPI_Status *) { return completed(request); }
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) {
+  return validComm(comm) ? completed(request) : MPI_ERR_COMM;
+}
+
+int MPI_Barrier(MPI_Comm comm) {
+  return validComm(comm) ? MPI_SUCCESS : MPI_ERR_COMM;
+}
+
+int MPI_Query_thread(int *provided) {
+  *provided = threadLevel;
+  return MPI_SUCCESS;
+}
+
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *out) {
+  *out = MPI_COMM_SELF;
+  return validComm(comm) ? MPI_SUCCESS : MPI_ERR_COMM;
+}
+
+int MPI_Iprobe(int, int, MPI_Comm, int *flag, MPI_Status *) {
+  *flag = 0;
+  return MPI_SUCCESS;
+}
+
+int MPI_Win_allocate(MPI_Aint size, int, MPI_Info, MPI_Comm comm, void *base,
+                     MPI_Win *win) {
+  if (!validComm(comm))
+    return MPI_ERR_COMM;
+  char *memory = static_cast<char *>(std::calloc(size > 0 ? size : 1, 1));
+  windows.push_back(memory);
+  *static_cast<char **>(base) = memory;
+  *win = static_cast<MPI_Win>(windows.size());
+  return MPI_SUCCESS;
+}
+
+int MPI_Win_free(MPI_Win *win) {
+  if (!windowBase(*win))
+    return MPI_ERR_ARG;
+  std::free(windows[*win - 1]);
+  windows[*win - 1] = nullptr;
+  *win = MPI_WIN_NULL;
+  return MPI_SUCCESS;
+}
+
+int MPI_Win_lock(int, int rank, int, MPI_Win win) {
+  return rank != 0 ? MPI_ERR_RANK : windowBase(win) ? MPI_SUCCESS : MPI_ERR_ARG;
+}
+
+int MPI_Win_unlock(int rank, MPI_Win win) {
+  return MPI_Win_lock(0, rank, 0, win);
+}
+
+int MPI_Win_flush(int rank, MPI_Win win) {
+  return MPI_Win_lock(0, rank, 0, win);
+}
+
+int MPI_Put(const void *origin, int originCount, MPI_Datatype originType,
+            int rank, MPI_Aint displacement, int, MPI_Datatype, MPI_Win win) {
+  if (int rc = MPI_Win_lock(0, rank, 0, win))
+    return rc;
+  std::memcpy(windowBase(win) + displacement, origin,
+              typeSize(originType) * static_cast<size_t>(originCount));
+  return MPI_SUCCESS;
+}
+
+int MPI_Accumulate(const void *origin, int originCount, MPI_Datatype originType,
+                   int rank, MPI_Aint displacement, int, MPI_Datatype,
+                   MPI_Op op, MPI_Win win) {
+  if (int rc = MPI_Win_lock(0, rank, 0, win))
+    return rc;
+  return accumulate(origin, originCount, originType,
+                    windowBase(win) + displacement, op);
+}
+
+int MPI_Get_accumulate(const void *origin, int originCount,
+                       MPI_Datatype originType, void *result, int resultCount,
+                       MPI_Datatype resultType, int rank, MPI_Aint displacement,
+                       int, MPI_Datatype, MPI_Op op, MPI_Win win) {
+  if (int rc = MPI_Win_lock(0, rank, 0, win))
+    return rc;
+  char *target = windowBase(win) + displacement;
+  std::memcpy(result, target,
+              typeSize(resultType) * static_cast<size_t>(resultCount));
+  return accumulate(origin, originCount, originType, target, op);
+}
 
 } // extern "C"

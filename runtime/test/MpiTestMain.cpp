@@ -13,7 +13,10 @@
 #include <mpi.h>
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  // MPI_THREAD_MULTIPLE, as a trainer of the asynchronous ops asks for
+  // (their progress thread needs it; docs/gossip.md).
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   ::testing::InitGoogleTest(&argc, argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

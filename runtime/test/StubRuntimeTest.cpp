@@ -70,6 +70,29 @@ TEST(StubRuntime, DenseGossipAndCheckpoint) {
   std::remove(path.c_str());
 }
 
+/// The one-sided ops over the stub's windows: one rank has no peer to
+/// gossip with, and its elastic exchange with the center follows the
+/// formula (the center starts at the replica).
+TEST(StubRuntime, AsynchronousOps) {
+  std::vector<float> x = gradient(3, 0, 0, 100), y = x;
+  ASSERT_OK(gradcomm_gossip_async_f32("ag", y.data(), 100,
+                                      GRADCOMM_SCHEDULE_RANDOM, 0.5f, 0, 1));
+  EXPECT_EQ(y, x);
+  ASSERT_OK(gradcomm_elastic_average_async_f32("ae", y.data(), 100, 0.5f, 1));
+  EXPECT_EQ(y, x); // the center is the replica: no force
+  std::vector<float> moved = x, center(100);
+  for (float &v : moved)
+    v = v + 1.0f;
+  y = moved;
+  ASSERT_OK(gradcomm_elastic_average_async_f32("ae", y.data(), 100, 0.5f, 1));
+  ASSERT_OK(gradcomm_state_read("ae", center.data(), 100));
+  for (int i = 0; i < 100; ++i) {
+    float elastic = 0.5f * (moved[i] - x[i]);
+    EXPECT_EQ(y[i], moved[i] - elastic) << i;
+    EXPECT_EQ(center[i], x[i] + elastic) << i;
+  }
+}
+
 TEST(StubRuntime, BadInputIsAClearError) {
   std::vector<float> g(100), out(100);
   EXPECT_EQ(gradcomm_scalecom_f32("bad", g.data(), out.data(), 100, 101,

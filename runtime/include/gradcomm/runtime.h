@@ -102,6 +102,10 @@ typedef GRADCOMM_ENUM(gradcomm_schedule){
     GRADCOMM_SCHEDULE_RING = 1,
     /// rank XOR 2^(step mod log2 n); n must be a power of two.
     GRADCOMM_SCHEDULE_HYPERCUBE = 2,
+    /// An independent, uniformly random peer per rank and step, drawn from
+    /// (seed, rank, step), as in the gossip paper. Not a pairing:
+    /// asynchronous gossip only.
+    GRADCOMM_SCHEDULE_RANDOM = 3,
 } gradcomm_schedule;
 
 /// What a collective does when some rank's input is not finite (NaN,
@@ -321,6 +325,51 @@ gradcomm_status gradcomm_consensus_distance_f32(const float *x, int64_t count,
 gradcomm_status gradcomm_elastic_average_f32(const char *state, float *x,
                                              int64_t count, float alpha,
                                              int64_t period);
+
+/*===----------------------------------------------------------------------===*
+ * Asynchronous gossip and EASGD (docs/gossip.md): MPI-3 one-sided
+ * operations; no rank waits for another after the first call.
+ *
+ * The first call on a state is collective (it creates the state's MPI
+ * window; the ranks agree that every one of them could); later calls are
+ * not. A failure after that (a non-finite replica under the error policy)
+ * is written into every rank's window, so each rank's next asynchronous
+ * call on that state fails with the same message. With windows open,
+ * gradcomm_finalize is collective (MPI_Win_free). CPU backend only.
+ *===----------------------------------------------------------------------===*/
+
+/// On every `period`-th call: puts x (stamped with this rank's step and a
+/// sequence number) into the mailbox of the scheduled peer under an
+/// exclusive lock, then, if a copy y arrived in this rank's own mailbox
+/// since its last mix, x = (1 - mixing) x + mixing y. A copy is mixed at
+/// most once, never a torn one (its sequence number is written before and
+/// after the data), and its staleness (this rank's step minus the step it
+/// was pushed at) is counted (gradcomm_stats_staleness). Peers: any
+/// schedule; GRADCOMM_SCHEDULE_RANDOM is the paper's.
+gradcomm_status gradcomm_gossip_async_f32(const char *state, float *x,
+                                          int64_t count,
+                                          gradcomm_schedule schedule,
+                                          float mixing, uint64_t seed,
+                                          int64_t period);
+
+/// Asynchronous elastic averaging: the center lives in rank 0's window
+/// (set by the first call to the replicas' mean, or to the restored state).
+/// On every `period`-th call this rank reads the center c (element-wise
+/// atomic reads), moves x by e = alpha (x - c) and adds e to the center
+/// (MPI_Accumulate: concurrent updates are never lost), without waiting for
+/// the other ranks. `state` holds this rank's last view of the center;
+/// gradcomm_state_read and gradcomm_state_save refresh it first.
+gradcomm_status gradcomm_elastic_average_async_f32(const char *state, float *x,
+                                                   int64_t count, float alpha,
+                                                   int64_t period);
+
+#define GRADCOMM_STALENESS_BINS 8
+
+/// The staleness histogram of asynchronous gossip state `state` on this
+/// rank: copies mixed with staleness 0, 1, 2, 3, 4-7, 8-15, 16-31, >= 32
+/// steps; `torn` (may be null) gets the copies refused as torn.
+gradcomm_status gradcomm_stats_staleness(const char *state,
+                                         uint64_t histogram[8], uint64_t *torn);
 
 /*===----------------------------------------------------------------------===*
  * Counters.

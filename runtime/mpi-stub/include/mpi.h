@@ -30,6 +30,8 @@ typedef int MPI_Op;
 typedef int MPI_Request;
 typedef int MPI_Info;
 typedef int MPI_Errhandler;
+typedef int MPI_Win;
+typedef long MPI_Aint;
 typedef struct MPI_Status {
   int MPI_SOURCE;
   int MPI_TAG;
@@ -75,6 +77,13 @@ typedef struct MPI_Status {
 #define MPI_SUM ((MPI_Op)1)
 #define MPI_MAX ((MPI_Op)2)
 #define MPI_MIN ((MPI_Op)3)
+#define MPI_NO_OP ((MPI_Op)4)
+
+#define MPI_WIN_NULL 0
+#define MPI_LOCK_EXCLUSIVE 234
+#define MPI_LOCK_SHARED 235
+#define MPI_ANY_SOURCE (-2)
+#define MPI_ANY_TAG (-1)
 
 #define MPI_IN_PLACE ((void *)-1)
 #define MPI_STATUS_IGNORE ((MPI_Status *)0)
@@ -124,6 +133,31 @@ int MPI_Irecv(void *buffer, int count, MPI_Datatype type, int source, int tag,
               MPI_Comm comm, MPI_Request *request);
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status);
 int MPI_Wait(MPI_Request *request, MPI_Status *status);
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request);
+int MPI_Barrier(MPI_Comm comm);
+int MPI_Query_thread(int *provided);
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *out);
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag,
+               MPI_Status *status);
+
+/* One-sided: a window of one process; every target is rank 0, itself. */
+int MPI_Win_allocate(MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm,
+                     void *base, MPI_Win *win);
+int MPI_Win_free(MPI_Win *win);
+int MPI_Win_lock(int type, int rank, int assertion, MPI_Win win);
+int MPI_Win_unlock(int rank, MPI_Win win);
+int MPI_Win_flush(int rank, MPI_Win win);
+int MPI_Put(const void *origin, int originCount, MPI_Datatype originType,
+            int rank, MPI_Aint displacement, int targetCount,
+            MPI_Datatype targetType, MPI_Win win);
+int MPI_Accumulate(const void *origin, int originCount, MPI_Datatype originType,
+                   int rank, MPI_Aint displacement, int targetCount,
+                   MPI_Datatype targetType, MPI_Op op, MPI_Win win);
+int MPI_Get_accumulate(const void *origin, int originCount,
+                       MPI_Datatype originType, void *result, int resultCount,
+                       MPI_Datatype resultType, int rank, MPI_Aint displacement,
+                       int targetCount, MPI_Datatype targetType, MPI_Op op,
+                       MPI_Win win);
 
 #pragma GCC visibility pop
 

@@ -106,7 +106,7 @@ gradcomm_status Call::ensureInitialized() const {
   bool ownsMpi = false;
   if (!mpiInitialized) {
     int provided = 0;
-    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) !=
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) !=
         MPI_SUCCESS)
       return fail(GRADCOMM_ERR_NOT_INITIALIZED, "MPI_Init_thread failed");
     ownsMpi = true;
@@ -153,6 +153,7 @@ gradcomm_status gradcomm_finalize(void) {
     if (!ctx.initialized)
       return GRADCOMM_OK;
     bool ownsMpi = ctx.ownsMpi;
+    releaseWindows();
     releaseCudaBackend();
     ctx = Context();
     if (ownsMpi)

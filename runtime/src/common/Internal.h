@@ -47,6 +47,29 @@ struct State {
   bool skippedStep = false;
 };
 
+/// Number of staleness bins of the asynchronous gossip's histogram.
+inline constexpr int kStalenessBins = 8;
+
+/// One asynchronous op's one-sided window and what this rank remembers of
+/// it.
+struct AsyncWindow {
+  MPI_Win win = MPI_WIN_NULL;
+  /// This rank's part of the window.
+  char *base = nullptr;
+  MPI_Aint bytes = 0;
+  /// Asynchronous EASGD: the window holds the center (on rank 0).
+  bool center = false;
+  /// Gossip: copies this rank pushed, and the last copy it mixed
+  /// (sender, sequence), so a copy is never mixed twice.
+  uint64_t pushes = 0;
+  int lastSender = -1;
+  uint64_t lastSequence = 0;
+  /// Gossip: staleness of each mixed copy (bins 0, 1, 2, 3, 4-7, 8-15,
+  /// 16-31, >= 32 steps), and copies refused as torn.
+  uint64_t staleness[kStalenessBins] = {};
+  uint64_t torn = 0;
+};
+
 /// The process-wide runtime state: which communicator, who owns MPI, the
 /// state registry and the counters.
 struct Context {
@@ -71,6 +94,9 @@ struct Context {
   void *cudaStream = nullptr;
   std::map<std::string, State> states;
   std::map<std::string, gradcomm_op_stats> stats;
+  /// The MPI-3 windows of the asynchronous ops, by state name
+  /// (src/cpu/Asynchronous.cpp); freed, collectively, by gradcomm_finalize.
+  std::map<std::string, AsyncWindow> windows;
   /// Collective calls that joined the agreement on this rank: ranks that
   /// disagree on it issued calls in different orders.
   uint64_t sequence = 0;
@@ -161,6 +187,20 @@ gradcomm_status checkConsistency(const Call &call,
                                  const std::vector<CheckField> &fields,
                                  bool localNonFinite,
                                  gradcomm_status local = GRADCOMM_OK);
+
+/// A known schedule, a power-of-two `size` for hypercube, and (when
+/// `pairing`: the synchronous exchange) not the random schedule.
+gradcomm_status validateSchedule(const Call &call, gradcomm_schedule schedule,
+                                 int size, bool pairing);
+
+/// Frees the asynchronous ops' windows (collective: MPI_Win_free), in name
+/// order, the same on every rank.
+void releaseWindows();
+
+/// Refreshes `state` from its asynchronous EASGD center (rank 0's window)
+/// when it has one, so reads and checkpoints see the current center.
+gradcomm_status refreshAsyncState(const Call &call, const std::string &name,
+                                  State &state);
 
 /// Always communicates, whatever the consistency check's setting: every
 /// rank returns OK, or the lowest failing rank's status and message. For

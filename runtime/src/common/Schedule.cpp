@@ -69,6 +69,15 @@ int hypercubePeer(uint64_t step, int rank, int size) {
   return rank ^ (1 << (step % dimensions));
 }
 
+int randomPeer(uint64_t seed, uint64_t step, int rank, int size) {
+  // Seeded by (seed, rank, step): every rank draws its own peer.
+  SplitMix64 rng{seed * 0x2545f4914f6cdd1dull ^
+                 (static_cast<uint64_t>(rank) * 0x9e3779b97f4a7c15ull) ^
+                 (step + 1) * 0xd1b54a32d192ed03ull};
+  int other = static_cast<int>(rng.below(static_cast<uint64_t>(size) - 1));
+  return other < rank ? other : other + 1;
+}
+
 } // namespace
 
 int gradcomm::schedulePeer(gradcomm_schedule schedule, uint64_t seed,
@@ -82,6 +91,8 @@ int gradcomm::schedulePeer(gradcomm_schedule schedule, uint64_t seed,
     return ringPeer(step, rank, size);
   case GRADCOMM_SCHEDULE_HYPERCUBE:
     return hypercubePeer(step, rank, size);
+  case GRADCOMM_SCHEDULE_RANDOM:
+    return randomPeer(seed, step, rank, size);
   }
   return -1;
 }

@@ -183,6 +183,7 @@ gradcomm_status gradcomm_state_read(const char *name, float *out,
                            " elements, asked for " + std::to_string(count));
     if (count > 0) {
       GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
+      GRADCOMM_RETURN_IF_ERROR(refreshAsyncState(call, name, it->second));
       std::vector<float> host;
       GRADCOMM_RETURN_IF_ERROR(hostMemory(call, it->second, host));
       std::copy(host.begin(), host.end(), out);
@@ -403,6 +404,10 @@ gradcomm_status gradcomm_state_save(const char *path) {
       GRADCOMM_RETURN_IF_ERROR(requireRegularOrMissing(call, previous));
       return requireRegularOrMissing(call, temporary);
     }));
+    // Asynchronous EASGD centers live in rank 0's window: saved as they
+    // are now.
+    for (auto &[name, state] : context().states)
+      GRADCOMM_RETURN_IF_ERROR(refreshAsyncState(call, name, state));
     // Phase 1: every rank writes generation G next to its current file.
     int64_t generation = generationOf(target);
     GRADCOMM_RETURN_IF_ERROR(reduceOne(call, generation, MPI_MAX));

@@ -16,14 +16,20 @@
 
 using namespace gradcomm;
 
-static gradcomm_status validateSchedule(const Call &call,
-                                        gradcomm_schedule schedule, int size) {
+gradcomm_status gradcomm::validateSchedule(const Call &call,
+                                           gradcomm_schedule schedule, int size,
+                                           bool pairing) {
   if (schedule != GRADCOMM_SCHEDULE_MATCHING &&
       schedule != GRADCOMM_SCHEDULE_RING &&
-      schedule != GRADCOMM_SCHEDULE_HYPERCUBE)
+      schedule != GRADCOMM_SCHEDULE_HYPERCUBE &&
+      schedule != GRADCOMM_SCHEDULE_RANDOM)
     return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
                      "unknown schedule " +
                          std::to_string(static_cast<int>(schedule)));
+  if (pairing && schedule == GRADCOMM_SCHEDULE_RANDOM)
+    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                     "the random schedule is not a pairing: it serves "
+                     "asynchronous gossip only");
   if (schedule == GRADCOMM_SCHEDULE_HYPERCUBE && (size & (size - 1)) != 0)
     return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
                      "the hypercube schedule needs a power-of-two number of "
@@ -39,7 +45,8 @@ gradcomm_status gradcomm_gossip_peer(gradcomm_schedule schedule, uint64_t seed,
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "peer", peer));
     GRADCOMM_RETURN_IF_ERROR(requireRange(call, "size", size, 1, INT_MAX));
     GRADCOMM_RETURN_IF_ERROR(requireRange(call, "rank", rank, 0, size - 1));
-    GRADCOMM_RETURN_IF_ERROR(validateSchedule(call, schedule, size));
+    GRADCOMM_RETURN_IF_ERROR(
+        validateSchedule(call, schedule, size, /*pairing=*/false));
     *peer = schedulePeer(schedule, seed, step, rank, size);
     return GRADCOMM_OK;
   });
@@ -60,7 +67,8 @@ gradcomm_status gradcomm_gossip_exchange_f32(const char *stateName, float *x,
       GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "x", x));
       GRADCOMM_RETURN_IF_ERROR(
           requireRange(call, "period", period, 1, INT64_MAX));
-      GRADCOMM_RETURN_IF_ERROR(validateSchedule(call, schedule, ctx.size));
+      GRADCOMM_RETURN_IF_ERROR(
+          validateSchedule(call, schedule, ctx.size, /*pairing=*/true));
       if (!(mixing > 0.0f && mixing < 1.0f))
         return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
                          "'mixing' must be in (0, 1), got " +

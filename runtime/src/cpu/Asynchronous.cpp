@@ -1,0 +1,482 @@
+//===- Asynchronous.cpp - Asynchronous gossip and EASGD (MPI-3 RMA) -------===//
+//
+// Part of the GradComm project.
+//
+// docs/gossip.md. Each asynchronous state owns one MPI window, created by
+// the state's first (collective) call. Every rank's part starts with a
+// failure record, so a rank that fails later can tell every other rank
+// without a collective. Gossip adds a mailbox; asynchronous EASGD keeps the
+// center in rank 0's part.
+//
+// Window locks are held only around one put, one read or one
+// read-modify-write, and never two at a time, so no rank can wait on a
+// cycle of locks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+#include "Kernels.h"
+#include "Schedule.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cfloat>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+using namespace gradcomm;
+
+namespace {
+
+/// A failure another rank wrote into this rank's window (status 0: none).
+struct FailureRecord {
+  int32_t status;
+  int32_t rank;
+  char text[504];
+};
+
+/// The head of a gossip mailbox; the data follow, then `sequence` again.
+struct MailHeader {
+  uint64_t sequence; // 0: nothing arrived yet
+  int64_t senderStep;
+  int32_t sender;
+  int32_t reserved;
+};
+
+constexpr MPI_Aint kMailOffset = sizeof(FailureRecord);
+
+MPI_Aint mailboxBytes(int64_t count) {
+  return kMailOffset + static_cast<MPI_Aint>(sizeof(MailHeader)) +
+         static_cast<MPI_Aint>(sizeof(float)) * count +
+         static_cast<MPI_Aint>(sizeof(uint64_t));
+}
+
+/// Locks `rank`'s part of `window`, runs `body`, unlocks.
+template <typename Body>
+gradcomm_status withLock(const Call &call, AsyncWindow &window, int rank,
+                         int lockType, Body &&body) {
+  GRADCOMM_RETURN_IF_ERROR(
+      call.mpi(MPI_Win_lock(lockType, rank, 0, window.win), "MPI_Win_lock"));
+  gradcomm_status status = body();
+  gradcomm_status unlocked =
+      call.mpi(MPI_Win_unlock(rank, window.win), "MPI_Win_unlock");
+  return status != GRADCOMM_OK ? status : unlocked;
+}
+
+/// Another rank's failure recorded in this rank's window: adopted (same
+/// status and message) and returned.
+gradcomm_status pendingFailure(const Call &call, AsyncWindow &window) {
+  FailureRecord record{};
+  GRADCOMM_RETURN_IF_ERROR(
+      withLock(call, window, context().rank, MPI_LOCK_EXCLUSIVE, [&] {
+        std::memcpy(&record, window.base, sizeof(record));
+        return GRADCOMM_OK;
+      }));
+  if (record.status == GRADCOMM_OK)
+    return GRADCOMM_OK;
+  record.text[sizeof(record.text) - 1] = '\0';
+  return call.adopt(static_cast<gradcomm_status>(record.status), record.text);
+}
+
+/// This rank failed with `status` (gradcomm_last_error() says why): the
+/// failure goes into every rank's window, so each fails with it at its next
+/// call on this state. Returns `status`.
+gradcomm_status spreadFailure(const Call &call, AsyncWindow &window,
+                              gradcomm_status status) {
+  const Context &ctx = context();
+  FailureRecord record{};
+  record.status = status;
+  record.rank = ctx.rank;
+  std::snprintf(record.text, sizeof(record.text), "%s", gradcomm_last_error());
+  for (int rank = 0; rank < ctx.size; ++rank)
+    withLock(call, window, rank, MPI_LOCK_EXCLUSIVE, [&] {
+      return call.mpi(MPI_Put(&record, sizeof(record), MPI_BYTE, rank, 0,
+                              sizeof(record), MPI_BYTE, window.win),
+                      "MPI_Put (failure)");
+    });
+  return call.adopt(status, record.text);
+}
+
+/// Passive-target operations complete only when the target's MPI makes
+/// progress: without help, a put to a rank busy computing waits until that
+/// rank next calls MPI, which would make the "asynchronous" ops wait for
+/// their peers after all. While windows are open, a thread calls into MPI
+/// (MPI_Iprobe on a private communicator) every 50 us. It needs
+/// MPI_THREAD_MULTIPLE, which the runtime asks for when it initializes
+/// MPI; under a trainer's MPI without it the ops still work, waiting for
+/// their peers, and rank 0 says so once.
+class ProgressPump {
+public:
+  gradcomm_status start(const Call &call) {
+    // One rank has no peer to wait for.
+    if (thread.joinable() || warned || context().size == 1)
+      return GRADCOMM_OK;
+    int level = MPI_THREAD_SINGLE;
+    GRADCOMM_RETURN_IF_ERROR(
+        call.mpi(MPI_Query_thread(&level), "MPI_Query_thread"));
+    if (level < MPI_THREAD_MULTIPLE) {
+      warned = true;
+      if (context().rank == 0)
+        std::fprintf(stderr,
+                     "gradcomm: MPI was initialized without "
+                     "MPI_THREAD_MULTIPLE: asynchronous gossip and EASGD "
+                     "wait for their peers' next MPI call\n");
+      return GRADCOMM_OK;
+    }
+    GRADCOMM_RETURN_IF_ERROR(
+        call.mpi(MPI_Comm_dup(context().comm, &comm), "MPI_Comm_dup"));
+    stopping = false;
+    thread = std::thread([this] {
+      while (!stopping.load(std::memory_order_relaxed)) {
+        int flag = 0;
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE);
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    });
+    return GRADCOMM_OK;
+  }
+
+  void stop() {
+    if (thread.joinable()) {
+      stopping = true;
+      thread.join();
+      MPI_Comm_free(&comm);
+    }
+    warned = false;
+  }
+
+private:
+  std::thread thread;
+  std::atomic<bool> stopping{false};
+  MPI_Comm comm = MPI_COMM_NULL;
+  bool warned = false;
+};
+
+ProgressPump pump;
+
+/// The window of `name`, created on its first use. Creation is
+/// collective: the ranks first agree that each of them got this far
+/// (`local`: this rank's validation), then create the window, zero their
+/// parts, run `initialize` (collective too) and wait for each other, so no
+/// put lands in a part before it is ready.
+template <typename Initialize>
+gradcomm_status openWindow(const Call &call, const char *name, MPI_Aint bytes,
+                           bool center, gradcomm_status local,
+                           AsyncWindow *&window, Initialize &&initialize) {
+  Context &ctx = context();
+  auto it = ctx.windows.find(name);
+  if (it != ctx.windows.end()) {
+    // Every rank is past the collective first call: a failure here reaches
+    // the others through their windows.
+    if (local != GRADCOMM_OK)
+      return spreadFailure(call, it->second, local);
+    if (it->second.bytes != bytes || it->second.center != center)
+      return call.fail(GRADCOMM_ERR_STATE,
+                       "state '" + std::string(name) +
+                           "' is already used by another asynchronous op or "
+                           "with another size");
+    window = &it->second;
+    return GRADCOMM_OK;
+  }
+  GRADCOMM_RETURN_IF_ERROR(agreeOnStatus(call, local));
+  AsyncWindow fresh;
+  fresh.bytes = bytes;
+  fresh.center = center;
+  GRADCOMM_RETURN_IF_ERROR(
+      call.mpi(MPI_Win_allocate(bytes, 1, MPI_INFO_NULL, ctx.comm, &fresh.base,
+                                &fresh.win),
+               "MPI_Win_allocate"));
+  window = &ctx.windows.emplace(name, fresh).first->second;
+  GRADCOMM_RETURN_IF_ERROR(pump.start(call));
+  GRADCOMM_RETURN_IF_ERROR(
+      withLock(call, *window, ctx.rank, MPI_LOCK_EXCLUSIVE, [&] {
+        std::memset(window->base, 0, bytes);
+        return GRADCOMM_OK;
+      }));
+  GRADCOMM_RETURN_IF_ERROR(initialize());
+  MPI_Request request;
+  GRADCOMM_RETURN_IF_ERROR(
+      call.mpi(MPI_Ibarrier(ctx.comm, &request), "MPI_Ibarrier"));
+  return waitYielding(call, request, "MPI_Ibarrier (window ready)");
+}
+
+/// The non-finite policy on this rank's replica, with no collective to
+/// agree in: OK to go on; GRADCOMM_ERR_NON_FINITE spread to every rank
+/// (error policy); or `*skip` (skip policy: nothing sent, nothing mixed).
+gradcomm_status checkReplica(const Call &call, AsyncWindow &window,
+                             const float *x, int64_t count, bool *skip) {
+  *skip = false;
+  const Context &ctx = context();
+  if (ctx.nonFinitePolicy == GRADCOMM_NONFINITE_PROPAGATE ||
+      !cpu::exceedsLimit(cpu::maxMagnitudeKey(x, count), FLT_MAX))
+    return GRADCOMM_OK;
+  if (ctx.nonFinitePolicy == GRADCOMM_NONFINITE_SKIP) {
+    *skip = true;
+    return GRADCOMM_OK;
+  }
+  return spreadFailure(
+      call, window,
+      call.fail(GRADCOMM_ERR_NON_FINITE, "non-finite replica on rank " +
+                                             std::to_string(ctx.rank) +
+                                             " (NaN or Inf); it was not sent"));
+}
+
+/// Element-wise atomic read of the center (a no-op accumulate) into
+/// `center`, inside a lock epoch on rank 0; complete after a flush.
+gradcomm_status readCenter(const Call &call, AsyncWindow &window, float *center,
+                           int n) {
+  // MPI forbids overlapping origin and result buffers, even for MPI_NO_OP
+  // (whose origin is not read): a separate, unused origin.
+  static thread_local std::vector<float> unused;
+  unused.resize(static_cast<size_t>(n));
+  return call.mpi(MPI_Get_accumulate(unused.data(), n, MPI_FLOAT, center, n,
+                                     MPI_FLOAT, 0, kMailOffset, n, MPI_FLOAT,
+                                     MPI_NO_OP, window.win),
+                  "MPI_Get_accumulate (center)");
+}
+
+int stalenessBin(int64_t staleness) {
+  if (staleness < 4)
+    return static_cast<int>(std::max<int64_t>(staleness, 0));
+  if (staleness < 8)
+    return 4;
+  if (staleness < 16)
+    return 5;
+  if (staleness < 32)
+    return 6;
+  return 7;
+}
+
+/// Arguments every asynchronous op checks.
+gradcomm_status validateCommon(const Call &call, const char *stateName,
+                               const float *x, int64_t count, int64_t period) {
+  GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
+  // One put carries the whole replica in bytes (an int count).
+  GRADCOMM_RETURN_IF_ERROR(
+      requireRange(call, "count", count, 1, (INT_MAX - 1024) / 4));
+  GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "x", x));
+  GRADCOMM_RETURN_IF_ERROR(requireRange(call, "period", period, 1, INT64_MAX));
+  if (usingCuda())
+    return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                     "the asynchronous ops run on the CPU backend only");
+  return GRADCOMM_OK;
+}
+
+} // namespace
+
+gradcomm_status gradcomm_gossip_async_f32(const char *stateName, float *x,
+                                          int64_t count,
+                                          gradcomm_schedule schedule,
+                                          float mixing, uint64_t seed,
+                                          int64_t period) {
+  return guarded("gossip_async_f32", stateName, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    const Context &ctx = context();
+    State *state = nullptr;
+    gradcomm_status local = [&] {
+      GRADCOMM_RETURN_IF_ERROR(
+          validateCommon(call, stateName, x, count, period));
+      GRADCOMM_RETURN_IF_ERROR(
+          validateSchedule(call, schedule, ctx.size, /*pairing=*/false));
+      if (!(mixing > 0.0f && mixing < 1.0f))
+        return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                         "'mixing' must be in (0, 1), got " +
+                             std::to_string(mixing));
+      return lookupState(call, stateName, 0, state);
+    }();
+    AsyncWindow *window = nullptr;
+    GRADCOMM_RETURN_IF_ERROR(openWindow(call, stateName, mailboxBytes(count),
+                                        /*center=*/false, local, window,
+                                        [] { return GRADCOMM_OK; }));
+    GRADCOMM_RETURN_IF_ERROR(pendingFailure(call, *window));
+    bool skip = false;
+    GRADCOMM_RETURN_IF_ERROR(checkReplica(call, *window, x, count, &skip));
+    gradcomm_op_stats &stats = opStats(stateName);
+    stats.calls += 1;
+    const uint64_t step = state->step;
+    state->step += 1;
+    if (skip) {
+      stats.skipped_non_finite += 1;
+      return GRADCOMM_OK;
+    }
+    if (step % period != 0)
+      return GRADCOMM_OK;
+    const double start = now();
+
+    // Push: header, data, sequence again, in one put.
+    const size_t dataBytes = sizeof(float) * static_cast<size_t>(count);
+    const MPI_Aint mailBytes = mailboxBytes(count) - kMailOffset;
+    static thread_local std::vector<char> buffer;
+    buffer.resize(static_cast<size_t>(mailBytes));
+    int peer = schedulePeer(schedule, seed, step / period, ctx.rank, ctx.size);
+    if (peer >= 0) {
+      MailHeader header{++window->pushes, static_cast<int64_t>(step), ctx.rank,
+                        0};
+      std::memcpy(buffer.data(), &header, sizeof(header));
+      std::memcpy(buffer.data() + sizeof(header), x, dataBytes);
+      std::memcpy(buffer.data() + sizeof(header) + dataBytes, &header.sequence,
+                  sizeof(header.sequence));
+      GRADCOMM_RETURN_IF_ERROR(
+          withLock(call, *window, peer, MPI_LOCK_EXCLUSIVE, [&] {
+            return call.mpi(MPI_Put(buffer.data(), static_cast<int>(mailBytes),
+                                    MPI_BYTE, peer, kMailOffset,
+                                    static_cast<int>(mailBytes), MPI_BYTE,
+                                    window->win),
+                            "MPI_Put (mailbox)");
+          }));
+      stats.messages += 1;
+      stats.value_bytes_sent += dataBytes;
+    }
+
+    // Mix with the freshest copy in this rank's mailbox, if it is new.
+    GRADCOMM_RETURN_IF_ERROR(
+        withLock(call, *window, ctx.rank, MPI_LOCK_EXCLUSIVE, [&] {
+          std::memcpy(buffer.data(), window->base + kMailOffset,
+                      static_cast<size_t>(mailBytes));
+          return GRADCOMM_OK;
+        }));
+    MailHeader header;
+    uint64_t trailer = 0;
+    std::memcpy(&header, buffer.data(), sizeof(header));
+    std::memcpy(&trailer, buffer.data() + sizeof(header) + dataBytes,
+                sizeof(trailer));
+    if (header.sequence != 0 && header.sequence != trailer) {
+      window->torn += 1;
+    } else if (header.sequence != 0 &&
+               !(header.sender == window->lastSender &&
+                 header.sequence == window->lastSequence)) {
+      cpu::mix(x,
+               reinterpret_cast<const float *>(buffer.data() + sizeof(header)),
+               count, mixing);
+      window->lastSender = header.sender;
+      window->lastSequence = header.sequence;
+      window->staleness[stalenessBin(static_cast<int64_t>(step) -
+                                     header.senderStep)] += 1;
+      stats.value_bytes_received += dataBytes;
+    }
+    stats.seconds += now() - start;
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_elastic_average_async_f32(const char *stateName,
+                                                   float *x, int64_t count,
+                                                   float alpha,
+                                                   int64_t period) {
+  return guarded("elastic_average_async_f32", stateName, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    const Context &ctx = context();
+    State *state = nullptr;
+    gradcomm_status local = [&] {
+      GRADCOMM_RETURN_IF_ERROR(
+          validateCommon(call, stateName, x, count, period));
+      if (!(alpha > 0.0f) ||
+          !(static_cast<double>(alpha) * ctx.size <= 1.0 + 1e-6))
+        return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                         "'alpha' must be in (0, 1/n], got " +
+                             std::to_string(alpha) +
+                             " with n = " + std::to_string(ctx.size));
+      return lookupState(call, stateName, count, state);
+    }();
+    const MPI_Aint centerBytes =
+        ctx.rank == 0 ? static_cast<MPI_Aint>(sizeof(float)) * count : 0;
+    AsyncWindow *window = nullptr;
+    GRADCOMM_RETURN_IF_ERROR(openWindow(
+        call, stateName, kMailOffset + centerBytes, /*center=*/true, local,
+        window, [&]() -> gradcomm_status {
+          // A fresh state: the center starts at the replicas' mean; a
+          // restored one at its checkpoint (the same on every rank).
+          float *center = state->data();
+          if (state->step == 0) {
+            std::copy(x, x + count, center);
+            GRADCOMM_RETURN_IF_ERROR(allReduceSum(call, center, count));
+            for (int64_t i = 0; i < count; ++i)
+              center[i] = center[i] / static_cast<float>(ctx.size);
+          }
+          if (ctx.rank == 0)
+            std::memcpy(context().windows.at(stateName).base + kMailOffset,
+                        center, static_cast<size_t>(centerBytes));
+          return GRADCOMM_OK;
+        }));
+    GRADCOMM_RETURN_IF_ERROR(pendingFailure(call, *window));
+    bool skip = false;
+    GRADCOMM_RETURN_IF_ERROR(checkReplica(call, *window, x, count, &skip));
+    gradcomm_op_stats &stats = opStats(stateName);
+    stats.calls += 1;
+    const uint64_t step = state->step;
+    state->step += 1;
+    if (skip) {
+      stats.skipped_non_finite += 1;
+      return GRADCOMM_OK;
+    }
+    if (step % period != 0)
+      return GRADCOMM_OK;
+    const double start = now();
+    float *center = state->data();
+    static thread_local std::vector<float> elastic;
+    elastic.resize(count);
+    const int n = static_cast<int>(count);
+    GRADCOMM_RETURN_IF_ERROR(withLock(call, *window, 0, MPI_LOCK_SHARED, [&] {
+      // Element-wise atomic read of the center, then this rank's elastic
+      // difference added to it.
+      GRADCOMM_RETURN_IF_ERROR(readCenter(call, *window, center, n));
+      GRADCOMM_RETURN_IF_ERROR(
+          call.mpi(MPI_Win_flush(0, window->win), "MPI_Win_flush"));
+      for (int64_t i = 0; i < count; ++i) {
+        elastic[i] = alpha * (x[i] - center[i]);
+        x[i] = x[i] - elastic[i];
+      }
+      return call.mpi(MPI_Accumulate(elastic.data(), n, MPI_FLOAT, 0,
+                                     kMailOffset, n, MPI_FLOAT, MPI_SUM,
+                                     window->win),
+                      "MPI_Accumulate (center)");
+    }));
+    const uint64_t bytes = sizeof(float) * static_cast<uint64_t>(count);
+    stats.messages += 2;
+    stats.value_bytes_sent += bytes;
+    stats.value_bytes_received += bytes;
+    stats.seconds += now() - start;
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm::refreshAsyncState(const Call &call,
+                                            const std::string &name,
+                                            State &state) {
+  auto it = context().windows.find(name);
+  if (it == context().windows.end() || !it->second.center || state.count == 0)
+    return GRADCOMM_OK;
+  return withLock(call, it->second, 0, MPI_LOCK_SHARED, [&] {
+    GRADCOMM_RETURN_IF_ERROR(readCenter(call, it->second, state.data(),
+                                        static_cast<int>(state.count)));
+    return call.mpi(MPI_Win_flush(0, it->second.win), "MPI_Win_flush");
+  });
+}
+
+void gradcomm::releaseWindows() {
+  pump.stop();
+  for (auto &[name, window] : context().windows)
+    MPI_Win_free(&window.win);
+  context().windows.clear();
+}
+
+gradcomm_status gradcomm_stats_staleness(const char *stateName,
+                                         uint64_t histogram[8],
+                                         uint64_t *torn) {
+  return guarded("stats_staleness", stateName, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "histogram", histogram));
+    auto &windows = context().windows;
+    auto it = windows.find(stateName);
+    const AsyncWindow empty;
+    const AsyncWindow &window = it == windows.end() ? empty : it->second;
+    std::copy(window.staleness, window.staleness + kStalenessBins, histogram);
+    if (torn)
+      *torn = window.torn;
+    return GRADCOMM_OK;
+  });
+}

@@ -1,0 +1,261 @@
+//===- AsynchronousTest.cpp - Asynchronous gossip and EASGD ---------------===//
+//
+// Part of the GradComm project.
+//
+// What must hold whatever the timing (docs/gossip.md): every run ends (no
+// deadlock) under seeded random delays, a copy is never mixed twice, the
+// elastic updates are never lost (sum of replicas + center is conserved),
+// a failure on one rank reaches every rank, and both methods solve a
+// convex problem (each rank pulls toward its own target; the optimum is
+// their mean).
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+using namespace gradcomm::test;
+
+namespace {
+
+/// Sleeps 0-`maxMicros` us, drawn from (seed, rank, step).
+void randomDelay(uint64_t seed, int rank, int step, int maxMicros) {
+  std::mt19937_64 rng(seed * 1000003 + rank * 7919 + step);
+  usleep(static_cast<useconds_t>(rng() % (maxMicros + 1)));
+}
+
+/// Rank r's target: the optimum of sum_r 0.5 ||x - a_r||^2 is their mean.
+std::vector<float> target(int rank, int64_t count) {
+  return gradient(50, rank, 0, count);
+}
+
+double distance(const std::vector<float> &x, const std::vector<double> &y) {
+  double sum = 0;
+  for (size_t i = 0; i < x.size(); ++i)
+    sum += (x[i] - y[i]) * (x[i] - y[i]);
+  return std::sqrt(sum);
+}
+
+std::vector<double> meanOfTargets(int size, int64_t count) {
+  std::vector<double> mean(count, 0.0);
+  for (int r = 0; r < size; ++r) {
+    std::vector<float> a = target(r, count);
+    for (int64_t i = 0; i < count; ++i)
+      mean[i] += a[i] / size;
+  }
+  return mean;
+}
+
+/// Local step toward this rank's target, then `exchange`, `steps` times
+/// with random delays; returns the distance to the optimum of this rank's
+/// own target (where it would end alone) and of its replica at the end.
+template <typename Exchange>
+std::pair<double, double> solveConvex(uint64_t seed, int steps,
+                                      Exchange &&exchange) {
+  World world;
+  const int64_t count = 200;
+  std::vector<float> a = target(world.rank, count), x(count, 0.0f);
+  std::vector<double> optimum = meanOfTargets(world.size, count);
+  double alone = distance(a, optimum);
+  for (int step = 0; step < steps; ++step) {
+    for (int64_t i = 0; i < count; ++i)
+      x[i] = x[i] - 0.02f * (x[i] - a[i]);
+    randomDelay(seed, world.rank, step, 300);
+    if (exchange(x) != GRADCOMM_OK)
+      return {alone, -1.0};
+    // Ranks drift apart by up to 5 steps (bounded staleness, as workers
+    // that meet at epoch ends; a rank far ahead could only pull toward its
+    // own target, which no method can prevent).
+    if (step % 5 == 4)
+      MPI_Barrier(MPI_COMM_WORLD);
+  }
+  return {alone, distance(x, optimum)};
+}
+
+TEST(AsyncGossip, SolvesAConvexProblemUnderRandomDelays) {
+  World world;
+  if (world.size < 2)
+    GTEST_SKIP() << "needs two ranks";
+  for (uint64_t seed : {1, 2}) {
+    const std::string name = uniqueName("g") + std::to_string(seed);
+    auto [alone, after] = solveConvex(seed, 200, [&](std::vector<float> &x) {
+      return gradcomm_gossip_async_f32(name.c_str(), x.data(), x.size(),
+                                       GRADCOMM_SCHEDULE_RANDOM, 0.5f, seed, 1);
+    });
+    ASSERT_GE(after, 0.0) << gradcomm_last_error();
+    // Every replica ends near the consensus optimum, far nearer than where
+    // it would end alone.
+    EXPECT_LT(after, 0.25 * alone) << "seed " << seed;
+    uint64_t histogram[GRADCOMM_STALENESS_BINS], torn = 1;
+    ASSERT_OK(gradcomm_stats_staleness(name.c_str(), histogram, &torn));
+    uint64_t mixed = 0;
+    for (uint64_t bin : histogram)
+      mixed += bin;
+    EXPECT_GT(mixed, 0u);
+    EXPECT_LE(mixed, 200u);
+    EXPECT_EQ(torn, 0u);
+    gradcomm_op_stats stats;
+    ASSERT_OK(gradcomm_stats_get(name.c_str(), &stats));
+    EXPECT_EQ(stats.calls, 200u);
+    EXPECT_EQ(stats.messages, 200u); // one push per call
+  }
+}
+
+TEST(AsyncGossip, NeverMixesACopyTwice) {
+  World world;
+  if (world.size < 2)
+    GTEST_SKIP() << "needs two ranks";
+  const std::string name = uniqueName("g");
+  const int64_t count = 16;
+  std::vector<float> x(count, static_cast<float>(world.rank));
+  // Everyone pushes once; afterwards only rank 1 calls.
+  ASSERT_OK(gradcomm_gossip_async_f32(name.c_str(), x.data(), count,
+                                      GRADCOMM_SCHEDULE_RANDOM, 0.5f, 0, 1));
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world.rank == 1) {
+    // Mixes whatever is still new in its mailbox, then nothing more.
+    ASSERT_OK(gradcomm_gossip_async_f32(name.c_str(), x.data(), count,
+                                        GRADCOMM_SCHEDULE_RANDOM, 0.5f, 0, 1));
+    std::vector<float> settled = x;
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_OK(gradcomm_gossip_async_f32(
+          name.c_str(), x.data(), count, GRADCOMM_SCHEDULE_RANDOM, 0.5f, 0, 1));
+      EXPECT_EQ(x, settled) << "call " << i;
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST(AsyncGossip, AFailureReachesEveryRank) {
+  World world;
+  const std::string name = uniqueName("g");
+  const int64_t count = 8;
+  std::vector<float> x(count, 1.0f);
+  EXPECT_OK(gradcomm_gossip_async_f32(name.c_str(), x.data(), count,
+                                      GRADCOMM_SCHEDULE_RING, 0.5f, 0, 1));
+  // Every rank past its first call before the failure (else a slow rank's
+  // first call would already report it).
+  MPI_Barrier(MPI_COMM_WORLD);
+  const int failing = world.size - 1;
+  if (world.rank == failing) {
+    x[3] = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_EQ(gradcomm_gossip_async_f32(name.c_str(), x.data(), count,
+                                        GRADCOMM_SCHEDULE_RING, 0.5f, 0, 1),
+              GRADCOMM_ERR_NON_FINITE);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world.rank != failing) {
+    EXPECT_EQ(gradcomm_gossip_async_f32(name.c_str(), x.data(), count,
+                                        GRADCOMM_SCHEDULE_RING, 0.5f, 0, 1),
+              GRADCOMM_ERR_NON_FINITE);
+  }
+  std::string message = gradcomm_last_error();
+  EXPECT_TRUE(contains(message,
+                       "non-finite replica on rank " + std::to_string(failing)))
+      << message;
+  std::vector<float> bytes(message.begin(), message.end());
+  EXPECT_TRUE(sameOnAllRanks(bytes)) << message;
+}
+
+TEST(AsyncGossip, SynchronousGossipRefusesTheRandomSchedule) {
+  std::vector<float> x(4, 1.0f);
+  EXPECT_EQ(gradcomm_gossip_exchange_f32(uniqueName("g").c_str(), x.data(), 4,
+                                         GRADCOMM_SCHEDULE_RANDOM, 0.5f, 0, 1),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(gradcomm_last_error(), "not a pairing"))
+      << gradcomm_last_error();
+}
+
+TEST(AsyncElasticAverage, NoUpdateIsLostUnderRandomDelays) {
+  World world;
+  const int64_t count = 300;
+  for (uint64_t seed : {4, 5}) {
+    const std::string name = uniqueName("e") + std::to_string(seed);
+    const float alpha = 0.5f / static_cast<float>(world.size);
+    std::vector<float> x = gradient(51, world.rank, seed, count);
+    // The first call sets the center to the replicas' mean, so
+    // sum_i x_i + c starts at (n + 1) times that mean; each exchange moves
+    // e from a replica to the center and keeps it; only the drift each
+    // rank adds to its replica changes it.
+    std::vector<double> expected(x.begin(), x.end());
+    MPI_Allreduce(MPI_IN_PLACE, expected.data(), count, MPI_DOUBLE, MPI_SUM,
+                  MPI_COMM_WORLD);
+    for (double &v : expected)
+      v = v * (world.size + 1) / world.size;
+    std::vector<double> drift(count, 0.0);
+    for (int step = 0; step < 60; ++step) {
+      randomDelay(seed, world.rank, step, 500);
+      if (step > 0) {
+        std::vector<float> g = gradient(52, world.rank, step, count);
+        for (int64_t i = 0; i < count; ++i) {
+          x[i] = x[i] + 0.01f * g[i];
+          drift[i] += 0.01f * g[i];
+        }
+      }
+      ASSERT_OK(gradcomm_elastic_average_async_f32(name.c_str(), x.data(),
+                                                   count, alpha, 1));
+    }
+    MPI_Barrier(MPI_COMM_WORLD); // every accumulate has completed
+    std::vector<double> replicas(x.begin(), x.end());
+    MPI_Allreduce(MPI_IN_PLACE, replicas.data(), count, MPI_DOUBLE, MPI_SUM,
+                  MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, drift.data(), count, MPI_DOUBLE, MPI_SUM,
+                  MPI_COMM_WORLD);
+    std::vector<float> center(count);
+    ASSERT_OK(gradcomm_state_read(name.c_str(), center.data(), count));
+    EXPECT_TRUE(sameOnAllRanks(center));
+    double worst = 0;
+    for (int64_t i = 0; i < count; ++i)
+      worst = std::max(
+          worst, std::fabs(replicas[i] + center[i] - (expected[i] + drift[i])));
+    EXPECT_LT(worst, 1e-3) << "seed " << seed;
+  }
+}
+
+TEST(AsyncElasticAverage, SolvesAConvexProblemUnderRandomDelays) {
+  World world;
+  const std::string name = uniqueName("e");
+  const float alpha = 0.9f / static_cast<float>(world.size);
+  auto [alone, after] = solveConvex(6, 200, [&](std::vector<float> &x) {
+    return gradcomm_elastic_average_async_f32(name.c_str(), x.data(), x.size(),
+                                              alpha, 1);
+  });
+  ASSERT_GE(after, 0.0) << gradcomm_last_error();
+  if (world.size > 1)
+    EXPECT_LT(after, 0.25 * alone);
+}
+
+TEST(AsyncElasticAverage, CheckpointKeepsTheCenter) {
+  World world;
+  const int64_t count = 32;
+  const float alpha = 0.5f / static_cast<float>(world.size);
+  std::vector<float> x = gradient(53, world.rank, 0, count);
+  ASSERT_OK(gradcomm_finalize());
+  for (int step = 0; step < 5; ++step)
+    ASSERT_OK(gradcomm_elastic_average_async_f32("center", x.data(), count,
+                                                 alpha, 1));
+  MPI_Barrier(MPI_COMM_WORLD);
+  const std::string path = ::testing::TempDir() + "gradcomm_async_easgd_" +
+                           std::to_string(world.rank);
+  std::vector<float> saved(count), restored(count);
+  ASSERT_OK(gradcomm_state_save(path.c_str()));
+  ASSERT_OK(gradcomm_state_read("center", saved.data(), count));
+  ASSERT_OK(gradcomm_finalize());
+  ASSERT_OK(gradcomm_state_restore(path.c_str()));
+  // The restored center seeds the window (not the replicas' mean).
+  ASSERT_OK(
+      gradcomm_elastic_average_async_f32("center", x.data(), count, alpha, 2));
+  MPI_Barrier(MPI_COMM_WORLD);
+  ASSERT_OK(gradcomm_state_read("center", restored.data(), count));
+  // Step 5 is not an exchange step with period 2 (5 % 2 == 1).
+  EXPECT_EQ(restored, saved);
+  std::remove(path.c_str());
+  ASSERT_OK(gradcomm_finalize());
+}
+
+} // namespace
