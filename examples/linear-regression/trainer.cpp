@@ -410,7 +410,10 @@ int loadWeights(const std::string &path, int rank, std::vector<float> &w,
 } // namespace
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  // MPI_THREAD_MULTIPLE: the asynchronous steps' progress thread needs it
+  // (docs/gossip.md); the others do not mind.
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   Options o = parse(argc, argv);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -52,6 +52,7 @@ GossipRewritePassOptions GossipPipelineOptions::toPassOptions() const {
   options.schedule = schedule;
   options.mixing = mixing;
   options.seed = seed;
+  options.mode = mode;
   options.period = period;
   options.minElements = minElements;
   options.exclude.assign(exclude.begin(), exclude.end());
@@ -65,6 +66,7 @@ EasgdRewritePassOptions EasgdPipelineOptions::toPassOptions() const {
   options.alpha = alpha;
   options.movingRate = movingRate;
   options.period = period;
+  options.mode = mode;
   options.minElements = minElements;
   options.exclude.assign(exclude.begin(), exclude.end());
   options.include.assign(include.begin(), include.end());
@@ -194,9 +196,11 @@ void mlir::gradcomm::buildRewritePipeline(OpPassManager &pm,
     break;
   }
   case Strategy::Gossip:
+  case Strategy::GossipAsync:
     pm.addPass(createGossipRewritePass(options.gossip.toPassOptions()));
     break;
   case Strategy::Easgd:
+  case Strategy::EasgdAsync:
     pm.addPass(createEasgdRewritePass(options.easgd.toPassOptions()));
     break;
   }

@@ -13,6 +13,16 @@
 // --mixing is gossip's.
 // RUN: gradcomm-compile %s -o %t.mlir --emit=mlir --strategy=easgd --period=4 --moving-rate=0.5 --report 2>&1 | FileCheck %s --check-prefix=EASGD
 // EASGD: remark: gradcomm-easgd: elastically averaged parameter 'w': local gradient, alpha = 0.125, period = 4, center @w_easgd
+// The asynchronous strategies: mode=async, random peers for gossip unless
+// --schedule is given, and --mode is theirs to set.
+// RUN: gradcomm-compile %s -o %t.mlir --emit=mlir --strategy=gossip-async --report 2>&1 | FileCheck %s --check-prefix=GOSSIP-ASYNC
+// GOSSIP-ASYNC: gossiped parameter 'w': local gradient, schedule = random, mixing = 0.5, period = 1, mode = async
+// RUN: gradcomm-compile %s -o %t.mlir --emit=mlir --strategy=gossip-async --schedule=ring --report 2>&1 | FileCheck %s --check-prefix=GOSSIP-RING
+// GOSSIP-RING: schedule = ring, mixing = 0.5, period = 1, mode = async
+// RUN: gradcomm-compile %s -o %t.mlir --emit=mlir --strategy=easgd-async --report 2>&1 | FileCheck %s --check-prefix=EASGD-ASYNC
+// EASGD-ASYNC: alpha = 0.225, period = 1, mode = async, center @w_easgd
+// RUN: not gradcomm-compile %s -o %t.o --strategy=easgd-async --mode=sync 2>&1 | FileCheck %s --check-prefix=ASYNC-MODE
+// ASYNC-MODE: gradcomm-compile: --strategy=easgd-async is asynchronous: leave out --mode
 // RUN: not gradcomm-compile %s -o %t.o --strategy=easgd --mixing=0.5 2>&1 | FileCheck %s --check-prefix=EASGD-WRONG
 // EASGD-WRONG: gradcomm-compile: --mixing does not apply to --strategy=easgd (not an option of gradcomm-easgd-pipeline)
 

@@ -29,7 +29,8 @@ PIPELINES = [
 ]
 COMPILE_FLAGS = [["--strategy=dense"], ["--strategy=scalecom", "--ratio=4"],
                  ["--strategy=gossip"], ["--strategy=local-topk"],
-                 ["--strategy=easgd", "--period=2"]]
+                 ["--strategy=easgd", "--period=2"],
+                 ["--strategy=gossip-async"], ["--strategy=easgd-async"]]
 TIME_LIMIT = 30
 
 

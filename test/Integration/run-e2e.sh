@@ -11,6 +11,10 @@
 #       bit-identical to an uninterrupted 20-step run
 #   run-e2e.sh bytes <mpiexec> <n> <trainer> <values> <indices> <args...>
 #       the runtime's counters show the expected bytes per step
+#   run-e2e.sh learns <mpiexec> <n> <async trainer> <sync trainer> <args...>
+#       for the asynchronous steps, whose bits depend on timing: the run
+#       ends, and its mean loss over the last 10 steps is below its first
+#       and within 10 % of the synchronous form's
 set -euo pipefail
 mode=$1 mpiexec=$2 n=$3
 shift 3
@@ -43,6 +47,18 @@ bytes)
   out=$("$mpiexec" -n "$n" "$exe" --quiet "$@")
   echo "$out"
   grep -q "bytes sent per step: values $values, indices $indices " <<<"$out"
+  ;;
+learns)
+  async=$1 sync=$2
+  shift 2
+  # Mean loss of the last 10 logged steps; the first step's loss.
+  tail_loss() { grep '^step .* loss' <<<"$1" | tail -n 10 | awk '{s += $4} END {print s / NR}'; }
+  first_loss() { grep -m1 '^step .* loss' <<<"$1" | awk '{print $4}'; }
+  a=$("$mpiexec" -n "$n" "$async" "$@")
+  s=$("$mpiexec" -n "$n" "$sync" "$@")
+  echo "first $(first_loss "$a"); last 10: async $(tail_loss "$a"), sync $(tail_loss "$s")"
+  awk -v f="$(first_loss "$a")" -v a="$(tail_loss "$a")" -v s="$(tail_loss "$s")" \
+    'BEGIN { exit !(a < f && a <= 1.1 * s) }'
   ;;
 *)
   echo "run-e2e.sh: unknown mode $mode" >&2

@@ -79,8 +79,14 @@ static cl::opt<Strategy> strategy(
                clEnumValN(Strategy::LocalTopk, "local-topk",
                           "local top-k + all-gather baseline"),
                clEnumValN(Strategy::Gossip, "gossip", "gossiping SGD"),
+               clEnumValN(Strategy::GossipAsync, "gossip-async",
+                          "asynchronous gossiping SGD (one-sided, random "
+                          "peers by default)"),
                clEnumValN(Strategy::Easgd, "easgd",
-                          "synchronous elastic averaging SGD")),
+                          "synchronous elastic averaging SGD"),
+               clEnumValN(Strategy::EasgdAsync, "easgd-async",
+                          "asynchronous elastic averaging SGD (center on "
+                          "rank 0)")),
     cl::cat(category));
 
 static cl::opt<std::string> onError(
@@ -184,8 +190,12 @@ static StringRef strategyName(Strategy chosen) {
     return "local-topk";
   case Strategy::Gossip:
     return "gossip";
+  case Strategy::GossipAsync:
+    return "gossip-async";
   case Strategy::Easgd:
     return "easgd";
+  case Strategy::EasgdAsync:
+    return "easgd-async";
   }
   llvm_unreachable("unknown strategy");
 }
@@ -211,8 +221,10 @@ optionsFor(Strategy chosen, gradcomm::CompileOptions &options) {
   case Strategy::LocalTopk:
     return bindTo("gradcomm-scalecom-pipeline", options.scalecom);
   case Strategy::Gossip:
+  case Strategy::GossipAsync:
     return bindTo("gradcomm-gossip-pipeline", options.gossip);
   case Strategy::Easgd:
+  case Strategy::EasgdAsync:
     return bindTo("gradcomm-easgd-pipeline", options.easgd);
   }
   llvm_unreachable("unknown strategy");
@@ -262,6 +274,24 @@ static LogicalResult applyPipelineFlags(ArrayRef<PipelineFlag> flags,
                                         gradcomm::CompileOptions &options) {
   std::optional<StrategyOptions> target = optionsFor(strategy, options);
   std::string text;
+  // The asynchronous strategies are their pipeline with mode=async (and,
+  // for gossip, the paper's random peers unless --schedule says otherwise).
+  const bool async =
+      strategy == Strategy::GossipAsync || strategy == Strategy::EasgdAsync;
+  if (async) {
+    text = "mode=async";
+    auto given = [&](StringRef name) {
+      return llvm::any_of(
+          flags, [&](const PipelineFlag &flag) { return flag.name == name; });
+    };
+    if (given("mode")) {
+      llvm::errs() << "gradcomm-compile: --strategy=" << strategyName(strategy)
+                   << " is asynchronous: leave out --mode\n";
+      return failure();
+    }
+    if (strategy == Strategy::GossipAsync && !given("schedule"))
+      text += " schedule=random";
+  }
   for (const PipelineFlag &flag : flags) {
     if (flag.name == "compressor") {
       llvm::errs() << "gradcomm-compile: choose the compressor with "

@@ -109,6 +109,12 @@ struct EasgdPipelineOptions
                          llvm::cl::desc("Exchange with the center every tau "
                                         "steps"),
                          llvm::cl::init(1)};
+  Option<ExchangeMode> mode{
+      *this, "mode",
+      llvm::cl::desc("sync: exchanges meet | async: one-sided, nobody waits"),
+      llvm::cl::init(ExchangeMode::Sync),
+      llvm::cl::values(clEnumValN(ExchangeMode::Sync, "sync", "both meet"),
+                       clEnumValN(ExchangeMode::Async, "async", "one-sided"))};
   Option<int64_t> minElements{
       *this, "min-elements",
       llvm::cl::desc("Smaller parameters keep their dense all-reduce"),
@@ -139,12 +145,20 @@ struct GossipPipelineOptions
       llvm::cl::values(
           clEnumValN(Schedule::Matching, "matching", "shared-seed matching"),
           clEnumValN(Schedule::Ring, "ring", "alternating neighbours"),
-          clEnumValN(Schedule::Hypercube, "hypercube", "i XOR 2^(t mod d)"))};
+          clEnumValN(Schedule::Hypercube, "hypercube", "i XOR 2^(t mod d)"),
+          clEnumValN(Schedule::Random, "random",
+                     "random peer per rank and step (async)"))};
   Option<double> mixing{*this, "mixing",
                         llvm::cl::desc("Mixing weight in (0, 1)"),
                         llvm::cl::init(0.5)};
   Option<int64_t> seed{*this, "seed", llvm::cl::desc("Shared seed"),
                        llvm::cl::init(0)};
+  Option<ExchangeMode> mode{
+      *this, "mode",
+      llvm::cl::desc("sync: exchanges meet | async: one-sided, nobody waits"),
+      llvm::cl::init(ExchangeMode::Sync),
+      llvm::cl::values(clEnumValN(ExchangeMode::Sync, "sync", "both meet"),
+                       clEnumValN(ExchangeMode::Async, "async", "one-sided"))};
   Option<int64_t> period{*this, "period",
                          llvm::cl::desc("Exchange every p steps"),
                          llvm::cl::init(1)};
@@ -211,7 +225,15 @@ void buildBufferizationPipeline(OpPassManager &pm,
 void buildLLVMLoweringPipeline(OpPassManager &pm, bool exportCInterface);
 
 /// How gradient all-reduces are communicated by a compiled step.
-enum class Strategy { Dense, ScaleCom, LocalTopk, Gossip, Easgd };
+enum class Strategy {
+  Dense,
+  ScaleCom,
+  LocalTopk,
+  Gossip,
+  GossipAsync,
+  Easgd,
+  EasgdAsync
+};
 
 /// Everything gradcomm-compile decides: the strategy and the options of the
 /// rewrite it runs (the pipeline option structs above, bound to its flags).

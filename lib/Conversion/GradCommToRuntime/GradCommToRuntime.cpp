@@ -37,12 +37,12 @@ static_assert(static_cast<int>(Reduction::Sum) == GRADCOMM_REDUCE_SUM &&
                   static_cast<int>(Reduction::Average) ==
                       GRADCOMM_REDUCE_AVERAGE,
               "Reduction enum and gradcomm_reduction disagree");
-static_assert(static_cast<int>(Schedule::Matching) ==
-                      GRADCOMM_SCHEDULE_MATCHING &&
-                  static_cast<int>(Schedule::Ring) == GRADCOMM_SCHEDULE_RING &&
-                  static_cast<int>(Schedule::Hypercube) ==
-                      GRADCOMM_SCHEDULE_HYPERCUBE,
-              "Schedule enum and gradcomm_schedule disagree");
+static_assert(
+    static_cast<int>(Schedule::Matching) == GRADCOMM_SCHEDULE_MATCHING &&
+        static_cast<int>(Schedule::Ring) == GRADCOMM_SCHEDULE_RING &&
+        static_cast<int>(Schedule::Hypercube) == GRADCOMM_SCHEDULE_HYPERCUBE &&
+        static_cast<int>(Schedule::Random) == GRADCOMM_SCHEDULE_RANDOM,
+    "Schedule enum and gradcomm_schedule disagree");
 
 //===----------------------------------------------------------------------===//
 // The runtime's functions, declared once each from one table
@@ -60,7 +60,9 @@ enum class RuntimeFn {
   MemoryUpdate,
   LocalTopkAllGather,
   GossipExchange,
+  GossipAsync,
   ElasticAverage,
+  ElasticAverageAsync,
   Check,
   Record,
   ExpectGroupSize,
@@ -101,8 +103,13 @@ const RuntimeFnSpec kRuntimeFns[] = {
     {RuntimeFn::GossipExchange, "gradcomm_rt_gossip_exchange_f32", true,
      Kind::I32, {Kind::Str, Kind::BufF32, Kind::I32, Kind::F32, Kind::I64,
                  Kind::I64}},
+    {RuntimeFn::GossipAsync, "gradcomm_rt_gossip_async_f32", true,
+     Kind::I32, {Kind::Str, Kind::BufF32, Kind::I32, Kind::F32, Kind::I64,
+                 Kind::I64}},
     {RuntimeFn::ElasticAverage, "gradcomm_rt_elastic_average_f32", true,
      Kind::I32, {Kind::Str, Kind::BufF32, Kind::F32, Kind::I64}},
+    {RuntimeFn::ElasticAverageAsync, "gradcomm_rt_elastic_average_async_f32",
+     true, Kind::I32, {Kind::Str, Kind::BufF32, Kind::F32, Kind::I64}},
     {RuntimeFn::Check, "gradcomm_rt_check", false, Kind::None, {Kind::I32}},
     {RuntimeFn::Record, "gradcomm_rt_record", false, Kind::None, {Kind::I32}},
     {RuntimeFn::ExpectGroupSize, "gradcomm_rt_expect_group_size", false,
@@ -480,12 +487,15 @@ struct GossipExchangePattern : public RuntimePattern<GossipExchangeOp> {
     RuntimeCalls rt = calls(rewriter, op);
     // Mixed in place: the input's buffer when nothing reads it later.
     Value x = rt.buffer(adaptor.getInput(), /*readOnly=*/false);
-    if (failed(rt.callChecked(RuntimeFn::GossipExchange,
-                              {rt.string(op.getState()), rt.unranked(x),
-                               rt.i32(static_cast<int32_t>(op.getSchedule())),
-                               rt.f32(op.getMixing().convertToDouble()),
-                               rt.i64(op.getSeedAttr().getInt()),
-                               rt.i64(op.getPeriodAttr().getInt())})))
+    RuntimeFn fn = op.getMode() == ExchangeMode::Async
+                       ? RuntimeFn::GossipAsync
+                       : RuntimeFn::GossipExchange;
+    if (failed(
+            rt.callChecked(fn, {rt.string(op.getState()), rt.unranked(x),
+                                rt.i32(static_cast<int32_t>(op.getSchedule())),
+                                rt.f32(op.getMixing().convertToDouble()),
+                                rt.i64(op.getSeedAttr().getInt()),
+                                rt.i64(op.getPeriodAttr().getInt())})))
       return failure();
     rewriter.replaceOp(op, rt.toTensor(x, op.getResult().getType()));
     return success();
@@ -501,10 +511,12 @@ struct ElasticAveragePattern : public RuntimePattern<ElasticAverageOp> {
     // Pulled toward the center in place: the input's buffer when nothing
     // reads it later.
     Value x = rt.buffer(adaptor.getInput(), /*readOnly=*/false);
-    if (failed(rt.callChecked(RuntimeFn::ElasticAverage,
-                              {rt.string(op.getState()), rt.unranked(x),
-                               rt.f32(op.getAlpha().convertToDouble()),
-                               rt.i64(op.getPeriodAttr().getInt())})))
+    RuntimeFn fn = op.getMode() == ExchangeMode::Async
+                       ? RuntimeFn::ElasticAverageAsync
+                       : RuntimeFn::ElasticAverage;
+    if (failed(rt.callChecked(fn, {rt.string(op.getState()), rt.unranked(x),
+                                   rt.f32(op.getAlpha().convertToDouble()),
+                                   rt.i64(op.getPeriodAttr().getInt())})))
       return failure();
     rewriter.replaceOp(op, rt.toTensor(x, op.getResult().getType()));
     return success();

@@ -243,30 +243,56 @@ int32_t _mlir_ciface_gradcomm_rt_local_topk_all_gather_f32(
       static_cast<gradcomm_reduction>(reduction), nullptr);
 }
 
+namespace {
+
+/// The view of a replica `x` (validated on every rank), for the exchange
+/// ops; also refuses a negative seed.
+gradcomm_status unpackReplica(const char *operation, const char *state,
+                              gradcomm_unranked_memref *x, int64_t seed,
+                              View<float> &view) {
+  return guarded(operation, state, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    // A bad descriptor on one rank fails every rank.
+    return validateCollectively(call, [&] {
+      GRADCOMM_RETURN_IF_ERROR(unpack(call, "x", x, view));
+      if (seed < 0)
+        return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                         "'seed' must be >= 0, got " + std::to_string(seed));
+      return GRADCOMM_OK;
+    });
+  });
+}
+
+} // namespace
+
 int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_f32(
     const char *state, gradcomm_unranked_memref *x, int32_t schedule,
     float mixing, int64_t seed, int64_t period) {
   if (gradcomm_status failed = stepFailure())
     return failed;
   View<float> view;
-  gradcomm_status status =
-      guarded("gossip_exchange_f32", state, [&](const Call &call) {
-        GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-        // A bad descriptor on one rank fails every rank.
-        return validateCollectively(call, [&] {
-          GRADCOMM_RETURN_IF_ERROR(unpack(call, "x", x, view));
-          if (seed < 0)
-            return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                             "'seed' must be >= 0, got " +
-                                 std::to_string(seed));
-          return GRADCOMM_OK;
-        });
-      });
-  if (status != GRADCOMM_OK)
+  if (gradcomm_status status =
+          unpackReplica("gossip_exchange_f32", state, x, seed, view))
     return status;
   return gradcomm_gossip_exchange_f32(
       state, view.data, view.count, static_cast<gradcomm_schedule>(schedule),
       mixing, static_cast<uint64_t>(seed), period);
+}
+
+int32_t _mlir_ciface_gradcomm_rt_gossip_async_f32(const char *state,
+                                                  gradcomm_unranked_memref *x,
+                                                  int32_t schedule,
+                                                  float mixing, int64_t seed,
+                                                  int64_t period) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
+  View<float> view;
+  if (gradcomm_status status =
+          unpackReplica("gossip_async_f32", state, x, seed, view))
+    return status;
+  return gradcomm_gossip_async_f32(state, view.data, view.count,
+                                   static_cast<gradcomm_schedule>(schedule),
+                                   mixing, static_cast<uint64_t>(seed), period);
 }
 
 int32_t
@@ -276,17 +302,24 @@ _mlir_ciface_gradcomm_rt_elastic_average_f32(const char *state,
   if (gradcomm_status failed = stepFailure())
     return failed;
   View<float> view;
-  gradcomm_status status =
-      guarded("elastic_average_f32", state, [&](const Call &call) {
-        GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-        // A bad descriptor on one rank fails every rank.
-        return validateCollectively(call,
-                                    [&] { return unpack(call, "x", x, view); });
-      });
-  if (status != GRADCOMM_OK)
+  if (gradcomm_status status =
+          unpackReplica("elastic_average_f32", state, x, 0, view))
     return status;
   return gradcomm_elastic_average_f32(state, view.data, view.count, alpha,
                                       period);
+}
+
+int32_t _mlir_ciface_gradcomm_rt_elastic_average_async_f32(
+    const char *state, gradcomm_unranked_memref *x, float alpha,
+    int64_t period) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
+  View<float> view;
+  if (gradcomm_status status =
+          unpackReplica("elastic_average_async_f32", state, x, 0, view))
+    return status;
+  return gradcomm_elastic_average_async_f32(state, view.data, view.count, alpha,
+                                            period);
 }
 
 //===----------------------------------------------------------------------===//

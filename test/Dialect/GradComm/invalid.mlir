@@ -437,7 +437,7 @@ func.func @hypercube_not_pow2(%x: tensor<16xf32>) {
 shard.grid @grid(shape = 4)
 gradcomm.state @c
 func.func @bad_schedule(%x: tensor<16xf32>) {
-  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'schedule' [matching, ring, hypercube]}}
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'schedule' [matching, ring, hypercube, random]}}
   %r = gradcomm.gossip_exchange %x state @c on @grid grid_axes = [0] schedule = star mixing = 0.5 seed = 0 period = 1 : tensor<16xf32>
   return
 }
@@ -469,6 +469,16 @@ gradcomm.state @c
 func.func @gossip_result_type(%x: tensor<16xf32>) {
   // expected-error @+1 {{failed to verify that all of {input, result} have same type}}
   %r = "gradcomm.gossip_exchange"(%x) {state = @c, grid = @grid, grid_axes = array<i16: 0>, schedule = 1 : i32, mixing = 0.5 : f64, seed = 0 : i64, period = 1 : i64} : (tensor<16xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+shard.grid @grid(shape = 4)
+gradcomm.state @c
+func.func @random_needs_async(%x: tensor<16xf32>) {
+  // expected-error @+1 {{'schedule' random is not a pairing: it needs mode = async}}
+  %r = gradcomm.gossip_exchange %x state @c on @grid grid_axes = [0] schedule = random mixing = 0.5 seed = 0 period = 1 : tensor<16xf32>
   return
 }
 

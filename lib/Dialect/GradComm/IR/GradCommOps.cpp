@@ -256,6 +256,9 @@ LogicalResult GossipExchangeOp::verify() {
   int64_t seed = getSeedAttr().getInt();
   if (seed < 0)
     return emitOpError() << "'seed' must be >= 0, got " << seed;
+  if (getSchedule() == Schedule::Random && getMode() != ExchangeMode::Async)
+    return emitOpError() << "'schedule' random is not a pairing: it needs "
+                            "mode = async";
   return success();
 }
 

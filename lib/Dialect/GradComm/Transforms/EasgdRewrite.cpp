@@ -79,6 +79,7 @@ EasgdRewritePass::plan(shard::AllReduceOp op, const RewriteDecision &decision,
                            << " times the group size " << groupSize
                            << " (the center's moving rate) must be <= 1";
   const int64_t chosenPeriod = decision.overrides.period.value_or(period);
+  const ExchangeMode chosenMode = mode;
   auto grid = op.getGridAttr();
   auto axes = op.getGridAxesAttr();
   return ExchangeBuilder([=](OpBuilder &b, Location loc, Value updated,
@@ -92,11 +93,14 @@ EasgdRewritePass::plan(shard::AllReduceOp op, const RewriteDecision &decision,
     auto average = ElasticAverageOp::create(
         b, loc, updated.getType(), updated,
         FlatSymbolRefAttr::get(state.getSymNameAttr()), grid, axes,
-        b.getF64FloatAttr(chosenAlpha), b.getI64IntegerAttr(chosenPeriod));
-    std::string details = (", alpha = " + formatNumber(chosenAlpha) +
-                           ", period = " + std::to_string(chosenPeriod) +
-                           ", center @" + state.getSymName())
-                              .str();
+        b.getF64FloatAttr(chosenAlpha), b.getI64IntegerAttr(chosenPeriod),
+        ExchangeModeAttr::get(b.getContext(), chosenMode));
+    std::string details =
+        (", alpha = " + formatNumber(chosenAlpha) +
+         ", period = " + std::to_string(chosenPeriod) +
+         (chosenMode == ExchangeMode::Async ? ", mode = async" : "") +
+         ", center @" + state.getSymName())
+            .str();
     return Exchange{average.getResult(), "elastically averaged", details};
   });
 }

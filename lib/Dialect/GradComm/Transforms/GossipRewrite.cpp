@@ -55,6 +55,9 @@ LogicalResult GossipRewritePass::validateOptions() {
   if (minElements < 0)
     return module.emitError() << kPass << ": option 'min-elements' must be "
                               << ">= 0, got " << int64_t(minElements);
+  if (schedule == Schedule::Random && mode != ExchangeMode::Async)
+    return module.emitError() << kPass << ": schedule 'random' is not a "
+                              << "pairing: it needs mode=async";
   return success();
 }
 
@@ -66,6 +69,9 @@ GossipRewritePass::plan(shard::AllReduceOp op, const RewriteDecision &decision,
   Schedule chosenSchedule = overrides.schedule.value_or(schedule);
   double chosenMixing = overrides.mixing.value_or(mixing);
   int64_t chosenPeriod = overrides.period.value_or(period);
+  if (chosenSchedule == Schedule::Random && mode != ExchangeMode::Async)
+    return op->emitError() << kPass << ": schedule 'random' is not a "
+                           << "pairing: it needs mode=async";
   if (chosenSchedule == Schedule::Hypercube &&
       !ShapedType::isDynamic(groupSize) && !llvm::isPowerOf2_64(groupSize))
     return op->emitError() << kPass << ": the hypercube schedule needs a "
@@ -73,6 +79,7 @@ GossipRewritePass::plan(shard::AllReduceOp op, const RewriteDecision &decision,
   auto grid = op.getGridAttr();
   auto axes = op.getGridAxesAttr();
   int64_t sharedSeed = seed;
+  ExchangeMode chosenMode = mode;
   return ExchangeBuilder([=](OpBuilder &b, Location loc, Value updated,
                              StringRef parameter, SymbolTable &symbolTable) {
     MLIRContext *ctx = b.getContext();
@@ -85,12 +92,15 @@ GossipRewritePass::plan(shard::AllReduceOp op, const RewriteDecision &decision,
         b, loc, updated.getType(), updated,
         FlatSymbolRefAttr::get(state.getSymNameAttr()), grid, axes,
         ScheduleAttr::get(ctx, chosenSchedule), b.getF64FloatAttr(chosenMixing),
-        b.getI64IntegerAttr(sharedSeed), b.getI64IntegerAttr(chosenPeriod));
-    std::string details = (", schedule = " + stringifySchedule(chosenSchedule) +
-                           ", mixing = " + formatNumber(chosenMixing) +
-                           ", period = " + std::to_string(chosenPeriod) +
-                           ", state @" + state.getSymName())
-                              .str();
+        b.getI64IntegerAttr(sharedSeed), b.getI64IntegerAttr(chosenPeriod),
+        ExchangeModeAttr::get(ctx, chosenMode));
+    std::string details =
+        (", schedule = " + stringifySchedule(chosenSchedule) +
+         ", mixing = " + formatNumber(chosenMixing) +
+         ", period = " + std::to_string(chosenPeriod) +
+         (chosenMode == ExchangeMode::Async ? ", mode = async" : "") +
+         ", state @" + state.getSymName())
+            .str();
     return Exchange{exchange.getResult(), "gossiped", details};
   });
 }

@@ -122,7 +122,21 @@ def GradComm_Schedule : I32EnumAttr<"Schedule",
   // Left/right neighbour alternating by step and rank parity.
   I32EnumAttrCase<"Ring", 1, "ring">,
   // rank XOR 2^(step mod log2 n); the group size must be a power of two.
-  I32EnumAttrCase<"Hypercube", 2, "hypercube">
+  I32EnumAttrCase<"Hypercube", 2, "hypercube">,
+  // An independent random peer per rank and step (seed, rank, step); not a
+  // pairing, so asynchronous exchanges only.
+  I32EnumAttrCase<"Random", 3, "random">
+]> {
+  let cppNamespace = "::mlir::gradcomm";
+}
+
+def GradComm_ExchangeMode : I32EnumAttr<"ExchangeMode",
+    "Whether a parameter exchange waits for its peers", [
+  // Both sides of an exchange meet (a paired swap, an all-reduce).
+  I32EnumAttrCase<"Sync", 0, "sync">,
+  // MPI-3 one-sided: push and mix, or read and move the center, without
+  // waiting for any other rank.
+  I32EnumAttrCase<"Async", 1, "async">
 ]> {
   let cppNamespace = "::mlir::gradcomm";
 }

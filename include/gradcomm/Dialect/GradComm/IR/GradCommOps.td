@@ -293,6 +293,12 @@ def GradComm_GossipExchangeOp : GradComm_Op<"gossip_exchange", [
     symmetric, so the mixing is doubly stochastic and the mean of the
     replicas is preserved. The counter advances on every call.
 
+    With `mode = async` (gossiping SGD as in Jin et al. 2016) nobody waits:
+    the rank pushes its tensor into the peer's mailbox (MPI-3 one-sided)
+    and mixes with the freshest copy that arrived in its own, if any; the
+    peer may come from any schedule, `random` (an independent draw per rank
+    and step) being the paper's. The mixing is then not symmetric.
+
     Example:
 
     ```mlir
@@ -308,13 +314,15 @@ def GradComm_GossipExchangeOp : GradComm_Op<"gossip_exchange", [
     GradComm_Schedule:$schedule,
     F64Attr:$mixing,
     DefaultValuedAttr<I64Attr, "0">:$seed,
-    DefaultValuedAttr<I64Attr, "1">:$period
+    DefaultValuedAttr<I64Attr, "1">:$period,
+    DefaultValuedAttr<GradComm_ExchangeMode,
+                      "::mlir::gradcomm::ExchangeMode::Sync">:$mode
   ));
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $input `state` $state `on` $grid `grid_axes` `=` $grid_axes
     `schedule` `=` $schedule `mixing` `=` $mixing
-    `seed` `=` $seed `period` `=` $period
+    `seed` `=` $seed `period` `=` $period (`mode` `=` $mode^)?
     attr-dict `:` type($input)
   }];
   let hasVerifier = 1;
@@ -348,6 +356,10 @@ def GradComm_ElasticAverageOp : GradComm_Op<"elastic_average", [
     at most 1; `sum_i x_i + c` is unchanged by an exchange. The counter
     advances on every call.
 
+    With `mode = async` the center lives in rank 0's memory (an MPI-3
+    window): each rank reads it, moves by `e = alpha (x_i - c)` and adds `e`
+    to it (an atomic accumulate), without waiting for the others.
+
     Example:
 
     ```mlir
@@ -360,12 +372,14 @@ def GradComm_ElasticAverageOp : GradComm_Op<"elastic_average", [
     FlatSymbolRefAttr:$state),
     GradComm_GroupArgs, (ins
     F64Attr:$alpha,
-    DefaultValuedAttr<I64Attr, "1">:$period
+    DefaultValuedAttr<I64Attr, "1">:$period,
+    DefaultValuedAttr<GradComm_ExchangeMode,
+                      "::mlir::gradcomm::ExchangeMode::Sync">:$mode
   ));
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $input `state` $state `on` $grid `grid_axes` `=` $grid_axes
-    `alpha` `=` $alpha `period` `=` $period
+    `alpha` `=` $alpha `period` `=` $period (`mode` `=` $mode^)?
     attr-dict `:` type($input)
   }];
   let hasVerifier = 1;
