@@ -25,12 +25,14 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -145,6 +147,9 @@ Evaluation evaluate(const Model &model, const Dataset &test, int begin,
 void check(gradcomm_status status) {
   if (status != GRADCOMM_OK) {
     std::fprintf(stderr, "%s\n", gradcomm_last_error());
+    // mpiexec kills every rank at the first MPI_Abort: let the message out.
+    std::fflush(stderr);
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
 }
@@ -173,6 +178,29 @@ struct Options {
   int evalEvery = 0;   // 0: evaluate at the end only
   int evalSamples = 0; // 0: the whole test set
   std::string label = "run", logPath, dir;
+  /// --straggler RANK:FACTOR: that rank computes FACTOR times slower.
+  int stragglerRank = -1;
+  double stragglerFactor = 1.0;
+  /// --delay-ms M: every rank sleeps an exponential delay of mean M ms per
+  /// step, drawn from (--delay-seed, rank).
+  double delayMs = 0.0;
+  uint32_t delaySeed = 0;
+  /// --compute-ms C: every rank also sleeps C ms per step, a model whose
+  /// compute is C ms (what a straggler's factor then multiplies). Sleeps,
+  /// not spins: ranks that share cores do not slow each other down.
+  double computeMs = 0.0;
+  /// --time-budget S: train S seconds (instead of --steps/--epochs) and
+  /// evaluate --eval-times times at evenly spaced times.
+  double timeBudget = 0.0;
+  int evalTimes = 8;
+  /// --stop-alone: in a time-bounded run, each rank stops and evaluates by
+  /// its own clock (asynchronous strategies: their steps need no other
+  /// rank). Otherwise the ranks agree every step, as the collectives of a
+  /// synchronous step need every rank at the same step.
+  bool stopAlone = false;
+  /// --free-running: no barrier before each step (stragglers and delays
+  /// imply it): time is the elapsed wall time, as a user sees it.
+  bool freeRunning = false;
 };
 
 /// Parses the command line; false (after a message on rank 0) when bad.
@@ -202,13 +230,42 @@ bool parseOptions(int argc, char **argv, int rank, Options &options) {
       options.logPath = value;
     else if (a == "--data" && ok)
       options.dir = value;
-    else
+    else if (a == "--straggler" && ok) {
+      options.stragglerRank = int(std::strtol(value, &end, 10));
+      if (*end == ':')
+        options.stragglerFactor = std::strtod(end + 1, &end);
+      else
+        ok = false;
+      options.freeRunning = true;
+    } else if (a == "--delay-ms" && ok) {
+      options.delayMs = std::strtod(value, &end);
+      options.freeRunning = true;
+    } else if (a == "--compute-ms" && ok) {
+      options.computeMs = std::strtod(value, &end);
+      options.freeRunning = true;
+    } else if (a == "--delay-seed" && ok)
+      options.delaySeed = uint32_t(std::strtoul(value, &end, 10));
+    else if (a == "--time-budget" && ok) {
+      options.timeBudget = std::strtod(value, &end);
+      options.freeRunning = true;
+    } else if (a == "--eval-times" && ok)
+      options.evalTimes = int(std::strtol(value, &end, 10));
+    else if (a == "--stop-alone") {
+      options.stopAlone = true;
+      --i; // no value
+    } else if (a == "--free-running") {
+      options.freeRunning = true;
+      --i; // no value
+    } else
       ok = false;
     // Numbers must parse whole and be in range.
     if (ok && end && (*end != '\0' || end == value))
       ok = false;
     if (ok && (options.steps < 0 || options.epochs < 0 || options.lr <= 0 ||
-               options.evalEvery < 0 || options.evalSamples < 0))
+               options.evalEvery < 0 || options.evalSamples < 0 ||
+               options.stragglerFactor < 1.0 || options.delayMs < 0 ||
+               options.computeMs < 0 || options.timeBudget < 0 ||
+               options.evalTimes < 1))
       ok = false;
     if (!ok) {
       if (rank == 0)
@@ -216,7 +273,11 @@ bool parseOptions(int argc, char **argv, int rank, Options &options) {
             stderr,
             "trainer: bad argument '%s'\nusage: trainer [--seed S] "
             "[--steps N | --epochs E] [--lr LR] [--eval-every N] "
-            "[--eval-samples N] [--label L] [--log file.csv] [--data dir]\n",
+            "[--eval-samples N] [--label L] [--log file.csv] [--data dir] "
+            "[--straggler RANK:FACTOR] [--delay-ms M --delay-seed S] "
+            "[--compute-ms C] [--time-budget S --eval-times K "
+            "[--stop-alone]] "
+            "[--free-running]\n",
             a.c_str());
       return false;
     }
@@ -228,7 +289,7 @@ bool parseOptions(int argc, char **argv, int rank, Options &options) {
 /// What one evaluation logs.
 struct Record {
   int step = 0;
-  double epoch = 0, wallSeconds = 0, commSeconds = 0;
+  double epoch = 0, wallSeconds = 0, commSeconds = 0, elapsedSeconds = 0;
   double valueBytes = 0, indexBytes = 0; // per rank, since the start
   double trainLoss = 0, testLoss = 0, testAccuracy = 0;
   double replicaMean = 0, replicaMin = 0, replicaMax = 0, consensus = 0;
@@ -243,7 +304,7 @@ void communication(double &seconds, double &valueBytes, double &indexBytes) {
   seconds = valueBytes = indexBytes = 0.0;
   std::vector<std::string> names = {"loss"};
   for (const char *name : kParameters)
-    for (const char *suffix : {"_grad", "_gossip"})
+    for (const char *suffix : {"_grad", "_gossip", "_easgd"})
       names.push_back(std::string(name) + suffix);
   for (const std::string &name : names) {
     gradcomm_op_stats stats{};
@@ -297,8 +358,26 @@ void evaluateAll(Model &model, const Dataset &test, int samples, int rank,
 
 } // namespace
 
+/// MPI errors in the trainer's own calls: the error text, then the end.
+void reportMpiError(MPI_Comm *, int *code, ...) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(*code, text, &length);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::fprintf(stderr, "trainer: MPI error on rank %d: %s\n", rank, text);
+  std::fflush(stderr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  // MPI_THREAD_MULTIPLE: the asynchronous steps' progress thread needs it.
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Errhandler errors;
+  MPI_Comm_create_errhandler(reportMpiError, &errors);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, errors);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -367,19 +446,43 @@ int main(int argc, char **argv) {
     std::fprintf(log, "label,seed,ranks,step,epoch,wall_s,comm_s,"
                       "value_bytes,index_bytes,train_loss,test_loss,"
                       "test_acc,replica_acc_mean,replica_acc_min,"
-                      "replica_acc_max,consensus\n");
+                      "replica_acc_max,consensus,elapsed_s\n");
   }
+
+  // Stragglers and random delays: sleeps before a step, so the rank's
+  // compute looks slower (the factor applies to this rank's measured
+  // compute time: its step time less its communication time).
+  std::mt19937 delayRng(options.delaySeed * 7919u + uint32_t(rank));
+  std::exponential_distribution<double> delay(
+      options.delayMs > 0 ? 1.0 / options.delayMs : 1.0);
+  double computeEstimate = 0.0; // seconds per step, moving average
+  auto slowDown = [&] {
+    const double compute = options.computeMs * 1e-3 + computeEstimate;
+    double seconds = options.computeMs * 1e-3;
+    if (rank == options.stragglerRank)
+      seconds += (options.stragglerFactor - 1.0) * compute;
+    if (options.delayMs > 0)
+      seconds += delay(delayRng) * 1e-3;
+    if (seconds > 0)
+      std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  };
 
   std::vector<float> x(kBatch * kIn), y(kBatch * kClasses);
   std::vector<float> scale = {float(options.lr / globalBatch)};
   double wallSeconds = 0.0, lossSum = 0.0;
   int lossCount = 0;
   Record last;
+  double trainingStart = 0.0;
   auto record = [&](int step) {
     Record r;
     r.step = step;
     r.epoch = double(step) * globalBatch / train.count;
     r.wallSeconds = wallSeconds;
+    // Since the start, as the slowest rank sees it (the counters'
+    // all-reduce below waits for it anyway).
+    double elapsed = MPI_Wtime() - trainingStart;
+    MPI_Allreduce(&elapsed, &r.elapsedSeconds, 1, MPI_DOUBLE, MPI_MAX,
+                  MPI_COMM_WORLD);
     double counters[3];
     communication(counters[0], counters[1], counters[2]);
     MPI_Allreduce(MPI_IN_PLACE, counters, 3, MPI_DOUBLE, MPI_SUM,
@@ -394,17 +497,19 @@ int main(int argc, char **argv) {
     if (log) {
       std::fprintf(log,
                    "%s,%u,%d,%d,%.4f,%.4f,%.4f,%.0f,%.0f,%.6f,%.6f,%.6f,%.6f,"
-                   "%.6f,%.6f,%.6g\n",
+                   "%.6f,%.6f,%.6g,%.4f\n",
                    options.label.c_str(), options.seed, size, r.step, r.epoch,
                    r.wallSeconds, r.commSeconds, r.valueBytes, r.indexBytes,
                    r.trainLoss, r.testLoss, r.testAccuracy, r.replicaMean,
-                   r.replicaMin, r.replicaMax, r.consensus);
+                   r.replicaMin, r.replicaMax, r.consensus, r.elapsedSeconds);
       std::fflush(log);
     }
     last = r;
   };
 
-  for (int step = 0; step < steps; ++step) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  trainingStart = MPI_Wtime();
+  auto trainStep = [&](int step) {
     if (step % stepsPerEpoch == 0)
       std::shuffle(order.begin(), order.end(), dataRng);
     const size_t base = size_t(step % stepsPerEpoch) * globalBatch;
@@ -422,10 +527,21 @@ int main(int argc, char **argv) {
     gradcomm_memref_f32_1d b1 = view1d(model.b1), b2 = view1d(model.b2);
     gradcomm_memref_f32_0d lr = {scale.data(), scale.data(), 0};
     step_results r;
-    MPI_Barrier(MPI_COMM_WORLD);
+    if (!options.freeRunning)
+      MPI_Barrier(MPI_COMM_WORLD);
+    slowDown();
+    double commBefore = 0, unused1 = 0, unused2 = 0;
+    communication(commBefore, unused1, unused2);
     double start = MPI_Wtime();
     _mlir_ciface_step(&r, &w1, &b1, &w2, &b2, &xd, &yd, &lr);
-    wallSeconds += MPI_Wtime() - start;
+    double stepSeconds = MPI_Wtime() - start;
+    wallSeconds += stepSeconds;
+    double commAfter = 0;
+    communication(commAfter, unused1, unused2);
+    const double compute =
+        std::max(0.0, stepSeconds - (commAfter - commBefore));
+    computeEstimate =
+        step == 0 ? compute : 0.9 * computeEstimate + 0.1 * compute;
     take(r.r0, model.w1);
     take(r.r1, model.b1);
     take(r.r2, model.w2);
@@ -433,11 +549,40 @@ int main(int argc, char **argv) {
     lossSum += r.r4.aligned[r.r4.offset] / globalBatch;
     ++lossCount;
     gradcomm_free_buffer(r.r4.allocated);
-    if (options.evalEvery > 0 && (step + 1) % options.evalEvery == 0 &&
-        step + 1 < steps)
-      record(step + 1);
+  };
+
+  int stepsRun = steps;
+  if (options.timeBudget > 0) {
+    // Time-bounded (the gossip study): train for the budget and evaluate at
+    // evenly spaced times, so a method whose fast ranks do not wait for a
+    // straggler takes more steps on them. Synchronous strategies decide to
+    // stop or evaluate together (one small all-reduce per step: their
+    // collectives need every rank at the same step); asynchronous ones by
+    // their own clock, meeting only in the evaluation.
+    const int evaluations = std::max(1, options.evalTimes);
+    int next = 1, step = 0;
+    while (true) {
+      int due = MPI_Wtime() - trainingStart >=
+                options.timeBudget * next / evaluations;
+      if (!options.stopAlone)
+        MPI_Allreduce(MPI_IN_PLACE, &due, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+      if (due) {
+        record(step);
+        if (next++ == evaluations)
+          break;
+      }
+      trainStep(step++);
+    }
+    stepsRun = step;
+  } else {
+    for (int step = 0; step < steps; ++step) {
+      trainStep(step);
+      if (options.evalEvery > 0 && (step + 1) % options.evalEvery == 0 &&
+          step + 1 < steps)
+        record(step + 1);
+    }
+    record(steps);
   }
-  record(steps);
   if (log)
     std::fclose(log);
 
@@ -446,13 +591,14 @@ int main(int argc, char **argv) {
                 "test_loss=%.4f acc_averaged=%.4f acc_replicas=%.4f "
                 "value_bytes_per_step=%.0f index_bytes_per_step=%.0f "
                 "ms_per_step=%.2f comm_ms_per_step=%.2f "
-                "consensus_distance=%.3g\n",
-                options.label.c_str(), options.seed, steps, last.epoch,
+                "consensus_distance=%.3g elapsed_s=%.2f\n",
+                options.label.c_str(), options.seed, stepsRun, last.epoch,
                 last.trainLoss, last.testLoss, last.testAccuracy,
-                last.replicaMean, last.valueBytes / std::max(1, steps),
-                last.indexBytes / std::max(1, steps),
-                1e3 * last.wallSeconds / std::max(1, steps),
-                1e3 * last.commSeconds / std::max(1, steps), last.consensus);
+                last.replicaMean, last.valueBytes / std::max(1, stepsRun),
+                last.indexBytes / std::max(1, stepsRun),
+                1e3 * last.wallSeconds / std::max(1, stepsRun),
+                1e3 * last.commSeconds / std::max(1, stepsRun), last.consensus,
+                last.elapsedSeconds);
   gradcomm_finalize();
   MPI_Finalize();
   return 0;

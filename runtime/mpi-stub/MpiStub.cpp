@@ -37,6 +37,10 @@ int accumulate(const void *origin, int count, MPI_Datatype type, char *target,
                MPI_Op op) {
   if (op == MPI_NO_OP)
     return MPI_SUCCESS;
+  if (op == MPI_REPLACE) {
+    std::memcpy(target, origin, typeSize(type) * static_cast<size_t>(count));
+    return MPI_SUCCESS;
+  }
   if (op == MPI_SUM && type == MPI_FLOAT) {
     float *out = reinterpret_cast<float *>(target);
     const float *in = static_cast<const float *>(origin);
@@ -273,6 +277,10 @@ int MPI_Win_free(MPI_Win *win) {
   return MPI_SUCCESS;
 }
 
+int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler) {
+  return windowBase(win) ? MPI_SUCCESS : MPI_ERR_ARG;
+}
+
 int MPI_Win_lock(int, int rank, int, MPI_Win win) {
   return rank != 0 ? MPI_ERR_RANK : windowBase(win) ? MPI_SUCCESS : MPI_ERR_ARG;
 }
@@ -285,11 +293,24 @@ int MPI_Win_flush(int rank, MPI_Win win) {
   return MPI_Win_lock(0, rank, 0, win);
 }
 
+int MPI_Win_sync(MPI_Win win) {
+  return windowBase(win) ? MPI_SUCCESS : MPI_ERR_ARG;
+}
+
 int MPI_Put(const void *origin, int originCount, MPI_Datatype originType,
             int rank, MPI_Aint displacement, int, MPI_Datatype, MPI_Win win) {
   if (int rc = MPI_Win_lock(0, rank, 0, win))
     return rc;
   std::memcpy(windowBase(win) + displacement, origin,
+              typeSize(originType) * static_cast<size_t>(originCount));
+  return MPI_SUCCESS;
+}
+
+int MPI_Get(void *origin, int originCount, MPI_Datatype originType, int rank,
+            MPI_Aint displacement, int, MPI_Datatype, MPI_Win win) {
+  if (int rc = MPI_Win_lock(0, rank, 0, win))
+    return rc;
+  std::memcpy(origin, windowBase(win) + displacement,
               typeSize(originType) * static_cast<size_t>(originCount));
   return MPI_SUCCESS;
 }

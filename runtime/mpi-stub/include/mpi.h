@@ -78,6 +78,7 @@ typedef struct MPI_Status {
 #define MPI_MAX ((MPI_Op)2)
 #define MPI_MIN ((MPI_Op)3)
 #define MPI_NO_OP ((MPI_Op)4)
+#define MPI_REPLACE ((MPI_Op)5)
 
 #define MPI_WIN_NULL 0
 #define MPI_LOCK_EXCLUSIVE 234
@@ -144,12 +145,17 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag,
 int MPI_Win_allocate(MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm,
                      void *base, MPI_Win *win);
 int MPI_Win_free(MPI_Win *win);
+int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler handler);
 int MPI_Win_lock(int type, int rank, int assertion, MPI_Win win);
 int MPI_Win_unlock(int rank, MPI_Win win);
 int MPI_Win_flush(int rank, MPI_Win win);
+int MPI_Win_sync(MPI_Win win);
 int MPI_Put(const void *origin, int originCount, MPI_Datatype originType,
             int rank, MPI_Aint displacement, int targetCount,
             MPI_Datatype targetType, MPI_Win win);
+int MPI_Get(void *origin, int originCount, MPI_Datatype originType, int rank,
+            MPI_Aint displacement, int targetCount, MPI_Datatype targetType,
+            MPI_Win win);
 int MPI_Accumulate(const void *origin, int originCount, MPI_Datatype originType,
                    int rank, MPI_Aint displacement, int targetCount,
                    MPI_Datatype targetType, MPI_Op op, MPI_Win win);

@@ -23,8 +23,11 @@
 #include <cfloat>
 #include <chrono>
 #include <climits>
+#include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -68,14 +71,20 @@ gradcomm_status withLock(const Call &call, AsyncWindow &window, int rank,
 }
 
 /// Another rank's failure recorded in this rank's window: adopted (same
-/// status and message) and returned.
+/// status and message) and returned. Under a shared lock, so the check
+/// never waits for the other ranks' shared locks on this rank's part (the
+/// asynchronous EASGD center on rank 0 is under one most of the time).
 gradcomm_status pendingFailure(const Call &call, AsyncWindow &window) {
+  const int rank = context().rank;
   FailureRecord record{};
-  GRADCOMM_RETURN_IF_ERROR(
-      withLock(call, window, context().rank, MPI_LOCK_EXCLUSIVE, [&] {
-        std::memcpy(&record, window.base, sizeof(record));
-        return GRADCOMM_OK;
-      }));
+  GRADCOMM_RETURN_IF_ERROR(withLock(call, window, rank, MPI_LOCK_SHARED, [&] {
+    // This rank's own part, read in place once the window's copy is
+    // current; the text was complete before the status was set.
+    GRADCOMM_RETURN_IF_ERROR(
+        call.mpi(MPI_Win_sync(window.win), "MPI_Win_sync"));
+    std::memcpy(&record, window.base, sizeof(record));
+    return GRADCOMM_OK;
+  }));
   if (record.status == GRADCOMM_OK)
     return GRADCOMM_OK;
   record.text[sizeof(record.text) - 1] = '\0';
@@ -83,8 +92,9 @@ gradcomm_status pendingFailure(const Call &call, AsyncWindow &window) {
 }
 
 /// This rank failed with `status` (gradcomm_last_error() says why): the
-/// failure goes into every rank's window, so each fails with it at its next
-/// call on this state. Returns `status`.
+/// failure goes into every rank's window, text first and then the status
+/// (atomically), so each fails with it at its next call on this state.
+/// Returns `status`.
 gradcomm_status spreadFailure(const Call &call, AsyncWindow &window,
                               gradcomm_status status) {
   const Context &ctx = context();
@@ -93,10 +103,17 @@ gradcomm_status spreadFailure(const Call &call, AsyncWindow &window,
   record.rank = ctx.rank;
   std::snprintf(record.text, sizeof(record.text), "%s", gradcomm_last_error());
   for (int rank = 0; rank < ctx.size; ++rank)
-    withLock(call, window, rank, MPI_LOCK_EXCLUSIVE, [&] {
-      return call.mpi(MPI_Put(&record, sizeof(record), MPI_BYTE, rank, 0,
-                              sizeof(record), MPI_BYTE, window.win),
-                      "MPI_Put (failure)");
+    withLock(call, window, rank, MPI_LOCK_SHARED, [&] {
+      GRADCOMM_RETURN_IF_ERROR(
+          call.mpi(MPI_Put(record.text, sizeof(record.text), MPI_BYTE, rank,
+                           offsetof(FailureRecord, text), sizeof(record.text),
+                           MPI_BYTE, window.win),
+                   "MPI_Put (failure)"));
+      GRADCOMM_RETURN_IF_ERROR(
+          call.mpi(MPI_Win_flush(rank, window.win), "MPI_Win_flush"));
+      return call.mpi(MPI_Accumulate(&record.status, 2, MPI_INT32_T, rank, 0, 2,
+                                     MPI_INT32_T, MPI_REPLACE, window.win),
+                      "MPI_Accumulate (failure)");
     });
   return call.adopt(status, record.text);
 }
@@ -112,8 +129,11 @@ gradcomm_status spreadFailure(const Call &call, AsyncWindow &window,
 class ProgressPump {
 public:
   gradcomm_status start(const Call &call) {
-    // One rank has no peer to wait for.
-    if (thread.joinable() || warned || context().size == 1)
+    // One rank has no peer to wait for. GRADCOMM_ASYNC_PROGRESS=0 turns
+    // the thread off (to measure what it buys).
+    const char *setting = std::getenv("GRADCOMM_ASYNC_PROGRESS");
+    if (thread.joinable() || warned || context().size == 1 ||
+        (setting && std::string(setting) == "0"))
       return GRADCOMM_OK;
     int level = MPI_THREAD_SINGLE;
     GRADCOMM_RETURN_IF_ERROR(
@@ -191,6 +211,10 @@ gradcomm_status openWindow(const Call &call, const char *name, MPI_Aint bytes,
                                 &fresh.win),
                "MPI_Win_allocate"));
   window = &ctx.windows.emplace(name, fresh).first->second;
+  // Errors come back as codes (and so as messages), as on the communicator.
+  GRADCOMM_RETURN_IF_ERROR(
+      call.mpi(MPI_Win_set_errhandler(window->win, MPI_ERRORS_RETURN),
+               "MPI_Win_set_errhandler"));
   GRADCOMM_RETURN_IF_ERROR(pump.start(call));
   GRADCOMM_RETURN_IF_ERROR(
       withLock(call, *window, ctx.rank, MPI_LOCK_EXCLUSIVE, [&] {
@@ -229,11 +253,9 @@ gradcomm_status checkReplica(const Call &call, AsyncWindow &window,
 /// `center`, inside a lock epoch on rank 0; complete after a flush.
 gradcomm_status readCenter(const Call &call, AsyncWindow &window, float *center,
                            int n) {
-  // MPI forbids overlapping origin and result buffers, even for MPI_NO_OP
-  // (whose origin is not read): a separate, unused origin.
-  static thread_local std::vector<float> unused;
-  unused.resize(static_cast<size_t>(n));
-  return call.mpi(MPI_Get_accumulate(unused.data(), n, MPI_FLOAT, center, n,
+  // MPI_NO_OP ignores the origin: none is passed (a full-size one makes
+  // MPICH 4.0 over UCX ship it and fail with "message truncated").
+  return call.mpi(MPI_Get_accumulate(nullptr, 0, MPI_FLOAT, center, n,
                                      MPI_FLOAT, 0, kMailOffset, n, MPI_FLOAT,
                                      MPI_NO_OP, window.win),
                   "MPI_Get_accumulate (center)");
