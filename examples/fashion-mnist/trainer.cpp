@@ -450,14 +450,18 @@ int main(int argc, char **argv) {
   }
 
   // Stragglers and random delays: sleeps before a step, so the rank's
-  // compute looks slower (the factor applies to this rank's measured
-  // compute time: its step time less its communication time).
+  // compute looks slower (the factor applies to --compute-ms, or else to
+  // this rank's measured compute: its step time less its communication).
   std::mt19937 delayRng(options.delaySeed * 7919u + uint32_t(rank));
   std::exponential_distribution<double> delay(
       options.delayMs > 0 ? 1.0 / options.delayMs : 1.0);
   double computeEstimate = 0.0; // seconds per step, moving average
   auto slowDown = [&] {
-    const double compute = options.computeMs * 1e-3 + computeEstimate;
+    // With --compute-ms the straggler's factor applies to that simulated
+    // compute alone: a measured estimate would also hold the time the rank
+    // waited for locks or peers, which the factor would then feed back.
+    const double compute =
+        options.computeMs > 0 ? options.computeMs * 1e-3 : computeEstimate;
     double seconds = options.computeMs * 1e-3;
     if (rank == options.stragglerRank)
       seconds += (options.stragglerFactor - 1.0) * compute;

@@ -261,6 +261,28 @@ gradcomm_status readCenter(const Call &call, AsyncWindow &window, float *center,
                   "MPI_Get_accumulate (center)");
 }
 
+/// What every asynchronous call does before its exchange: adopt another
+/// rank's failure, apply the non-finite policy, count the call, advance
+/// the state's step (`*step`: the one before). `*exchange` is true when
+/// this call exchanges (not skipped, and on a multiple of `period`).
+gradcomm_status beginCall(const Call &call, AsyncWindow &window, State &state,
+                          const char *stateName, const float *x, int64_t count,
+                          int64_t period, uint64_t *step, bool *exchange) {
+  *exchange = false;
+  GRADCOMM_RETURN_IF_ERROR(pendingFailure(call, window));
+  bool skip = false;
+  GRADCOMM_RETURN_IF_ERROR(checkReplica(call, window, x, count, &skip));
+  gradcomm_op_stats &stats = opStats(stateName);
+  stats.calls += 1;
+  *step = state.step;
+  state.step += 1;
+  if (skip)
+    stats.skipped_non_finite += 1;
+  else
+    *exchange = *step % static_cast<uint64_t>(period) == 0;
+  return GRADCOMM_OK;
+}
+
 int stalenessBin(int64_t staleness) {
   if (staleness < 4)
     return static_cast<int>(std::max<int64_t>(staleness, 0));
@@ -314,19 +336,13 @@ gradcomm_status gradcomm_gossip_async_f32(const char *stateName, float *x,
     GRADCOMM_RETURN_IF_ERROR(openWindow(call, stateName, mailboxBytes(count),
                                         /*center=*/false, local, window,
                                         [] { return GRADCOMM_OK; }));
-    GRADCOMM_RETURN_IF_ERROR(pendingFailure(call, *window));
-    bool skip = false;
-    GRADCOMM_RETURN_IF_ERROR(checkReplica(call, *window, x, count, &skip));
+    uint64_t step = 0;
+    bool exchange = false;
+    GRADCOMM_RETURN_IF_ERROR(beginCall(call, *window, *state, stateName, x,
+                                       count, period, &step, &exchange));
+    if (!exchange)
+      return GRADCOMM_OK;
     gradcomm_op_stats &stats = opStats(stateName);
-    stats.calls += 1;
-    const uint64_t step = state->step;
-    state->step += 1;
-    if (skip) {
-      stats.skipped_non_finite += 1;
-      return GRADCOMM_OK;
-    }
-    if (step % period != 0)
-      return GRADCOMM_OK;
     const double start = now();
 
     // Push: header, data, sequence again, in one put.
@@ -424,19 +440,13 @@ gradcomm_status gradcomm_elastic_average_async_f32(const char *stateName,
                         center, static_cast<size_t>(centerBytes));
           return GRADCOMM_OK;
         }));
-    GRADCOMM_RETURN_IF_ERROR(pendingFailure(call, *window));
-    bool skip = false;
-    GRADCOMM_RETURN_IF_ERROR(checkReplica(call, *window, x, count, &skip));
+    uint64_t step = 0;
+    bool exchange = false;
+    GRADCOMM_RETURN_IF_ERROR(beginCall(call, *window, *state, stateName, x,
+                                       count, period, &step, &exchange));
+    if (!exchange)
+      return GRADCOMM_OK;
     gradcomm_op_stats &stats = opStats(stateName);
-    stats.calls += 1;
-    const uint64_t step = state->step;
-    state->step += 1;
-    if (skip) {
-      stats.skipped_non_finite += 1;
-      return GRADCOMM_OK;
-    }
-    if (step % period != 0)
-      return GRADCOMM_OK;
     const double start = now();
     float *center = state->data();
     static thread_local std::vector<float> elastic;
