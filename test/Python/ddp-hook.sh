@@ -14,6 +14,7 @@ case_() { # <case> [args]: a fresh rendezvous file per job
 case_ dense
 case_ scalecom
 case_ gossip
+case_ easgd
 if [ "$ranks" -gt 1 ]; then
   case_ bad
   case_ save "$work/checkpoint"

@@ -15,6 +15,9 @@ the GradComm runtime over MPICH in the same process).
                         run on to 20; a fresh job restores and runs 10..20:
                         the same bits
   ddp_hook.py gossip    GossipAverager keeps the replicas' mean
+  ddp_hook.py easgd     ElasticAverager (synchronous and asynchronous)
+                        keeps the sum of the replicas and the center, and
+                        its centers are the same on every rank
   ddp_hook.py bad       mismatched configurations and bad buckets raise a
                         clear exception on every rank
   ddp_hook.py no-mpi    (started without mpiexec, TEST_RANK/TEST_SIZE set)
@@ -296,6 +299,55 @@ def test_gossip():
     return failures
 
 
+def test_easgd():
+    """ElasticAverager after local SGD steps (no DDP), both forms: the
+    exchange moves mass between replicas and center and keeps their sum
+    (within 1e-5 of its scale), and every rank sees the same center."""
+    rank, size = dist.get_rank(), dist.get_world_size()
+    failures = 0
+    for asynchronous in (False, True):
+        model = make_model()
+        averager = ddp.ElasticAverager(model, period=1,
+                                       asynchronous=asynchronous,
+                                       prefix="easgd%d/" % asynchronous)
+        optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+        worst, identical = 0.0, True
+        for step in range(3):
+            x, y = batch(step, rank, size)
+            optimizer.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            optimizer.step()
+            replicas = [p.detach().clone() for p in model.parameters()]
+            if step == 0:  # the first call sets the center to the mean
+                centers = []
+                for value in replicas:
+                    total = value.clone()
+                    dist.all_reduce(total)
+                    centers.append(total / size)
+            else:
+                centers = [averager.center(p) for p in model.parameters()]
+            dist.barrier()
+            averager.step()
+            dist.barrier()
+            for old, center, new in zip(replicas, centers,
+                                        model.parameters()):
+                before, after = old.clone(), new.detach().clone()
+                dist.all_reduce(before)
+                dist.all_reduce(after)
+                after_center = averager.center(new)
+                worst = max(worst, relative(after + after_center,
+                                            before + center))
+                highest = after_center.clone()
+                dist.all_reduce(highest, op=dist.ReduceOp.MAX)
+                identical = identical and torch.equal(highest, after_center)
+        form = "asynchronous" if asynchronous else "synchronous"
+        failures += report(worst <= 1e-5, "%s EASGD keeps replicas + center "
+                           "(worst relative %.2g)" % (form, worst))
+        failures += report(identical, "%s EASGD: every rank sees the same "
+                           "center" % form)
+    return failures
+
+
 def test_no_mpi():
     """Started without mpiexec: the runtime's MPI is a singleton while the
     process group has several ranks; making a state refuses."""
@@ -309,6 +361,7 @@ def main():
     setup()
     tests = {"dense": test_dense, "scalecom": test_scalecom, "bad": test_bad,
              "no-mpi": test_no_mpi, "gossip": test_gossip,
+             "easgd": test_easgd,
              "save": lambda: test_save(sys.argv[2]),
              "resume": lambda: test_resume(sys.argv[2])}
     failures = tests[mode]()

@@ -236,3 +236,49 @@ class GossipAverager(_State):
                              SCHEDULES[self.schedule], self.mixing, self.seed,
                              self.period)
         self.steps += 1
+
+
+class ElasticAverager(_State):
+    """Elastic averaging SGD (EASGD) for a model trained without gradient
+    all-reduce: call step() after optimizer.step(); every `period`-th call
+    pulls each parameter toward its center variable by alpha (x - c) and
+    moves the center by the sum of those pulls (docs/gossip.md). alpha
+    defaults to moving_rate / n. asynchronous=True keeps the center on rank
+    0 and never waits for the other ranks (MPI-3 one-sided; launch with
+    MPI_THREAD_MULTIPLE, which the runtime asks for when it starts MPI).
+    The centers are runtime state: state_dict() saves them."""
+
+    def __init__(self, model, alpha=None, moving_rate=0.9, period=1,
+                 asynchronous=False, prefix="easgd/", process_group=None):
+        super().__init__(model, prefix, process_group)
+        if alpha is None:
+            if not 0 < moving_rate <= 1:
+                raise ValueError("moving_rate must be in (0, 1]")
+            alpha = moving_rate / self.size
+        if not 0 < alpha * self.size <= 1 + 1e-6:
+            raise ValueError("alpha must be in (0, 1/n] (n alpha is the "
+                             "center's moving rate)")
+        if period < 1:
+            raise ValueError("period must be >= 1")
+        self.parameters = [p for p in getattr(model, "module", model)
+                           .parameters()]
+        self.alpha, self.period = float(alpha), int(period)
+        self.function = ("gradcomm_elastic_average_async_f32" if asynchronous
+                         else "gradcomm_elastic_average_f32")
+
+    def step(self):
+        with torch.no_grad():
+            for parameter in self.parameters:
+                _check_tensor(parameter.data, "parameter '%s'" %
+                              self.names[id(parameter)])
+                self.rt.call(self.function, self.state_name(parameter),
+                             parameter.data.data_ptr(), parameter.numel(),
+                             self.alpha, self.period)
+        self.steps += 1
+
+    def center(self, parameter):
+        """The center of `parameter` as this rank sees it (a new tensor)."""
+        out = torch.empty_like(parameter.data)
+        self.rt.call("gradcomm_state_read", self.state_name(parameter),
+                     out.data_ptr(), out.numel())
+        return out
