@@ -23,6 +23,8 @@ bool initialized = false;
 bool finalized = false;
 int threadLevel = MPI_THREAD_SINGLE;
 
+size_t typeSize(MPI_Datatype type) { return static_cast<size_t>(type) / 16; }
+
 /// The windows: handle i + 1 is windows[i] (null once freed).
 std::vector<char *> windows;
 
@@ -50,8 +52,6 @@ int accumulate(const void *origin, int count, MPI_Datatype type, char *target,
   }
   return MPI_ERR_ARG;
 }
-
-size_t typeSize(MPI_Datatype type) { return static_cast<size_t>(type) / 16; }
 
 bool validComm(MPI_Comm comm) { return comm != MPI_COMM_NULL; }
 
