@@ -302,10 +302,14 @@ constexpr const char *kParameters[] = {"fc1_weight", "fc1_bias", "fc2_weight",
 /// collective of the step (gradients, gossip, the loss metric).
 void communication(double &seconds, double &valueBytes, double &indexBytes) {
   seconds = valueBytes = indexBytes = 0.0;
-  std::vector<std::string> names = {"loss"};
-  for (const char *name : kParameters)
-    for (const char *suffix : {"_grad", "_gossip", "_easgd"})
-      names.push_back(std::string(name) + suffix);
+  // Built once: the trainer reads the counters around every step.
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> all = {"loss"};
+    for (const char *name : kParameters)
+      for (const char *suffix : {"_grad", "_gossip", "_easgd"})
+        all.push_back(std::string(name) + suffix);
+    return all;
+  }();
   for (const std::string &name : names) {
     gradcomm_op_stats stats{};
     check(gradcomm_stats_get(name.c_str(), &stats));

@@ -260,6 +260,11 @@ uint64_t broadcastBytes(uint64_t bytes, int size);
 /// MPI collectives on counts above INT_MAX, split into several calls.
 gradcomm_status allReduceSum(const Call &call, float *data, int64_t count);
 
+/// mean = the mean over the ranks of `x` (sum, then divide by n): the
+/// elastic averages' first center.
+gradcomm_status meanOverRanks(const Call &call, const float *x, int64_t count,
+                              float *mean);
+
 /// Completes `request`, testing it and yielding the core between tests
 /// (never busy-waiting for long: ranks may share cores). After the
 /// watchdog's timeout it reports GRADCOMM_ERR_TIMEOUT naming `what` and
@@ -290,6 +295,19 @@ double now();
 /// message naming the argument.
 gradcomm_status requireName(const Call &call, const char *argument,
                             const char *value);
+/// The arguments of the parameter exchanges (gossip, elastic averaging):
+/// a state name, a replica of 1..`maxCount` elements, a period >= 1.
+gradcomm_status requireReplica(const Call &call, const char *stateName,
+                               const float *x, int64_t count, int64_t maxCount,
+                               int64_t period);
+
+/// A mixing weight in (0, 1).
+gradcomm_status requireMixing(const Call &call, float mixing);
+
+/// An elastic coefficient in (0, 1/n] (n alpha is the center's moving
+/// rate), with a tolerance for alpha = beta / n rounded to float.
+gradcomm_status requireElasticAlpha(const Call &call, float alpha);
+
 gradcomm_status requirePointer(const Call &call, const char *argument,
                                const void *pointer);
 gradcomm_status requireRange(const Call &call, const char *argument,

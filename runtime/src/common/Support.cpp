@@ -274,6 +274,16 @@ gradcomm_status gradcomm::allReduceSum(const Call &call, float *data,
   return GRADCOMM_OK;
 }
 
+gradcomm_status gradcomm::meanOverRanks(const Call &call, const float *x,
+                                        int64_t count, float *mean) {
+  std::copy(x, x + count, mean);
+  GRADCOMM_RETURN_IF_ERROR(allReduceSum(call, mean, count));
+  const float n = static_cast<float>(context().size);
+  for (int64_t i = 0; i < count; ++i)
+    mean[i] = mean[i] / n;
+  return GRADCOMM_OK;
+}
+
 int gradcomm::indexBytes(int64_t bound) {
   return bound <= int64_t(INT32_MAX) + 1 ? 4 : 8;
 }
@@ -400,6 +410,34 @@ gradcomm_status gradcomm::requirePointer(const Call &call, const char *argument,
     return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
                      std::string("'") + argument + "' is null");
   return GRADCOMM_OK;
+}
+
+gradcomm_status gradcomm::requireReplica(const Call &call,
+                                         const char *stateName, const float *x,
+                                         int64_t count, int64_t maxCount,
+                                         int64_t period) {
+  GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
+  GRADCOMM_RETURN_IF_ERROR(requireRange(call, "count", count, 1, maxCount));
+  GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "x", x));
+  return requireRange(call, "period", period, 1, INT64_MAX);
+}
+
+gradcomm_status gradcomm::requireMixing(const Call &call, float mixing) {
+  if (mixing > 0.0f && mixing < 1.0f)
+    return GRADCOMM_OK;
+  return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                   "'mixing' must be in (0, 1), got " + std::to_string(mixing));
+}
+
+gradcomm_status gradcomm::requireElasticAlpha(const Call &call, float alpha) {
+  const int size = context().size;
+  if (alpha > 0.0f && static_cast<double>(alpha) * size <= 1.0 + 1e-6)
+    return GRADCOMM_OK;
+  return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                   "'alpha' must be in (0, 1/n] (n alpha is the center's "
+                   "moving rate), got " +
+                       std::to_string(alpha) +
+                       " with n = " + std::to_string(size));
 }
 
 gradcomm_status gradcomm::requireRange(const Call &call, const char *argument,

@@ -298,12 +298,9 @@ int stalenessBin(int64_t staleness) {
 /// Arguments every asynchronous op checks.
 gradcomm_status validateCommon(const Call &call, const char *stateName,
                                const float *x, int64_t count, int64_t period) {
-  GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
   // One put carries the whole replica in bytes (an int count).
   GRADCOMM_RETURN_IF_ERROR(
-      requireRange(call, "count", count, 1, (INT_MAX - 1024) / 4));
-  GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "x", x));
-  GRADCOMM_RETURN_IF_ERROR(requireRange(call, "period", period, 1, INT64_MAX));
+      requireReplica(call, stateName, x, count, (INT_MAX - 1024) / 4, period));
   if (usingCuda())
     return call.fail(GRADCOMM_ERR_UNSUPPORTED,
                      "the asynchronous ops run on the CPU backend only");
@@ -326,10 +323,7 @@ gradcomm_status gradcomm_gossip_async_f32(const char *stateName, float *x,
           validateCommon(call, stateName, x, count, period));
       GRADCOMM_RETURN_IF_ERROR(
           validateSchedule(call, schedule, ctx.size, /*pairing=*/false));
-      if (!(mixing > 0.0f && mixing < 1.0f))
-        return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                         "'mixing' must be in (0, 1), got " +
-                             std::to_string(mixing));
+      GRADCOMM_RETURN_IF_ERROR(requireMixing(call, mixing));
       return lookupState(call, stateName, 0, state);
     }();
     AsyncWindow *window = nullptr;
@@ -412,12 +406,7 @@ gradcomm_status gradcomm_elastic_average_async_f32(const char *stateName,
     gradcomm_status local = [&] {
       GRADCOMM_RETURN_IF_ERROR(
           validateCommon(call, stateName, x, count, period));
-      if (!(alpha > 0.0f) ||
-          !(static_cast<double>(alpha) * ctx.size <= 1.0 + 1e-6))
-        return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                         "'alpha' must be in (0, 1/n], got " +
-                             std::to_string(alpha) +
-                             " with n = " + std::to_string(ctx.size));
+      GRADCOMM_RETURN_IF_ERROR(requireElasticAlpha(call, alpha));
       return lookupState(call, stateName, count, state);
     }();
     const MPI_Aint centerBytes =
@@ -429,12 +418,8 @@ gradcomm_status gradcomm_elastic_average_async_f32(const char *stateName,
           // A fresh state: the center starts at the replicas' mean; a
           // restored one at its checkpoint (the same on every rank).
           float *center = state->data();
-          if (state->step == 0) {
-            std::copy(x, x + count, center);
-            GRADCOMM_RETURN_IF_ERROR(allReduceSum(call, center, count));
-            for (int64_t i = 0; i < count; ++i)
-              center[i] = center[i] / static_cast<float>(ctx.size);
-          }
+          if (state->step == 0)
+            GRADCOMM_RETURN_IF_ERROR(meanOverRanks(call, x, count, center));
           if (ctx.rank == 0)
             std::memcpy(context().windows.at(stateName).base + kMailOffset,
                         center, static_cast<size_t>(centerBytes));

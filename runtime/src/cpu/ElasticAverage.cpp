@@ -25,19 +25,9 @@ gradcomm_status gradcomm_elastic_average_f32(const char *stateName, float *x,
     const Context &ctx = context();
     State *state = nullptr;
     GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
-      GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
-      GRADCOMM_RETURN_IF_ERROR(requireRange(call, "count", count, 1, INT_MAX));
-      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "x", x));
       GRADCOMM_RETURN_IF_ERROR(
-          requireRange(call, "period", period, 1, INT64_MAX));
-      // (A tolerance for alpha = beta / n rounded to float.)
-      if (!(alpha > 0.0f) ||
-          !(static_cast<double>(alpha) * ctx.size <= 1.0 + 1e-6))
-        return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                         "'alpha' must be in (0, 1/n] (n alpha is the "
-                         "center's moving rate), got " +
-                             std::to_string(alpha) +
-                             " with n = " + std::to_string(ctx.size));
+          requireReplica(call, stateName, x, count, INT_MAX, period));
+      GRADCOMM_RETURN_IF_ERROR(requireElasticAlpha(call, alpha));
       if (usingCuda())
         return call.fail(GRADCOMM_ERR_UNSUPPORTED,
                          "elastic averaging runs on the CPU backend only");
@@ -64,27 +54,24 @@ gradcomm_status gradcomm_elastic_average_f32(const char *stateName, float *x,
     if (step == 0) {
       // The center starts at the mean of the replicas (their common
       // initialization, when they share one).
-      std::copy(x, x + count, center);
-      GRADCOMM_RETURN_IF_ERROR(allReduceSum(call, center, count));
-      const float n = static_cast<float>(ctx.size);
-      for (int64_t i = 0; i < count; ++i)
-        center[i] = center[i] / n;
+      GRADCOMM_RETURN_IF_ERROR(meanOverRanks(call, x, count, center));
       stats.messages += 1;
       stats.value_bytes_sent += allReduceBytes(bytes, ctx.size);
       stats.value_bytes_received += allReduceBytes(bytes, ctx.size);
     }
     state->step += 1;
     if (step % period == 0) {
-      // This rank's difference and the sum of all of them; nothing is
-      // updated until the sum has arrived.
-      static thread_local std::vector<float> difference, sum;
-      difference.resize(count);
+      // The sum of the ranks' differences; nothing is updated until it has
+      // arrived, and this rank's own difference is recomputed then (x and
+      // c have not changed), so no second buffer is written.
+      static thread_local std::vector<float> sum;
       sum.resize(count);
       for (int64_t i = 0; i < count; ++i)
-        difference[i] = sum[i] = x[i] - center[i];
+        sum[i] = x[i] - center[i];
       GRADCOMM_RETURN_IF_ERROR(allReduceSum(call, sum.data(), count));
       for (int64_t i = 0; i < count; ++i) {
-        x[i] = x[i] - alpha * difference[i];
+        const float difference = x[i] - center[i];
+        x[i] = x[i] - alpha * difference;
         center[i] = center[i] + alpha * sum[i];
       }
       stats.messages += 1;

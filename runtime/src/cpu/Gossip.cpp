@@ -62,17 +62,11 @@ gradcomm_status gradcomm_gossip_exchange_f32(const char *stateName, float *x,
     const Context &ctx = context();
     State *state = nullptr;
     GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
-      GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
-      GRADCOMM_RETURN_IF_ERROR(requireRange(call, "count", count, 1, INT_MAX));
-      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "x", x));
       GRADCOMM_RETURN_IF_ERROR(
-          requireRange(call, "period", period, 1, INT64_MAX));
+          requireReplica(call, stateName, x, count, INT_MAX, period));
       GRADCOMM_RETURN_IF_ERROR(
           validateSchedule(call, schedule, ctx.size, /*pairing=*/true));
-      if (!(mixing > 0.0f && mixing < 1.0f))
-        return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                         "'mixing' must be in (0, 1), got " +
-                             std::to_string(mixing));
+      GRADCOMM_RETURN_IF_ERROR(requireMixing(call, mixing));
       return lookupState(call, stateName, 0, state);
     }));
     // A replica holding NaN/Inf would spread it to its peer: under the
