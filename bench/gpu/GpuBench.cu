@@ -60,7 +60,7 @@ int main(int argc, char **argv) {
   std::string out = argc > 1 ? argv[1] : "gpu-out";
   std::ofstream kernels(out + "/kernels.csv");
   kernels << "n,kernel,ms,gbytes_per_s,fraction_of_copy\n";
-  for (int64_t n : {int64_t(1) << 24, int64_t(1) << 28}) {
+  for (int64_t n : {int64_t(1) << 20, int64_t(1) << 24, int64_t(1) << 28}) {
     const int64_t k = (n + 99) / 100;
     std::vector<float> host(n);
     uint64_t x = 1;
@@ -104,6 +104,12 @@ int main(int argc, char **argv) {
                                       outBuffer, true, nullptr);
         }),
         16.0 * n + 12.0 * chunks);
+    // Chunks of 1000: the block-per-chunk kernel (chunks above 256).
+    row("fused_chunk_1000", timeMs([&] {
+          gradcomm::cuda::selectChunk(m, g, n, 1000, indices, 0.5f, values,
+                                      outBuffer, true, nullptr);
+        }),
+        16.0 * n + 12.0 * ((n + 999) / 1000));
     // Mark + gather (indices, m[I], g[I] read; values, marks[I] written),
     // then the update (m, g, marks read; m, out written).
     uint32_t stamp = 1;
@@ -112,13 +118,24 @@ int main(int argc, char **argv) {
                                           outBuffer, marks, ++stamp, nullptr);
         }),
         20.0 * n + 24.0 * k);
-    // Keys (m, g read; keys written), four histogram passes and the count
-    // and write passes over the keys, k indices written.
+    // Keys and first histogram (m, g read; keys written), three more
+    // histogram passes over the keys, the count and write passes over the
+    // keys, k indices written.
     gradcomm::cuda::SelectScratch scratch;
     row("exact_select", timeMs([&] {
           gradcomm::cuda::selectExact(m, g, n, k, indices, scratch, nullptr);
         }),
-        12.0 * n + 4 * 4.0 * n + 4.0 * n + 4.0 * n + 8.0 * k);
+        12.0 * n + 3 * 4.0 * n + 4.0 * n + 4.0 * n + 8.0 * k);
+    // The same on a sparse gradient: one non-zero per 1000 elements, fewer
+    // than k (the CPU path's hard case, issue 11).
+    CHECK_CUDA(cudaMemset(outBuffer, 0, 4 * n));
+    CHECK_CUDA(cudaMemcpy2D(outBuffer, 4000, host.data(), 4, 4, n / 1000,
+                            cudaMemcpyHostToDevice));
+    row("exact_select_sparse", timeMs([&] {
+          gradcomm::cuda::selectExact(m, outBuffer, n, k, indices, scratch,
+                                      nullptr);
+        }),
+        12.0 * n + 3 * 4.0 * n + 4.0 * n + 4.0 * n + 8.0 * k);
     // The same data for torch.topk (m is zero, so |m + g| = |g|).
     if (n == (int64_t(1) << 24)) {
       std::ofstream raw(out + "/topk_input.f32", std::ios::binary);

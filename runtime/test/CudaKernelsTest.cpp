@@ -143,7 +143,9 @@ TEST(CudaKernels, ExactSelectionMatchesCpu) {
 
 TEST(CudaKernels, ChunkSelectionAndFusedUpdateMatchCpu) {
   const int64_t n = sized(1000003, 100003);
-  for (int64_t chunk : {1, 16, 100, 4096}) {
+  // 256 is the largest chunk the warp-per-chunk kernel takes; 257 and
+  // 4096 go to the block-per-chunk kernel.
+  for (int64_t chunk : {1, 16, 33, 100, 256, 257, 4096}) {
     const int64_t k = (n + chunk - 1) / chunk;
     std::vector<float> m = data(n, 3), g = data(n, 4);
     std::vector<float> cpuM = m, cpuValues(k), cpuOut(n, 9.0f);
@@ -200,6 +202,35 @@ TEST(CudaKernels, GatherUpdateScatterMixMatchCpu) {
   ASSERT_EQ(gradcomm::cuda::mix(dx.ptr, dpeer.ptr, n, 0.3f, nullptr),
             cudaSuccess);
   EXPECT_EQ(dx.host(), cpuX);
+}
+
+/// The update kernel takes 16-byte accesses only when every buffer is
+/// 16-byte aligned, and leaves the last n % 4 elements to the scalar form:
+/// the same bits at every offset and length.
+TEST(CudaKernels, FusedUpdateMatchesCpuAtEveryAlignment) {
+  const int64_t total = 100003, k = 321;
+  std::vector<float> m = data(total, 14), g = data(total, 15);
+  for (int64_t offset : {0, 1, 2, 3}) {
+    const int64_t n = total - offset;
+    std::vector<int64_t> idx(k);
+    for (int64_t j = 0; j < k; ++j)
+      idx[j] = j * (n / k) + (j % 5);
+    std::vector<float> cpuM = m, cpuValues(k), cpuOut(total, 1.0f);
+    gradcomm::cpu::gatherAndUpdate(cpuM.data() + offset, g.data() + offset, n,
+                                   idx.data(), k, 0.25f, cpuValues.data(),
+                                   cpuOut.data() + offset);
+    Device<float> dm(m), dg(g), values(static_cast<size_t>(k)),
+        out(std::vector<float>(total, 1.0f));
+    Device<int64_t> indices(idx);
+    Device<uint32_t> marks(std::vector<uint32_t>(total, 0));
+    ASSERT_EQ(gradcomm::cuda::gatherAndUpdate(
+                  dm.ptr + offset, dg.ptr + offset, n, indices.ptr, k, 0.25f,
+                  values.ptr, out.ptr + offset, marks.ptr + offset, 1, nullptr),
+              cudaSuccess);
+    EXPECT_EQ(bits(dm.host()), bits(cpuM)) << "offset " << offset;
+    EXPECT_EQ(bits(values.host()), bits(cpuValues)) << "offset " << offset;
+    EXPECT_EQ(bits(out.host()), bits(cpuOut)) << "offset " << offset;
+  }
 }
 
 /// Several workers simulated on one GPU: the leader's selection, the shared

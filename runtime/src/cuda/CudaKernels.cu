@@ -11,6 +11,7 @@
 #include "CudaKernels.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -48,11 +49,49 @@ __global__ void nonFiniteKernel(const float *g, int64_t n, uint32_t limitKey,
     atomicOr(flag, 1);
 }
 
-__global__ void keysKernel(const float *m, const float *g, int64_t n,
-                           uint32_t *keys) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    keys[i] = magnitudeKey(m[i] + g[i]);
+/// Adds one to `local[digit]` for every active lane, one shared atomic per
+/// distinct digit in the warp: magnitudes cluster in a few exponents, so
+/// a plain per-lane atomic serialises whole warps on one counter. Every
+/// lane of the warp must call it.
+__device__ __forceinline__ void addToDigit(unsigned int *local, uint32_t digit,
+                                           bool active) {
+  unsigned int activeLanes = __ballot_sync(0xffffffffu, active);
+  if (!active)
+    return;
+  unsigned int peers = __match_any_sync(activeLanes, digit);
+  if (__ffs(peers) - 1 == static_cast<int>(threadIdx.x & 31))
+    atomicAdd(&local[digit], static_cast<unsigned int>(__popc(peers)));
+}
+
+__device__ __forceinline__ void flushHistogram(unsigned int *local,
+                                               unsigned long long *histogram) {
+  __syncthreads();
+  for (int d = threadIdx.x; d < 256; d += blockDim.x)
+    if (local[d])
+      atomicAdd(&histogram[d], static_cast<unsigned long long>(local[d]));
+}
+
+/// The keys |m + g| and the histogram of their top 8 bits, in one pass.
+/// The loop advances a whole block at a time so that every lane of a warp
+/// reaches addToDigit together.
+__global__ void keysAndTopDigitKernel(const float *m, const float *g, int64_t n,
+                                      uint32_t *keys,
+                                      unsigned long long *histogram) {
+  __shared__ unsigned int local[256];
+  for (int d = threadIdx.x; d < 256; d += blockDim.x)
+    local[d] = 0;
+  __syncthreads();
+  for (int64_t base = blockIdx.x * int64_t(blockDim.x); base < n;
+       base += int64_t(gridDim.x) * blockDim.x) {
+    int64_t i = base + threadIdx.x;
+    uint32_t key = 0;
+    if (i < n) {
+      key = magnitudeKey(m[i] + g[i]);
+      keys[i] = key;
+    }
+    addToDigit(local, key >> 24, i < n);
+  }
+  flushHistogram(local, histogram);
 }
 
 /// Histogram of the 8-bit digit at `shift` among keys whose higher bits
@@ -64,16 +103,13 @@ __global__ void histogramKernel(const uint32_t *keys, int64_t n,
   for (int d = threadIdx.x; d < 256; d += blockDim.x)
     local[d] = 0;
   __syncthreads();
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    uint32_t key = keys[i];
-    if ((key & mask) == prefix)
-      atomicAdd(&local[(key >> shift) & 0xffu], 1u);
+  for (int64_t base = blockIdx.x * int64_t(blockDim.x); base < n;
+       base += int64_t(gridDim.x) * blockDim.x) {
+    int64_t i = base + threadIdx.x;
+    uint32_t key = i < n ? keys[i] : 0;
+    addToDigit(local, (key >> shift) & 0xffu, i < n && (key & mask) == prefix);
   }
-  __syncthreads();
-  for (int d = threadIdx.x; d < 256; d += blockDim.x)
-    if (local[d])
-      atomicAdd(&histogram[d], static_cast<unsigned long long>(local[d]));
+  flushHistogram(local, histogram);
 }
 
 /// Per tile of kTile elements: how many keys are > threshold and == it.
@@ -155,9 +191,69 @@ __global__ void writeKernel(const uint32_t *keys, int64_t n, uint32_t threshold,
   }
 }
 
-/// One block per chunk: the top-1 (packed as key << 32 | ~offset, so the
-/// max is the largest key at the lowest offset), then optionally the
-/// chunk's memory update.
+/// Elements per lane that the warp-per-chunk kernel keeps in registers.
+constexpr int kChunkValuesPerLane = 8;
+/// The largest chunk the warp-per-chunk kernel takes.
+constexpr int64_t kWarpChunkMax = 32 * kChunkValuesPerLane;
+
+/// One warp per chunk of at most kWarpChunkMax elements: each lane keeps
+/// its share of m and g in registers, a shuffle reduction finds the top-1
+/// (packed as key << 32 | ~offset, so the max is the largest key at the
+/// lowest offset), and the same registers feed the memory update. Every
+/// element is read once and written once; no shared memory, no barrier.
+__global__ void warpChunkKernel(float *m, const float *g, int64_t n,
+                                int64_t chunkSize, int64_t chunks,
+                                int64_t *indices, float beta, float keep,
+                                float *values, float *out, bool update) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = (int64_t(gridDim.x) * blockDim.x) / 32;
+  for (int64_t chunk = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32;
+       chunk < chunks; chunk += warps) {
+    const int64_t begin = chunk * chunkSize;
+    const int count = static_cast<int>(min(chunkSize, n - begin));
+    float mine[kChunkValuesPerLane], grad[kChunkValuesPerLane];
+    unsigned long long best = 0;
+#pragma unroll
+    for (int r = 0; r < kChunkValuesPerLane; ++r) {
+      const int offset = lane + 32 * r;
+      if (offset < count) {
+        mine[r] = m[begin + offset];
+        grad[r] = g[begin + offset];
+        unsigned long long packed =
+            (static_cast<unsigned long long>(magnitudeKey(mine[r] + grad[r]))
+             << 32) |
+            (0xffffffffull - static_cast<unsigned long long>(offset));
+        best = max(best, packed);
+      }
+    }
+    for (int stride = 16; stride > 0; stride /= 2)
+      best = max(best, __shfl_xor_sync(0xffffffffu, best, stride));
+    const int selected =
+        static_cast<int>(0xffffffffull - (best & 0xffffffffull));
+    if (lane == 0)
+      indices[chunk] = begin + selected;
+    if (!update)
+      continue;
+#pragma unroll
+    for (int r = 0; r < kChunkValuesPerLane; ++r) {
+      const int offset = lane + 32 * r;
+      if (offset < count) {
+        if (offset == selected) {
+          values[chunk] = mine[r] + grad[r];
+          m[begin + offset] = keep * mine[r];
+        } else {
+          m[begin + offset] = mine[r] + beta * grad[r];
+        }
+        if (out)
+          out[begin + offset] = 0.0f;
+      }
+    }
+  }
+}
+
+/// One block per chunk, for chunks larger than kWarpChunkMax: the top-1 (packed
+/// as key << 32 | ~offset, so the max is the largest key at the lowest offset),
+/// then optionally the chunk's memory update.
 __global__ void chunkKernel(float *m, const float *g, int64_t n,
                             int64_t chunkSize, int64_t *indices, float beta,
                             float keep, float *values, float *out,
@@ -218,15 +314,45 @@ __global__ void gatherKernel(const float *m, const float *g,
     values[j] = m[indices[j]] + g[indices[j]];
 }
 
+__device__ __forceinline__ float updatedMemory(float m, float g, uint32_t mark,
+                                               uint32_t stamp, float beta,
+                                               float keep) {
+  return mark == stamp ? keep * m : m + beta * g;
+}
+
 __global__ void updateKernel(float *m, const float *g, int64_t n, float beta,
                              float keep, float *out, const uint32_t *marks,
                              uint32_t stamp) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    m[i] = marks[i] == stamp ? keep * m[i] : m[i] + beta * g[i];
+    m[i] = updatedMemory(m[i], g[i], marks[i], stamp, beta, keep);
     if (out)
       out[i] = 0.0f;
   }
+}
+
+/// updateKernel with 16-byte accesses, four elements per thread, for
+/// buffers that are all 16-byte aligned (the caller checks; the last n % 4
+/// elements go to updateKernel). Same arithmetic, same bits.
+__global__ void updateKernel4(float4 *m, const float4 *g, int64_t quads,
+                              float beta, float keep, float4 *out,
+                              const uint4 *marks, uint32_t stamp) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < quads;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float4 mi = m[i], gi = g[i];
+    uint4 mark = marks[i];
+    mi.x = updatedMemory(mi.x, gi.x, mark.x, stamp, beta, keep);
+    mi.y = updatedMemory(mi.y, gi.y, mark.y, stamp, beta, keep);
+    mi.z = updatedMemory(mi.z, gi.z, mark.z, stamp, beta, keep);
+    mi.w = updatedMemory(mi.w, gi.w, mark.w, stamp, beta, keep);
+    m[i] = mi;
+    if (out)
+      out[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+}
+
+bool aligned16(const void *pointer) {
+  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
 }
 
 __global__ void scatterKernel(float *out, const int64_t *indices,
@@ -317,18 +443,22 @@ cudaError_t selectExact(const float *m, const float *g, int64_t n, int64_t k,
   GRADCOMM_CUDA_TRY(grow(scratch.counters, scratch.counterCapacity,
                          std::max<int64_t>(256, 2 * int64_t(tiles))));
   const int blocks = blocksFor(n, kThreads * 8);
-  keysKernel<<<blocks, kThreads, 0, stream>>>(m, g, n, scratch.keys);
 
   // Radix select, most significant digit first: the exact k-th largest key
-  // and how many keys equal to it belong to the top k.
+  // and how many keys equal to it belong to the top k. The first pass also
+  // writes the keys.
   uint32_t prefix = 0, mask = 0;
   unsigned long long remaining = static_cast<unsigned long long>(k);
   std::vector<unsigned long long> histogram(256);
   for (int shift = 24; shift >= 0; shift -= 8) {
     GRADCOMM_CUDA_TRY(cudaMemsetAsync(
         scratch.counters, 0, 256 * sizeof(unsigned long long), stream));
-    histogramKernel<<<blocks, kThreads, 0, stream>>>(
-        scratch.keys, n, prefix, mask, shift, scratch.counters);
+    if (shift == 24)
+      keysAndTopDigitKernel<<<blocks, kThreads, 0, stream>>>(
+          m, g, n, scratch.keys, scratch.counters);
+    else
+      histogramKernel<<<blocks, kThreads, 0, stream>>>(
+          scratch.keys, n, prefix, mask, shift, scratch.counters);
     GRADCOMM_CUDA_TRY(cudaMemcpyAsync(histogram.data(), scratch.counters,
                                       256 * sizeof(unsigned long long),
                                       cudaMemcpyDeviceToHost, stream));
@@ -373,8 +503,13 @@ cudaError_t selectChunk(float *m, const float *g, int64_t n, int64_t chunkSize,
                         int64_t *indices, float beta, float *values, float *out,
                         bool update, cudaStream_t stream) {
   int64_t chunks = (n + chunkSize - 1) / chunkSize;
-  chunkKernel<<<static_cast<unsigned>(chunks), kThreads, 0, stream>>>(
-      m, g, n, chunkSize, indices, beta, 1.0f - beta, values, out, update);
+  if (chunkSize <= kWarpChunkMax)
+    warpChunkKernel<<<blocksFor(chunks * 32, kThreads), kThreads, 0, stream>>>(
+        m, g, n, chunkSize, chunks, indices, beta, 1.0f - beta, values, out,
+        update);
+  else
+    chunkKernel<<<static_cast<unsigned>(chunks), kThreads, 0, stream>>>(
+        m, g, n, chunkSize, indices, beta, 1.0f - beta, values, out, update);
   return cudaGetLastError();
 }
 
@@ -384,8 +519,21 @@ cudaError_t gatherAndUpdate(float *m, const float *g, int64_t n,
                             uint32_t stamp, cudaStream_t stream) {
   markAndGatherKernel<<<blocksFor(k, kThreads), kThreads, 0, stream>>>(
       m, g, indices, k, values, marks, stamp);
-  updateKernel<<<blocksFor(n, kThreads * 8), kThreads, 0, stream>>>(
-      m, g, n, beta, 1.0f - beta, out, marks, stamp);
+  int64_t quads = 0;
+  if (aligned16(m) && aligned16(g) && aligned16(marks) &&
+      (!out || aligned16(out))) {
+    quads = n / 4;
+    if (quads > 0)
+      updateKernel4<<<blocksFor(quads, kThreads * 4), kThreads, 0, stream>>>(
+          reinterpret_cast<float4 *>(m), reinterpret_cast<const float4 *>(g),
+          quads, beta, 1.0f - beta, reinterpret_cast<float4 *>(out),
+          reinterpret_cast<const uint4 *>(marks), stamp);
+  }
+  const int64_t done = 4 * quads;
+  if (done < n)
+    updateKernel<<<blocksFor(n - done, kThreads * 8), kThreads, 0, stream>>>(
+        m + done, g + done, n - done, beta, 1.0f - beta,
+        out ? out + done : nullptr, marks + done, stamp);
   return cudaGetLastError();
 }
 
