@@ -5,7 +5,8 @@
 // docs/design/benchmarks.md, one GPU, on one GPU: each kernel as a fraction of
 // a device-to-device copy measured in the same run, the exact selection's time
 // (bench/gpu/topk.py times torch.topk on the same data), and the per-call
-// overhead of a one-rank NCCL all-reduce. Writes CSV to argv[1]. Not a test.
+// overhead of a one-rank NCCL all-reduce. Writes CSV to argv[1]; argv[2]
+// optionally lists the sizes (log2, comma-separated). Not a test.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,9 +59,22 @@ int main(int argc, char **argv) {
   if (int rc = requireCudaDevice("GPU benchmark"))
     return rc;
   std::string out = argc > 1 ? argv[1] : "gpu-out";
+  // argv[2]: the sizes as comma-separated powers of two (default 20,24,28).
+  std::vector<int64_t> sizes;
+  for (const char *p = argc > 2 ? argv[2] : "20,24,28"; *p;) {
+    char *end = nullptr;
+    long log2 = std::strtol(p, &end, 10);
+    if (end == p || log2 < 10 || log2 > 30) {
+      std::fprintf(stderr, "sizes: expected powers of two 10..30, got '%s'\n",
+                   p);
+      return 2;
+    }
+    sizes.push_back(int64_t(1) << log2);
+    p = *end == ',' ? end + 1 : end;
+  }
   std::ofstream kernels(out + "/kernels.csv");
   kernels << "n,kernel,ms,gbytes_per_s,fraction_of_copy\n";
-  for (int64_t n : {int64_t(1) << 20, int64_t(1) << 24, int64_t(1) << 28}) {
+  for (int64_t n : sizes) {
     const int64_t k = (n + 99) / 100;
     std::vector<float> host(n);
     uint64_t x = 1;

@@ -330,6 +330,18 @@ TEST(CudaKernels, TieHeavySelectionMatchesCpu) {
   }
 }
 
+/// A sparse gradient with fewer non-zeros than k: the k-th key is 0, and
+/// the first zeros complete the top k (the compaction's equal-key path at
+/// scale).
+TEST(CudaKernels, SparseGradientSelectionMatchesCpu) {
+  const int64_t n = sized(int64_t(1) << 22, 65536 * 3 + 5);
+  std::vector<float> m(n, 0.0f), g(n, 0.0f), dense = data(n, 16);
+  for (int64_t i = 0; i < n; i += 1000)
+    g[i] = dense[i];
+  expectSelectionMatches(m, g, {1, n / 1000, n / 1000 + 1, n / 100, n / 2},
+                         "sparse");
+}
+
 /// NaN and Inf select first (their keys are the largest, NaN above Inf) on
 /// both backends; the memory update carries them the same way.
 TEST(CudaKernels, NonFiniteValuesSelectAndUpdateAlike) {

@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 namespace gradcomm::cuda {
 
@@ -48,6 +47,16 @@ __global__ void nonFiniteKernel(const float *g, int64_t n, uint32_t limitKey,
   if (__syncthreads_or(bad) && threadIdx.x == 0)
     atomicOr(flag, 1);
 }
+
+/// The radix selection's running state, kept on the device so that the
+/// passes chain on the stream without a round trip to the host: the
+/// digits of the k-th largest key found so far (`prefix` under `mask`),
+/// and how many keys with that prefix still belong to the top k.
+struct SelectState {
+  uint32_t prefix;
+  uint32_t mask;
+  unsigned long long remaining;
+};
 
 /// Adds one to `local[digit]` for every active lane, one shared atomic per
 /// distinct digit in the warp: magnitudes cluster in a few exponents, so
@@ -97,8 +106,9 @@ __global__ void keysAndTopDigitKernel(const float *m, const float *g, int64_t n,
 /// Histogram of the 8-bit digit at `shift` among keys whose higher bits
 /// equal `prefix` (under `mask`).
 __global__ void histogramKernel(const uint32_t *keys, int64_t n,
-                                uint32_t prefix, uint32_t mask, int shift,
+                                const SelectState *state, int shift,
                                 unsigned long long *histogram) {
+  const uint32_t prefix = state->prefix, mask = state->mask;
   __shared__ unsigned int local[256];
   for (int d = threadIdx.x; d < 256; d += blockDim.x)
     local[d] = 0;
@@ -112,82 +122,164 @@ __global__ void histogramKernel(const uint32_t *keys, int64_t n,
   flushHistogram(local, histogram);
 }
 
-/// Per tile of kTile elements: how many keys are > threshold and == it.
-__global__ void countKernel(const uint32_t *keys, int64_t n, uint32_t threshold,
-                            unsigned long long *counts) {
-  int64_t begin = int64_t(blockIdx.x) * kTile;
-  int64_t end = min(n, begin + kTile);
-  unsigned long long greater = 0, equal = 0;
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    greater += keys[i] > threshold;
-    equal += keys[i] == threshold;
-  }
-  __shared__ unsigned long long sums[2][kThreads];
-  sums[0][threadIdx.x] = greater;
-  sums[1][threadIdx.x] = equal;
-  __syncthreads();
-  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) {
-      sums[0][threadIdx.x] += sums[0][threadIdx.x + stride];
-      sums[1][threadIdx.x] += sums[1][threadIdx.x + stride];
-    }
-    __syncthreads();
-  }
+/// Picks the digit at `shift` of the k-th largest key from the pass's
+/// histogram (one thread: 256 steps), then clears the histogram for the
+/// next pass. The first pass (shift 24) starts the state from k.
+__global__ void pickDigitKernel(unsigned long long *histogram,
+                                SelectState *state, int shift, int64_t k) {
   if (threadIdx.x == 0) {
-    counts[2 * blockIdx.x] = sums[0][0];
-    counts[2 * blockIdx.x + 1] = sums[1][0];
+    SelectState next =
+        shift == 24 ? SelectState{0, 0, (unsigned long long)k} : *state;
+    int digit = 255;
+    for (; digit > 0; --digit) {
+      if (histogram[digit] >= next.remaining)
+        break;
+      next.remaining -= histogram[digit];
+    }
+    next.prefix |= static_cast<uint32_t>(digit) << shift;
+    next.mask |= 0xffu << shift;
+    *state = next;
+  }
+  __syncthreads();
+  for (int d = threadIdx.x; d < 256; d += blockDim.x)
+    histogram[d] = 0;
+}
+
+/// Exclusive prefix, in place, of the per-tile (greater, equal) count
+/// pairs: one block, each thread a contiguous run of tiles.
+__global__ void scanTilesKernel(unsigned long long *counts, int64_t tiles) {
+  __shared__ unsigned long long runs[2][kThreads];
+  const int64_t perThread = (tiles + kThreads - 1) / kThreads;
+  const int64_t first = threadIdx.x * perThread;
+  const int64_t last = min(tiles, first + perThread);
+  unsigned long long greater = 0, equal = 0;
+  for (int64_t t = first; t < last; ++t) {
+    greater += counts[2 * t];
+    equal += counts[2 * t + 1];
+  }
+  runs[0][threadIdx.x] = greater;
+  runs[1][threadIdx.x] = equal;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned long long greaterSum = 0, equalSum = 0;
+    for (int t = 0; t < kThreads; ++t) {
+      const unsigned long long g = runs[0][t], e = runs[1][t];
+      runs[0][t] = greaterSum;
+      runs[1][t] = equalSum;
+      greaterSum += g;
+      equalSum += e;
+    }
+  }
+  __syncthreads();
+  greater = runs[0][threadIdx.x];
+  equal = runs[1][threadIdx.x];
+  for (int64_t t = first; t < last; ++t) {
+    const unsigned long long g = counts[2 * t], e = counts[2 * t + 1];
+    counts[2 * t] = greater;
+    counts[2 * t + 1] = equal;
+    greater += g;
+    equal += e;
   }
 }
 
-/// Exclusive block scan of one value per thread (blockDim == kThreads).
-__device__ unsigned long long blockExclusiveScan(unsigned long long value,
-                                                 unsigned long long *shared,
-                                                 unsigned long long *total) {
-  shared[threadIdx.x] = value;
-  __syncthreads();
-  for (int offset = 1; offset < kThreads; offset *= 2) {
-    unsigned long long add =
-        threadIdx.x >= offset ? shared[threadIdx.x - offset] : 0;
-    __syncthreads();
-    shared[threadIdx.x] += add;
-    __syncthreads();
+/// Warps per block, and elements of a tile that each warp owns.
+constexpr int kWarps = kThreads / 32;
+constexpr int kWarpSpan = kTile / kWarps;
+
+/// How many keys of [begin, end) are > threshold and == it, counted by
+/// one warp with ballots (every lane gets the totals).
+__device__ __forceinline__ void warpCount(const uint32_t *keys, int64_t begin,
+                                          int64_t end, uint32_t threshold,
+                                          unsigned int &greater,
+                                          unsigned int &equal) {
+  const int lane = threadIdx.x & 31;
+  greater = 0;
+  equal = 0;
+  for (int64_t base = begin; base < end; base += 32) {
+    const int64_t i = base + lane;
+    const uint32_t key = i < end ? keys[i] : 0;
+    greater += __popc(__ballot_sync(0xffffffffu, i < end && key > threshold));
+    equal += __popc(__ballot_sync(0xffffffffu, i < end && key == threshold));
   }
-  unsigned long long inclusive = shared[threadIdx.x];
-  *total = shared[kThreads - 1];
+}
+
+/// The part of the tile that this thread's warp owns.
+__device__ __forceinline__ void warpSpan(int64_t n, int64_t &begin,
+                                         int64_t &end) {
+  begin = int64_t(blockIdx.x) * kTile + (threadIdx.x / 32) * kWarpSpan;
+  end = min(n, begin + kWarpSpan);
+}
+
+/// Per tile of kTile elements: how many keys are > threshold and == it.
+__global__ void countKernel(const uint32_t *keys, int64_t n,
+                            const SelectState *state,
+                            unsigned long long *counts) {
+  const uint32_t threshold = state->prefix;
+  __shared__ unsigned int sums[2][kWarps];
+  int64_t begin, end;
+  warpSpan(n, begin, end);
+  unsigned int greater, equal;
+  warpCount(keys, begin, end, threshold, greater, equal);
+  const int warp = threadIdx.x / 32;
+  if ((threadIdx.x & 31) == 0) {
+    sums[0][warp] = greater;
+    sums[1][warp] = equal;
+  }
   __syncthreads();
-  return inclusive - value;
+  if (threadIdx.x == 0) {
+    unsigned long long tileGreater = 0, tileEqual = 0;
+    for (int w = 0; w < kWarps; ++w) {
+      tileGreater += sums[0][w];
+      tileEqual += sums[1][w];
+    }
+    counts[2 * blockIdx.x] = tileGreater;
+    counts[2 * blockIdx.x + 1] = tileEqual;
+  }
 }
 
 /// Writes the selected indices in ascending order: all keys > threshold
-/// and the first `needEqual` keys == threshold. `offsets` holds each
-/// tile's exclusive prefix of (greater, equal) counts.
-__global__ void writeKernel(const uint32_t *keys, int64_t n, uint32_t threshold,
-                            unsigned long long needEqual,
+/// and the first `needEqual` keys == threshold (both from the state). `offsets`
+/// holds each tile's exclusive prefix of (greater, equal) counts. Each warp
+/// counts its span of the tile, the block adds up the spans before it (one
+/// barrier), then each warp writes its span with ballot prefixes.
+__global__ void writeKernel(const uint32_t *keys, int64_t n,
+                            const SelectState *state,
                             const unsigned long long *offsets,
                             int64_t *indices) {
-  __shared__ unsigned long long scanGreater[kThreads];
-  __shared__ unsigned long long scanEqual[kThreads];
-  int64_t begin = int64_t(blockIdx.x) * kTile;
-  int64_t end = min(n, begin + kTile);
+  const uint32_t threshold = state->prefix;
+  const unsigned long long needEqual = state->remaining;
+  __shared__ unsigned int sums[2][kWarps];
+  int64_t begin, end;
+  warpSpan(n, begin, end);
+  unsigned int greater, equal;
+  warpCount(keys, begin, end, threshold, greater, equal);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  if (lane == 0) {
+    sums[0][warp] = greater;
+    sums[1][warp] = equal;
+  }
+  __syncthreads();
   unsigned long long greaterBefore = offsets[2 * blockIdx.x];
   unsigned long long equalBefore = offsets[2 * blockIdx.x + 1];
-  for (int64_t base = begin; base < end; base += kThreads) {
-    int64_t i = base + threadIdx.x;
-    uint32_t key = i < end ? keys[i] : 0;
-    unsigned long long isGreater = i < end && key > threshold;
-    unsigned long long isEqual = i < end && key == threshold;
-    unsigned long long totalGreater, totalEqual;
-    unsigned long long g =
-        blockExclusiveScan(isGreater, scanGreater, &totalGreater);
-    unsigned long long e = blockExclusiveScan(isEqual, scanEqual, &totalEqual);
-    unsigned long long equalRank = equalBefore + e;
-    if (isGreater || (isEqual && equalRank < needEqual)) {
-      unsigned long long position =
-          greaterBefore + g + min(equalRank, needEqual);
-      indices[position] = i;
-    }
-    greaterBefore += totalGreater;
-    equalBefore += totalEqual;
+  for (int w = 0; w < warp; ++w) {
+    greaterBefore += sums[0][w];
+    equalBefore += sums[1][w];
+  }
+  const unsigned int lanesBelow = (1u << lane) - 1;
+  for (int64_t base = begin; base < end; base += 32) {
+    const int64_t i = base + lane;
+    const uint32_t key = i < end ? keys[i] : 0;
+    const bool isGreater = i < end && key > threshold;
+    const bool isEqual = i < end && key == threshold;
+    const unsigned int greaterLanes = __ballot_sync(0xffffffffu, isGreater);
+    const unsigned int equalLanes = __ballot_sync(0xffffffffu, isEqual);
+    const unsigned long long equalRank =
+        equalBefore + __popc(equalLanes & lanesBelow);
+    if (isGreater || (isEqual && equalRank < needEqual))
+      indices[greaterBefore + __popc(greaterLanes & lanesBelow) +
+              min(equalRank, needEqual)] = i;
+    greaterBefore += __popc(greaterLanes);
+    equalBefore += __popc(equalLanes);
   }
 }
 
@@ -438,64 +530,42 @@ cudaError_t anyNonFinite(const float *g, int64_t n, float limit, int *flag,
 cudaError_t selectExact(const float *m, const float *g, int64_t n, int64_t k,
                         int64_t *indices, SelectScratch &scratch,
                         cudaStream_t stream) {
-  const int tiles = static_cast<int>((n + kTile - 1) / kTile);
+  // Counters: the 256-bin histogram, the SelectState (two slots), then a
+  // (greater, equal) pair per tile.
+  constexpr int64_t kStateSlot = 256, kTileSlot = 258;
+  static_assert(sizeof(SelectState) == 2 * sizeof(unsigned long long));
+  const int64_t tiles = (n + kTile - 1) / kTile;
   GRADCOMM_CUDA_TRY(grow(scratch.keys, scratch.keyCapacity, n));
-  GRADCOMM_CUDA_TRY(grow(scratch.counters, scratch.counterCapacity,
-                         std::max<int64_t>(256, 2 * int64_t(tiles))));
+  GRADCOMM_CUDA_TRY(
+      grow(scratch.counters, scratch.counterCapacity, kTileSlot + 2 * tiles));
+  unsigned long long *histogram = scratch.counters;
+  auto *state = reinterpret_cast<SelectState *>(scratch.counters + kStateSlot);
+  unsigned long long *tileCounts = scratch.counters + kTileSlot;
   const int blocks = blocksFor(n, kThreads * 8);
 
-  // Radix select, most significant digit first: the exact k-th largest key
-  // and how many keys equal to it belong to the top k. The first pass also
-  // writes the keys.
-  uint32_t prefix = 0, mask = 0;
-  unsigned long long remaining = static_cast<unsigned long long>(k);
-  std::vector<unsigned long long> histogram(256);
+  // Radix select, most significant digit first, every step on the stream:
+  // the exact k-th largest key and how many keys equal to it belong to the
+  // top k end up in `state`. The first pass also writes the keys.
+  GRADCOMM_CUDA_TRY(
+      cudaMemsetAsync(histogram, 0, 256 * sizeof(unsigned long long), stream));
   for (int shift = 24; shift >= 0; shift -= 8) {
-    GRADCOMM_CUDA_TRY(cudaMemsetAsync(
-        scratch.counters, 0, 256 * sizeof(unsigned long long), stream));
     if (shift == 24)
       keysAndTopDigitKernel<<<blocks, kThreads, 0, stream>>>(
-          m, g, n, scratch.keys, scratch.counters);
+          m, g, n, scratch.keys, histogram);
     else
-      histogramKernel<<<blocks, kThreads, 0, stream>>>(
-          scratch.keys, n, prefix, mask, shift, scratch.counters);
-    GRADCOMM_CUDA_TRY(cudaMemcpyAsync(histogram.data(), scratch.counters,
-                                      256 * sizeof(unsigned long long),
-                                      cudaMemcpyDeviceToHost, stream));
-    GRADCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
-    int digit = 255;
-    for (; digit > 0; --digit) {
-      if (histogram[digit] >= remaining)
-        break;
-      remaining -= histogram[digit];
-    }
-    prefix |= static_cast<uint32_t>(digit) << shift;
-    mask |= 0xffu << shift;
+      histogramKernel<<<blocks, kThreads, 0, stream>>>(scratch.keys, n, state,
+                                                       shift, histogram);
+    pickDigitKernel<<<1, kThreads, 0, stream>>>(histogram, state, shift, k);
   }
 
-  // Ordered compaction: per-tile counts, their exclusive prefix (on the
-  // host: one value pair per 4096 elements), then the ordered write.
-  countKernel<<<tiles, kThreads, 0, stream>>>(scratch.keys, n, prefix,
-                                              scratch.counters);
-  std::vector<unsigned long long> counts(2 * size_t(tiles));
-  GRADCOMM_CUDA_TRY(cudaMemcpyAsync(counts.data(), scratch.counters,
-                                    counts.size() * sizeof(counts[0]),
-                                    cudaMemcpyDeviceToHost, stream));
-  GRADCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
-  unsigned long long greater = 0, equal = 0;
-  for (int t = 0; t < tiles; ++t) {
-    unsigned long long g = counts[2 * t], e = counts[2 * t + 1];
-    counts[2 * t] = greater;
-    counts[2 * t + 1] = equal;
-    greater += g;
-    equal += e;
-  }
-  GRADCOMM_CUDA_TRY(cudaMemcpyAsync(scratch.counters, counts.data(),
-                                    counts.size() * sizeof(counts[0]),
-                                    cudaMemcpyHostToDevice, stream));
-  writeKernel<<<tiles, kThreads, 0, stream>>>(
-      scratch.keys, n, prefix, remaining, scratch.counters, indices);
-  GRADCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+  // Ordered compaction: per-tile counts, their exclusive prefix, then the
+  // ordered write.
+  const int tileBlocks = static_cast<int>(tiles);
+  countKernel<<<tileBlocks, kThreads, 0, stream>>>(scratch.keys, n, state,
+                                                   tileCounts);
+  scanTilesKernel<<<1, kThreads, 0, stream>>>(tileCounts, tiles);
+  writeKernel<<<tileBlocks, kThreads, 0, stream>>>(scratch.keys, n, state,
+                                                   tileCounts, indices);
   return cudaGetLastError();
 }
 

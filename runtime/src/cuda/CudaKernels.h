@@ -24,7 +24,7 @@ namespace gradcomm::cuda {
 struct SelectScratch {
   uint32_t *keys = nullptr;
   int64_t keyCapacity = 0;
-  unsigned long long *counters = nullptr; // histogram / block counts
+  unsigned long long *counters = nullptr; // histogram, state, tile counts
   int64_t counterCapacity = 0;
   SelectScratch() = default;
   SelectScratch(const SelectScratch &) = delete;
@@ -42,7 +42,8 @@ cudaError_t anyNonFinite(const float *g, int64_t n, float limit, int *flag,
 
 /// Exact top-k of |m + g|, ties to the lower index, indices ascending:
 /// four 8-bit radix passes find the k-th key, then an ordered compaction
-/// writes the indices. Not a sort. Synchronizes `stream`.
+/// writes the indices. Not a sort. Asynchronous: every step is enqueued
+/// on `stream`, with no round trip to the host.
 cudaError_t selectExact(const float *m, const float *g, int64_t n, int64_t k,
                         int64_t *indices, SelectScratch &scratch,
                         cudaStream_t stream);
