@@ -115,9 +115,12 @@ void expectSelectionMatches(const std::vector<float> &m,
   }
 }
 
+/// Sizes: one tile; several tiles with a ragged last warp span; over 1024
+/// tiles of 16384, so the one-block tile scan carries its totals across
+/// rounds.
 TEST(CudaKernels, ExactSelectionMatchesCpu) {
   for (int64_t n : {int64_t(1000), int64_t(65536) * 3 + 5,
-                    sized(int64_t(1) << 22, 65536)}) {
+                    sized((int64_t(1) << 25) + 3, 65536)}) {
     std::vector<float> m = data(n, 1), g = data(n, 2);
     // Ties: a run of equal magnitudes of both signs (m = 0 there, so
     // |m + g| really is equal).

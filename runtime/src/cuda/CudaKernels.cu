@@ -19,8 +19,8 @@ namespace gradcomm::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-/// Elements per block of the ordered compaction.
-constexpr int kTile = 4096;
+/// Elements per block of the ordered compaction (a span of 2048 per warp).
+constexpr int kTile = 16384;
 
 __host__ __device__ __forceinline__ uint32_t magnitudeKey(float x) {
 #ifdef __CUDA_ARCH__
@@ -104,7 +104,9 @@ __global__ void keysAndTopDigitKernel(const float *m, const float *g, int64_t n,
 }
 
 /// Histogram of the 8-bit digit at `shift` among keys whose higher bits
-/// equal `prefix` (under `mask`).
+/// equal `prefix` (under `mask`), four keys per 16-byte load. After the
+/// first pass the digits below the prefix are spread out, so plain shared
+/// atomics rarely collide.
 __global__ void histogramKernel(const uint32_t *keys, int64_t n,
                                 const SelectState *state, int shift,
                                 unsigned long long *histogram) {
@@ -113,12 +115,24 @@ __global__ void histogramKernel(const uint32_t *keys, int64_t n,
   for (int d = threadIdx.x; d < 256; d += blockDim.x)
     local[d] = 0;
   __syncthreads();
-  for (int64_t base = blockIdx.x * int64_t(blockDim.x); base < n;
-       base += int64_t(gridDim.x) * blockDim.x) {
-    int64_t i = base + threadIdx.x;
-    uint32_t key = i < n ? keys[i] : 0;
-    addToDigit(local, (key >> shift) & 0xffu, i < n && (key & mask) == prefix);
+  auto add = [&](uint32_t key) {
+    if ((key & mask) == prefix)
+      atomicAdd(&local[(key >> shift) & 0xffu], 1u);
+  };
+  // The keys buffer comes from cudaMalloc: 16-byte aligned.
+  const uint4 *quads = reinterpret_cast<const uint4 *>(keys);
+  const int64_t quadCount = n / 4;
+  const int64_t first = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t q = first; q < quadCount; q += stride) {
+    const uint4 four = quads[q];
+    add(four.x);
+    add(four.y);
+    add(four.z);
+    add(four.w);
   }
+  for (int64_t i = 4 * quadCount + first; i < n; i += stride)
+    add(keys[i]);
   flushHistogram(local, histogram);
 }
 
@@ -145,40 +159,68 @@ __global__ void pickDigitKernel(unsigned long long *histogram,
     histogram[d] = 0;
 }
 
+/// Threads of the one-block tile scan.
+constexpr int kScanThreads = 1024;
+
 /// Exclusive prefix, in place, of the per-tile (greater, equal) count
-/// pairs: one block, each thread a contiguous run of tiles.
+/// pairs: one block walks the tiles kScanThreads at a time (coalesced
+/// loads, warp-shuffle scans), carrying the running totals.
 __global__ void scanTilesKernel(unsigned long long *counts, int64_t tiles) {
-  __shared__ unsigned long long runs[2][kThreads];
-  const int64_t perThread = (tiles + kThreads - 1) / kThreads;
-  const int64_t first = threadIdx.x * perThread;
-  const int64_t last = min(tiles, first + perThread);
-  unsigned long long greater = 0, equal = 0;
-  for (int64_t t = first; t < last; ++t) {
-    greater += counts[2 * t];
-    equal += counts[2 * t + 1];
-  }
-  runs[0][threadIdx.x] = greater;
-  runs[1][threadIdx.x] = equal;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned long long greaterSum = 0, equalSum = 0;
-    for (int t = 0; t < kThreads; ++t) {
-      const unsigned long long g = runs[0][t], e = runs[1][t];
-      runs[0][t] = greaterSum;
-      runs[1][t] = equalSum;
-      greaterSum += g;
-      equalSum += e;
+  __shared__ unsigned long long warpBefore[2][32];
+  __shared__ unsigned long long carry[2];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  if (threadIdx.x == 0)
+    carry[0] = carry[1] = 0;
+  for (int64_t base = 0; base < tiles; base += kScanThreads) {
+    const int64_t t = base + threadIdx.x;
+    const unsigned long long greater = t < tiles ? counts[2 * t] : 0;
+    const unsigned long long equal = t < tiles ? counts[2 * t + 1] : 0;
+    unsigned long long greaterUpTo = greater, equalUpTo = equal;
+    for (int offset = 1; offset < 32; offset *= 2) {
+      const unsigned long long g =
+          __shfl_up_sync(0xffffffffu, greaterUpTo, offset);
+      const unsigned long long e =
+          __shfl_up_sync(0xffffffffu, equalUpTo, offset);
+      if (lane >= offset) {
+        greaterUpTo += g;
+        equalUpTo += e;
+      }
     }
-  }
-  __syncthreads();
-  greater = runs[0][threadIdx.x];
-  equal = runs[1][threadIdx.x];
-  for (int64_t t = first; t < last; ++t) {
-    const unsigned long long g = counts[2 * t], e = counts[2 * t + 1];
-    counts[2 * t] = greater;
-    counts[2 * t + 1] = equal;
-    greater += g;
-    equal += e;
+    if (lane == 31) {
+      warpBefore[0][warp] = greaterUpTo;
+      warpBefore[1][warp] = equalUpTo;
+    }
+    __syncthreads();
+    if (warp == 0) {
+      unsigned long long g = warpBefore[0][lane], e = warpBefore[1][lane];
+      unsigned long long gUpTo = g, eUpTo = e;
+      for (int offset = 1; offset < 32; offset *= 2) {
+        const unsigned long long gs =
+            __shfl_up_sync(0xffffffffu, gUpTo, offset);
+        const unsigned long long es =
+            __shfl_up_sync(0xffffffffu, eUpTo, offset);
+        if (lane >= offset) {
+          gUpTo += gs;
+          eUpTo += es;
+        }
+      }
+      warpBefore[0][lane] = carry[0] + gUpTo - g;
+      warpBefore[1][lane] = carry[1] + eUpTo - e;
+    }
+    __syncthreads();
+    const unsigned long long greaterBefore =
+        warpBefore[0][warp] + greaterUpTo - greater;
+    const unsigned long long equalBefore =
+        warpBefore[1][warp] + equalUpTo - equal;
+    if (t < tiles) {
+      counts[2 * t] = greaterBefore;
+      counts[2 * t + 1] = equalBefore;
+    }
+    __syncthreads();
+    if (threadIdx.x == kScanThreads - 1) {
+      carry[0] = greaterBefore + greater;
+      carry[1] = equalBefore + equal;
+    }
   }
 }
 
@@ -210,10 +252,13 @@ __device__ __forceinline__ void warpSpan(int64_t n, int64_t &begin,
   end = min(n, begin + kWarpSpan);
 }
 
-/// Per tile of kTile elements: how many keys are > threshold and == it.
+/// Per tile of kTile elements, and per warp span inside it: how many keys
+/// are > threshold and == it. `warpCounts` keeps the spans' pairs so that
+/// the write pass need not count again.
 __global__ void countKernel(const uint32_t *keys, int64_t n,
                             const SelectState *state,
-                            unsigned long long *counts) {
+                            unsigned long long *tileCounts,
+                            unsigned int *warpCounts) {
   const uint32_t threshold = state->prefix;
   __shared__ unsigned int sums[2][kWarps];
   int64_t begin, end;
@@ -224,6 +269,9 @@ __global__ void countKernel(const uint32_t *keys, int64_t n,
   if ((threadIdx.x & 31) == 0) {
     sums[0][warp] = greater;
     sums[1][warp] = equal;
+    const int64_t span = int64_t(blockIdx.x) * kWarps + warp;
+    warpCounts[2 * span] = greater;
+    warpCounts[2 * span + 1] = equal;
   }
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -232,38 +280,32 @@ __global__ void countKernel(const uint32_t *keys, int64_t n,
       tileGreater += sums[0][w];
       tileEqual += sums[1][w];
     }
-    counts[2 * blockIdx.x] = tileGreater;
-    counts[2 * blockIdx.x + 1] = tileEqual;
+    tileCounts[2 * blockIdx.x] = tileGreater;
+    tileCounts[2 * blockIdx.x + 1] = tileEqual;
   }
 }
 
 /// Writes the selected indices in ascending order: all keys > threshold
-/// and the first `needEqual` keys == threshold (both from the state). `offsets`
-/// holds each tile's exclusive prefix of (greater, equal) counts. Each warp
-/// counts its span of the tile, the block adds up the spans before it (one
-/// barrier), then each warp writes its span with ballot prefixes.
+/// and the first `needEqual` keys == threshold (both from the state).
+/// `tileOffsets` holds each tile's exclusive prefix of (greater, equal)
+/// counts, `warpCounts` each warp span's own pair; each warp adds the
+/// spans before it in its tile and writes its span with ballot prefixes.
+/// No shared memory, no barrier.
 __global__ void writeKernel(const uint32_t *keys, int64_t n,
                             const SelectState *state,
-                            const unsigned long long *offsets,
-                            int64_t *indices) {
+                            const unsigned long long *tileOffsets,
+                            const unsigned int *warpCounts, int64_t *indices) {
   const uint32_t threshold = state->prefix;
   const unsigned long long needEqual = state->remaining;
-  __shared__ unsigned int sums[2][kWarps];
   int64_t begin, end;
   warpSpan(n, begin, end);
-  unsigned int greater, equal;
-  warpCount(keys, begin, end, threshold, greater, equal);
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
-  if (lane == 0) {
-    sums[0][warp] = greater;
-    sums[1][warp] = equal;
-  }
-  __syncthreads();
-  unsigned long long greaterBefore = offsets[2 * blockIdx.x];
-  unsigned long long equalBefore = offsets[2 * blockIdx.x + 1];
+  unsigned long long greaterBefore = tileOffsets[2 * blockIdx.x];
+  unsigned long long equalBefore = tileOffsets[2 * blockIdx.x + 1];
   for (int w = 0; w < warp; ++w) {
-    greaterBefore += sums[0][w];
-    equalBefore += sums[1][w];
+    const int64_t span = int64_t(blockIdx.x) * kWarps + w;
+    greaterBefore += warpCounts[2 * span];
+    equalBefore += warpCounts[2 * span + 1];
   }
   const unsigned int lanesBelow = (1u << lane) - 1;
   for (int64_t base = begin; base < end; base += 32) {
@@ -530,17 +572,20 @@ cudaError_t anyNonFinite(const float *g, int64_t n, float limit, int *flag,
 cudaError_t selectExact(const float *m, const float *g, int64_t n, int64_t k,
                         int64_t *indices, SelectScratch &scratch,
                         cudaStream_t stream) {
-  // Counters: the 256-bin histogram, the SelectState (two slots), then a
-  // (greater, equal) pair per tile.
+  // Counters: the 256-bin histogram, the SelectState (two slots), a
+  // (greater, equal) pair per tile, then a 32-bit pair per warp span.
   constexpr int64_t kStateSlot = 256, kTileSlot = 258;
   static_assert(sizeof(SelectState) == 2 * sizeof(unsigned long long));
   const int64_t tiles = (n + kTile - 1) / kTile;
+  const int64_t warpSlot = kTileSlot + 2 * tiles;
   GRADCOMM_CUDA_TRY(grow(scratch.keys, scratch.keyCapacity, n));
-  GRADCOMM_CUDA_TRY(
-      grow(scratch.counters, scratch.counterCapacity, kTileSlot + 2 * tiles));
+  GRADCOMM_CUDA_TRY(grow(scratch.counters, scratch.counterCapacity,
+                         warpSlot + tiles * kWarps));
   unsigned long long *histogram = scratch.counters;
   auto *state = reinterpret_cast<SelectState *>(scratch.counters + kStateSlot);
   unsigned long long *tileCounts = scratch.counters + kTileSlot;
+  auto *warpCounts =
+      reinterpret_cast<unsigned int *>(scratch.counters + warpSlot);
   const int blocks = blocksFor(n, kThreads * 8);
 
   // Radix select, most significant digit first, every step on the stream:
@@ -562,10 +607,10 @@ cudaError_t selectExact(const float *m, const float *g, int64_t n, int64_t k,
   // ordered write.
   const int tileBlocks = static_cast<int>(tiles);
   countKernel<<<tileBlocks, kThreads, 0, stream>>>(scratch.keys, n, state,
-                                                   tileCounts);
-  scanTilesKernel<<<1, kThreads, 0, stream>>>(tileCounts, tiles);
-  writeKernel<<<tileBlocks, kThreads, 0, stream>>>(scratch.keys, n, state,
-                                                   tileCounts, indices);
+                                                   tileCounts, warpCounts);
+  scanTilesKernel<<<1, kScanThreads, 0, stream>>>(tileCounts, tiles);
+  writeKernel<<<tileBlocks, kThreads, 0, stream>>>(
+      scratch.keys, n, state, tileCounts, warpCounts, indices);
   return cudaGetLastError();
 }
 
