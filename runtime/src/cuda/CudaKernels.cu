@@ -586,7 +586,15 @@ cudaError_t selectExact(const float *m, const float *g, int64_t n, int64_t k,
   unsigned long long *tileCounts = scratch.counters + kTileSlot;
   auto *warpCounts =
       reinterpret_cast<unsigned int *>(scratch.counters + warpSlot);
-  const int blocks = blocksFor(n, kThreads * 8);
+  // Histogram passes: at most eight blocks per multiprocessor, each
+  // walking many keys, so that the blocks' flushes into the 256 global
+  // counters stay few (one block per 2048 keys made them the bottleneck).
+  int device = 0, multiprocessors = 0;
+  GRADCOMM_CUDA_TRY(cudaGetDevice(&device));
+  GRADCOMM_CUDA_TRY(cudaDeviceGetAttribute(
+      &multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  const int blocks =
+      std::min(blocksFor(n, kThreads * 8), std::max(1, 8 * multiprocessors));
 
   // Radix select, most significant digit first, every step on the stream:
   // the exact k-th largest key and how many keys equal to it belong to the
