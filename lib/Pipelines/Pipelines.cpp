@@ -19,7 +19,6 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
-#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
@@ -28,6 +27,7 @@
 #include "mlir/Dialect/Shard/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 using namespace mlir::gradcomm;
@@ -115,6 +115,9 @@ void mlir::gradcomm::buildBufferizationPipeline(OpPassManager &pm,
   // dropped from the signature, so the caller's buffer is the result and
   // nothing is copied.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+  // Shared scalars (the learning rate) read once: One-Shot Bufferize's
+  // analysis is quadratic in the readers of one tensor.
+  pm.addNestedPass<func::FuncOp>(createScalarOperandsPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
@@ -131,7 +134,23 @@ void mlir::gradcomm::buildLLVMLoweringPipeline(OpPassManager &pm,
                                                bool exportCInterface) {
   if (exportCInterface)
     pm.addPass(createExportCInterfacePass());
-  bufferization::buildBufferDeallocationPipeline(pm);
+  // Upstream's buffer-deallocation-pipeline, with gradcomm-free-after-last-use
+  // between the ownership pass and the simplification: temporaries are
+  // freed after their last use, and the simplification no longer sees one
+  // dealloc of every buffer of the step (quadratic in the parameters).
+  memref::ExpandReallocPassOptions expandRealloc;
+  expandRealloc.emitDeallocs = false;
+  pm.addNestedPass<func::FuncOp>(memref::createExpandReallocPass(expandRealloc));
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(
+      bufferization::createOwnershipBasedBufferDeallocationPass());
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createFreeAfterLastUsePass());
+  pm.addNestedPass<func::FuncOp>(
+      bufferization::createBufferDeallocationSimplificationPass());
+  pm.addPass(bufferization::createLowerDeallocationsPass());
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addPass(createConvertBufferizationToMemRefPass());
   // One function per loop nest: LLVM's work stays per function, so compile
   // time is linear in the number of parameters.

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "WrapperLiveRanges.h"
 #include "gradcomm/Dialect/GradComm/IR/GradCommDialect.h"
 #include "gradcomm/InitAll.h"
 #include "gradcomm/Pipelines/Pipelines.h"
@@ -25,6 +26,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -484,6 +486,10 @@ static LogicalResult writeObject(llvm::Module &module,
     return failure();
   }
   PhaseTimer timer("llvm-codegen");
+  for (llvm::Function &function : module)
+    if (function.getName().starts_with("_mlir_ciface_") &&
+        function.hasFnAttribute(llvm::Attribute::OptimizeNone))
+      gradcomm::shortenWrapperLiveRanges(function);
   llvm::legacy::PassManager codegen;
   if (machine->addPassesToEmitFile(codegen, out.os(), nullptr,
                                    llvm::CodeGenFileType::ObjectFile)) {
@@ -606,7 +612,16 @@ static LogicalResult compile(ModuleOp module,
                              const gradcomm::CompileOptions &options) {
   MLIRContext *context = module.getContext();
   PhaseTimer timer("mlir-pipeline");
+  // --mlir-timing and the other pass-manager flags of mlir-opt apply to
+  // both halves of the pipeline (one timing report for the two).
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope rootScope = timing.getRootScope();
   PassManager toMemref(context);
+  if (failed(applyPassManagerCLOptions(toMemref)))
+    return failure();
+  TimingScope memrefScope = rootScope.nest("to memref");
+  toMemref.enableTiming(memrefScope);
   gradcomm::buildCompilePipeline(toMemref, options,
                                  gradcomm::hasShardingAnnotations(module),
                                  /*stopAfterBufferization=*/true);
@@ -621,7 +636,12 @@ static LogicalResult compile(ModuleOp module,
         failed(writeText(headerFile, [&](raw_ostream &out) { out << text; })))
       return failure();
   }
+  memrefScope.stop();
   PassManager toLLVM(context);
+  if (failed(applyPassManagerCLOptions(toLLVM)))
+    return failure();
+  TimingScope llvmScope = rootScope.nest("to LLVM dialect");
+  toLLVM.enableTiming(llvmScope);
   gradcomm::buildLLVMLoweringPipeline(toLLVM, /*exportCInterface=*/true);
   return toLLVM.run(module);
 }
@@ -641,6 +661,8 @@ int main(int argc, char **argv) {
   // cl::extrahelp keeps a pointer: the text must outlive parsing.
   static const std::string strategyHelpText = strategyOptionsHelp();
   cl::extrahelp strategyHelp(strategyHelpText.c_str());
+  registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       args.size(), args.data(),
