@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A step named `step` compiled with --emit=shared: records the runtime as
 # DT_NEEDED with a RUNPATH, exports only _mlir_ciface_step, and runs when
-# loaded from C (dlopen) and from Python (ctypes).
+# loaded from C (dlopen) and from Python (ctypes); a step with two results
+# returns them right, also into the descriptor of one of its arguments.
 # Usage: shared-step.sh <gradcomm-compile> <inputs dir> <work dir>
 set -euo pipefail
 compile=$1 inputs=$2 work=$3
@@ -20,3 +21,9 @@ fi
 cc -std=c11 -Wall -Werror -I. "$inputs/load-shared-step.c" -o load-shared-step -ldl
 ./load-shared-step "$work/libstep.so"
 /usr/bin/python3 "$inputs/load_shared_step.py" "$work/libstep.so"
+
+# Two results, one call with the result over an argument's descriptor.
+"$compile" "$inputs/pair-step.mlir" -o libpair.so --emit=shared \
+  --strategy=dense --emit-header=pair.h
+cc -std=c11 -Wall -Werror -I. "$inputs/load-pair-step.c" -o load-pair-step -ldl
+./load-pair-step "$work/libpair.so"

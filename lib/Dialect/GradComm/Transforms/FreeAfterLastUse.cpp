@@ -122,8 +122,8 @@ void freeEarly(bufferization::DeallocOp dealloc) {
     auto alloc = memref.getDefiningOp<memref::AllocOp>();
     if (alloc && freed.contains(alloc))
       continue; // A repeated entry: the buffer is freed once already.
-    const bool unconditional = alloc && alloc->getBlock() == block &&
-                               matchPattern(condition, m_One());
+    const bool unconditional =
+        alloc && alloc->getBlock() == block && matchPattern(condition, m_One());
     if (unconditional && !retainedRoots.count(alloc)) {
       FailureOr<Operation *> last = lastUseInBlock(alloc, block, dealloc);
       if (succeeded(last) && (*last)->isBeforeInBlock(dealloc)) {

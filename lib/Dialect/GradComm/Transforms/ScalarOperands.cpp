@@ -52,8 +52,7 @@ private:
     if (Operation *producer = tensor.getDefiningOp())
       builder.setInsertionPointAfter(producer);
     else
-      builder.setInsertionPointToStart(
-          cast<BlockArgument>(tensor).getOwner());
+      builder.setInsertionPointToStart(cast<BlockArgument>(tensor).getOwner());
     it->second = tensor::ExtractOp::create(builder, tensor.getLoc(), tensor,
                                            ValueRange{});
     return it->second;
