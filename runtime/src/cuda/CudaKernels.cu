@@ -159,6 +159,20 @@ __global__ void pickDigitKernel(unsigned long long *histogram,
     histogram[d] = 0;
 }
 
+/// Inclusive prefix sums of two values across the lanes of a warp.
+__device__ __forceinline__ void warpInclusiveScan(unsigned long long &first,
+                                                  unsigned long long &second) {
+  const int lane = threadIdx.x & 31;
+  for (int offset = 1; offset < 32; offset *= 2) {
+    const unsigned long long a = __shfl_up_sync(0xffffffffu, first, offset);
+    const unsigned long long b = __shfl_up_sync(0xffffffffu, second, offset);
+    if (lane >= offset) {
+      first += a;
+      second += b;
+    }
+  }
+}
+
 /// Threads of the one-block tile scan.
 constexpr int kScanThreads = 1024;
 
@@ -176,16 +190,7 @@ __global__ void scanTilesKernel(unsigned long long *counts, int64_t tiles) {
     const unsigned long long greater = t < tiles ? counts[2 * t] : 0;
     const unsigned long long equal = t < tiles ? counts[2 * t + 1] : 0;
     unsigned long long greaterUpTo = greater, equalUpTo = equal;
-    for (int offset = 1; offset < 32; offset *= 2) {
-      const unsigned long long g =
-          __shfl_up_sync(0xffffffffu, greaterUpTo, offset);
-      const unsigned long long e =
-          __shfl_up_sync(0xffffffffu, equalUpTo, offset);
-      if (lane >= offset) {
-        greaterUpTo += g;
-        equalUpTo += e;
-      }
-    }
+    warpInclusiveScan(greaterUpTo, equalUpTo);
     if (lane == 31) {
       warpBefore[0][warp] = greaterUpTo;
       warpBefore[1][warp] = equalUpTo;
@@ -194,16 +199,7 @@ __global__ void scanTilesKernel(unsigned long long *counts, int64_t tiles) {
     if (warp == 0) {
       unsigned long long g = warpBefore[0][lane], e = warpBefore[1][lane];
       unsigned long long gUpTo = g, eUpTo = e;
-      for (int offset = 1; offset < 32; offset *= 2) {
-        const unsigned long long gs =
-            __shfl_up_sync(0xffffffffu, gUpTo, offset);
-        const unsigned long long es =
-            __shfl_up_sync(0xffffffffu, eUpTo, offset);
-        if (lane >= offset) {
-          gUpTo += gs;
-          eUpTo += es;
-        }
-      }
+      warpInclusiveScan(gUpTo, eUpTo);
       warpBefore[0][lane] = carry[0] + gUpTo - g;
       warpBefore[1][lane] = carry[1] + eUpTo - e;
     }
