@@ -20,6 +20,26 @@ using namespace mlir;
 
 namespace {
 
+/// Whether `expr` walks memory with unit step along loop `dim`: `dim`
+/// itself or `dim + e` with `e` independent of it (a stride-1
+/// convolution's window `oh + kh`).
+bool unitStepAlong(AffineExpr expr, unsigned dim) {
+  auto isDim = [&](AffineExpr e) {
+    auto d = dyn_cast<AffineDimExpr>(e);
+    return d && d.getPosition() == dim;
+  };
+  if (isDim(expr))
+    return true;
+  auto sum = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!sum || sum.getKind() != AffineExprKind::Add)
+    return false;
+  return (isDim(sum.getLHS()) && !sum.getRHS().isFunctionOfDim(dim)) ||
+         (isDim(sum.getRHS()) && !sum.getLHS().isFunctionOfDim(dim));
+}
+
+/// Vector loops shorter than this gain nothing (a 3x3 kernel's width).
+constexpr int64_t kMinInnermostExtent = 4;
+
 /// The loop order that puts the reductions of `op` just outside the
 /// output's last dimension, or empty when there is nothing to do.
 SmallVector<unsigned> vectorizableOrder(linalg::GenericOp op) {
@@ -34,15 +54,18 @@ SmallVector<unsigned> vectorizableOrder(linalg::GenericOp op) {
     return {};
   unsigned innermost = last.getPosition();
   // Worth it only when an input is contiguous along that dimension too
-  // (B of a matmul); a row reduction would trade contiguous reads for
-  // strided ones.
+  // (B of a matmul, a stride-1 convolution's input window); a row
+  // reduction would trade contiguous reads for strided ones. And only when
+  // that loop is long enough to vectorize.
   bool contiguousInput =
       llvm::any_of(op.getDpsInputOperands(), [&](OpOperand *in) {
         AffineMap map = op.getMatchingIndexingMap(in);
         return map.getNumResults() > 0 &&
-               map.getResults().back() == output.getResults().back();
+               unitStepAlong(map.getResults().back(), innermost);
       });
-  if (!contiguousInput)
+  int64_t extent = op.getStaticLoopRanges()[innermost];
+  if (!contiguousInput ||
+      (!ShapedType::isDynamic(extent) && extent < kMinInnermostExtent))
     return {};
   SmallVector<unsigned> order, reductions;
   for (unsigned dim = 0; dim < iterators.size(); ++dim) {

@@ -358,8 +358,11 @@ def InterchangeReductionsPass
     vectorize without reordering floating-point additions. This pass
     permutes the dimensions so that the reductions run just outside the
     output's fastest-varying (last) dimension, when that dimension is
-    parallel and some input is contiguous along it too (a row reduction is
-    left alone): `(m, n, k)` becomes `(m, k, n)`. Every output element still
+    parallel, at least 4 long (a 3x3 kernel's width is not worth a vector
+    loop), and some input walks memory with unit step along it too, as
+    `n` or a stride-1 convolution window `ow + kw` (a row reduction is left
+    alone): `(m, n, k)` becomes `(m, k, n)`, and a convolution's
+    `(n, f, oh, ow, c, kh, kw)` becomes `(n, f, oh, c, kh, kw, ow)`. Every output element still
     accumulates its terms in the same order, so results are bit-identical,
     and the innermost loop is a contiguous, vectorizable update.
 
