@@ -24,6 +24,7 @@ tools = [
     ToolSubst("gradcomm-opt", unresolved="fatal"),
     ToolSubst("gradcomm-translate", unresolved="fatal"),
     ToolSubst("gradcomm-compile", unresolved="fatal"),
+    ToolSubst("gradcomm-plan", unresolved="fatal"),
     ToolSubst("not", unresolved="fatal"),
     ToolSubst("split-file", unresolved="fatal"),
     ToolSubst("gradcomm-export", unresolved="fatal"),

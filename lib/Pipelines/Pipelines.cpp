@@ -140,7 +140,8 @@ void mlir::gradcomm::buildLLVMLoweringPipeline(OpPassManager &pm,
   // dealloc of every buffer of the step (quadratic in the parameters).
   memref::ExpandReallocPassOptions expandRealloc;
   expandRealloc.emitDeallocs = false;
-  pm.addNestedPass<func::FuncOp>(memref::createExpandReallocPass(expandRealloc));
+  pm.addNestedPass<func::FuncOp>(
+      memref::createExpandReallocPass(expandRealloc));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(
       bufferization::createOwnershipBasedBufferDeallocationPass());

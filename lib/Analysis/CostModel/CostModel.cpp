@@ -1,0 +1,269 @@
+//===- CostModel.cpp - Predicted communication time of GradComm ops -------===//
+//
+// Part of the GradComm project.
+//
+// docs/scaling.md: the formulas, their sources (MPICH's default algorithm
+// choices) and what they leave out.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gradcomm/Analysis/CostModel.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::gradcomm;
+
+namespace {
+
+// MPICH's default thresholds between algorithms (MPIR_CVAR_*).
+constexpr double kAllReduceShortBytes = 2048;
+constexpr double kBroadcastShortBytes = 12288;
+constexpr double kBroadcastLongBytes = 524288;
+constexpr double kAllGatherLongBytes = 524288; // all ranks' data together
+// The runtime's agreement before every collective call: 26 int64.
+constexpr double kAgreementBytes = 26 * 8;
+// Memory traffic of the kernels per element (bench/cpu, docs/performance.md):
+// the fused memory update reads m, g and marks and writes m and the output;
+// exact selection costs 8-13 input reads; a mix reads two vectors and
+// writes one; the elastic update reads x and the center and writes both.
+constexpr double kScaleComKernelBytes = 20;
+constexpr double kLocalTopkKernelBytes = 20 + 4 * 12;
+constexpr double kGossipKernelBytes = 12;
+constexpr double kEasgdKernelBytes = 16;
+
+double ceilLog2(int64_t n) {
+  return n <= 1 ? 0 : std::ceil(std::log2(static_cast<double>(n)));
+}
+
+/// int32 indices below 2^31 elements on the CPU backend.
+double indexBytes(int64_t elements) {
+  return elements < (int64_t(1) << 31) ? 4 : 8;
+}
+
+double secondsPerByte(const ClusterModel &model) {
+  return 1.0 / model.linkBytesPerSecond;
+}
+
+double kernelSeconds(const ClusterModel &model, int64_t elements,
+                     double bytesPerElement) {
+  return bytesPerElement * static_cast<double>(elements) /
+         model.memoryBytesPerSecond;
+}
+
+/// Bytes one rank sends in an all-reduce of `bytes`.
+double allReduceBytesSent(const ClusterModel &model, double bytes) {
+  const int64_t n = model.ranks;
+  if (n <= 1)
+    return 0;
+  if (bytes <= kAllReduceShortBytes)
+    return ceilLog2(n) * bytes;
+  return 2.0 * (n - 1) / n * bytes;
+}
+
+Prediction withAgreement(const ClusterModel &model, Prediction p) {
+  p.seconds += allReduceSeconds(model, kAgreementBytes);
+  p.bytesSent += allReduceBytesSent(model, kAgreementBytes);
+  return p;
+}
+
+int64_t selected(int64_t elements, int64_t ratio) {
+  return std::max<int64_t>(1, (elements + ratio - 1) / ratio);
+}
+
+llvm::Error badValue(StringRef what, StringRef text, StringRef expected) {
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      llvm::formatv("bad {0} '{1}': expected {2}", what, text, expected));
+}
+
+} // namespace
+
+llvm::Expected<double> mlir::gradcomm::parseBandwidth(StringRef text) {
+  const StringRef original = text;
+  text = text.trim();
+  text.consume_back("/s");
+  struct Unit {
+    StringRef suffix;
+    double bytesPerSecond;
+  };
+  // Longest suffixes first, so that "Gbit" is not read as "bit".
+  const Unit units[] = {{"Gbit", 1e9 / 8}, {"Mbit", 1e6 / 8}, {"kbit", 1e3 / 8},
+                        {"GB", 1e9},       {"MB", 1e6},       {"kB", 1e3},
+                        {"bit", 1.0 / 8},  {"B", 1}};
+  double scale = 1;
+  for (const Unit &unit : units)
+    if (text.consume_back(unit.suffix)) {
+      scale = unit.bytesPerSecond;
+      break;
+    }
+  double value = 0;
+  if (text.trim().getAsDouble(value) || !(value > 0) || !std::isfinite(value))
+    return badValue("bandwidth", original,
+                    "a positive number with Gbit, Mbit, kbit, GB, MB, kB, "
+                    "bit or B (per second), e.g. 10Gbit");
+  return value * scale;
+}
+
+llvm::Expected<double> mlir::gradcomm::parseDuration(StringRef text) {
+  const StringRef original = text;
+  text = text.trim();
+  double scale = 1;
+  if (text.consume_back("us"))
+    scale = 1e-6;
+  else if (text.consume_back("ns"))
+    scale = 1e-9;
+  else if (text.consume_back("ms"))
+    scale = 1e-3;
+  else
+    text.consume_back("s");
+  double value = 0;
+  if (text.trim().getAsDouble(value) || value < 0 || !std::isfinite(value))
+    return badValue("latency", original,
+                    "a non-negative number with ns, us, ms or s, e.g. 5us");
+  return value * scale;
+}
+
+llvm::Error mlir::gradcomm::applyCalibration(StringRef text,
+                                             ClusterModel &model) {
+  SmallVector<StringRef> lines;
+  text.split(lines, '\n');
+  for (auto [index, raw] : llvm::enumerate(lines)) {
+    StringRef line = raw.split('#').first.trim();
+    if (line.empty())
+      continue;
+    auto [key, value] = line.split('=');
+    key = key.trim();
+    value = value.trim();
+    auto where = [&, index = index](llvm::Error error) {
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("line {0}: {1}", index + 1,
+                        llvm::toString(std::move(error))));
+    };
+    if (key == "ranks") {
+      int64_t ranks = 0;
+      if (value.getAsInteger(10, ranks) || ranks < 1)
+        return where(badValue("ranks", value, "a positive integer"));
+      model.ranks = ranks;
+    } else if (key == "latency") {
+      llvm::Expected<double> seconds = parseDuration(value);
+      if (!seconds)
+        return where(seconds.takeError());
+      model.latencySeconds = *seconds;
+    } else if (key == "bandwidth" || key == "memory_bandwidth") {
+      llvm::Expected<double> rate = parseBandwidth(value);
+      if (!rate)
+        return where(rate.takeError());
+      (key == "bandwidth" ? model.linkBytesPerSecond
+                          : model.memoryBytesPerSecond) = *rate;
+    } else {
+      return where(badValue("key", key,
+                            "ranks, latency, bandwidth or memory_bandwidth"));
+    }
+  }
+  return llvm::Error::success();
+}
+
+double mlir::gradcomm::allReduceSeconds(const ClusterModel &model,
+                                        double bytes) {
+  const int64_t n = model.ranks;
+  if (n <= 1)
+    return 0;
+  const double alpha = model.latencySeconds, beta = secondsPerByte(model);
+  if (bytes <= kAllReduceShortBytes) // recursive doubling
+    return ceilLog2(n) * (alpha + bytes * beta);
+  // Rabenseifner: reduce-scatter, then all-gather.
+  return 2 * ceilLog2(n) * alpha + 2.0 * (n - 1) / n * bytes * beta;
+}
+
+double mlir::gradcomm::broadcastSeconds(const ClusterModel &model,
+                                        double bytes) {
+  const int64_t n = model.ranks;
+  if (n <= 1)
+    return 0;
+  const double alpha = model.latencySeconds, beta = secondsPerByte(model);
+  if (bytes < kBroadcastShortBytes || n < 8) // binomial tree
+    return ceilLog2(n) * (alpha + bytes * beta);
+  const double scatterAllGather = 2.0 * (n - 1) / n * bytes * beta;
+  if (bytes < kBroadcastLongBytes) // scatter + recursive-doubling all-gather
+    return 2 * ceilLog2(n) * alpha + scatterAllGather;
+  // scatter + ring all-gather
+  return (ceilLog2(n) + n - 1) * alpha + scatterAllGather;
+}
+
+double mlir::gradcomm::allGatherSeconds(const ClusterModel &model,
+                                        double bytesPerRank) {
+  const int64_t n = model.ranks;
+  if (n <= 1)
+    return 0;
+  const double alpha = model.latencySeconds, beta = secondsPerByte(model);
+  const double received = (n - 1) * bytesPerRank * beta;
+  if (bytesPerRank * n < kAllGatherLongBytes) // recursive doubling
+    return ceilLog2(n) * alpha + received;
+  return (n - 1) * alpha + received; // ring
+}
+
+double mlir::gradcomm::sendRecvSeconds(const ClusterModel &model,
+                                       double bytes) {
+  if (model.ranks <= 1)
+    return 0;
+  return model.latencySeconds + bytes * secondsPerByte(model);
+}
+
+Prediction mlir::gradcomm::predictDense(const ClusterModel &model,
+                                        int64_t elements) {
+  const double bytes = 4.0 * elements;
+  return withAgreement(model, {allReduceSeconds(model, bytes),
+                               allReduceBytesSent(model, bytes)});
+}
+
+Prediction mlir::gradcomm::predictScaleCom(const ClusterModel &model,
+                                           int64_t elements, int64_t ratio) {
+  const int64_t n = model.ranks;
+  const double k = static_cast<double>(selected(elements, ratio));
+  const double indices = k * indexBytes(elements), values = 4.0 * k;
+  Prediction p;
+  p.seconds = broadcastSeconds(model, indices) +
+              allReduceSeconds(model, values) +
+              kernelSeconds(model, elements, kScaleComKernelBytes);
+  p.bytesSent =
+      (n > 1 ? indices * (n - 1) / n : 0) + allReduceBytesSent(model, values);
+  return withAgreement(model, p);
+}
+
+Prediction mlir::gradcomm::predictLocalTopk(const ClusterModel &model,
+                                            int64_t elements, int64_t ratio) {
+  const int64_t n = model.ranks;
+  const double block = selected(elements, ratio) * (4.0 + 8.0);
+  Prediction p;
+  p.seconds = allGatherSeconds(model, block) +
+              kernelSeconds(model, elements, kLocalTopkKernelBytes);
+  p.bytesSent = (n - 1) * block;
+  return withAgreement(model, p);
+}
+
+Prediction mlir::gradcomm::predictGossip(const ClusterModel &model,
+                                         int64_t elements) {
+  const double bytes = 4.0 * elements;
+  Prediction p;
+  p.seconds = sendRecvSeconds(model, bytes) +
+              kernelSeconds(model, elements, kGossipKernelBytes);
+  p.bytesSent = model.ranks > 1 ? bytes : 0;
+  return withAgreement(model, p);
+}
+
+Prediction mlir::gradcomm::predictEasgd(const ClusterModel &model,
+                                        int64_t elements, int64_t period) {
+  const double bytes = 4.0 * elements,
+               every = 1.0 / std::max<int64_t>(period, 1);
+  Prediction p;
+  p.seconds = every * (allReduceSeconds(model, bytes) +
+                       kernelSeconds(model, elements, kEasgdKernelBytes));
+  p.bytesSent = every * allReduceBytesSent(model, bytes);
+  return withAgreement(model, p);
+}

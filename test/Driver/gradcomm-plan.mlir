@@ -1,0 +1,47 @@
+// RUN: gradcomm-plan %s --ranks 4 --bandwidth 8Gbit --latency 10us --memory-bandwidth 10GB | FileCheck %s
+// RUN: gradcomm-plan %s --calibration %S/Inputs/plan-calibration.txt | FileCheck %s
+// RUN: gradcomm-plan %s --calibration %S/Inputs/plan-calibration.txt --ranks 1 | FileCheck %s --check-prefix=ONE
+// RUN: not gradcomm-plan %s --bandwidth 8Gbits 2>&1 | FileCheck %s --check-prefix=BAD-RATE
+// RUN: not gradcomm-plan %s --latency -1us 2>&1 | FileCheck %s --check-prefix=BAD-LATENCY
+// RUN: not gradcomm-plan %s --calibration %S/Inputs/plan-bad-calibration.txt 2>&1 | FileCheck %s --check-prefix=BAD-KEY
+// RUN: not gradcomm-plan %s --ratio 0 2>&1 | FileCheck %s --check-prefix=BAD-RATIO
+// RUN: echo 'func.func @f() { return }' | not gradcomm-plan 2>&1 | FileCheck %s --check-prefix=NONE
+
+// Two gradients of 4096 floats (16 KiB) and 1M floats (4 MiB). By hand,
+// alpha = 10 us, beta = 1 ns/B, 4 ranks:
+// * dense 16 KiB: Rabenseifner, 2 * 2 * 10 us + 2 * 3/4 * 16384 ns
+//   = 64.576 us, plus the agreement (208 B by recursive doubling,
+//   2 * (10 us + 208 ns) = 20.416 us): 0.0850 ms;
+// * dense 4 MiB: 40 us + 1.5 * 4194304 ns + 20.416 us = 6.3519 ms;
+// * gossip 4 MiB: one exchange, 10 us + 4194304 ns, plus the mix
+//   (12 B per element at 10 GB/s: 1.2583 ms) and the agreement: 5.4830 ms;
+// * EASGD every 4 steps: a quarter of dense's all-reduce and of its
+//   16 B-per-element update, plus the agreement every step: the fastest.
+
+// CHECK:      cluster: 4 ranks, latency 10.00 us, link 1.000 GB/s, memory 10.000 GB/s
+// CHECK:      tensor elements dense scalecom-r100 scalecom-r1000 local-topk-r100 local-topk-r1000 gossip easgd-p4
+// CHECK-NEXT: #0 4096 0.0850
+// CHECK-NEXT: #1 1048576 6.3519 {{.*}} 5.4830
+// CHECK-NEXT: total 1052672 6.4369
+// CHECK-NEXT: MB sent per rank
+// CHECK-NEXT: fastest: easgd-p4 (0.32x dense
+
+// One rank: nothing to communicate, only the kernels.
+// ONE: cluster: 1 ranks
+// ONE: #1 1048576 0.0000
+
+// BAD-RATE: gradcomm-plan: --bandwidth: bad bandwidth '8Gbits'
+// BAD-LATENCY: gradcomm-plan: --latency: bad latency '-1us'
+// BAD-KEY: plan-bad-calibration.txt: line 2: bad key 'bandwith': expected ranks, latency, bandwidth or memory_bandwidth
+// BAD-RATIO: gradcomm-plan: --ratio must be at least 1, got 0
+// NONE: gradcomm-plan: no shard.all_reduce in -: it reads a step before the strategy rewrite
+
+shard.grid @grid(shape = 4)
+func.func @step(%g0: tensor<4096xf32>, %g1: tensor<1048576xf32>)
+    -> (tensor<4096xf32>, tensor<1048576xf32>) {
+  %r0 = shard.all_reduce %g0 on @grid grid_axes = [0] reduction = sum
+      : tensor<4096xf32> -> tensor<4096xf32>
+  %r1 = shard.all_reduce %g1 on @grid grid_axes = [0] reduction = sum
+      : tensor<1048576xf32> -> tensor<1048576xf32>
+  return %r0, %r1 : tensor<4096xf32>, tensor<1048576xf32>
+}

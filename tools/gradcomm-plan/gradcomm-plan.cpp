@@ -1,0 +1,268 @@
+//===- gradcomm-plan.cpp - Predicted communication cost of a step ---------===//
+//
+// Part of the GradComm project.
+//
+// Reads an SPMD training step (before the strategy rewrite: its gradient
+// all-reduces are shard.all_reduce ops) and a cluster (flags or a
+// calibration file), and prints, per all-reduce and in total, the time and
+// bytes each strategy is predicted to take per step (docs/scaling.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "gradcomm/Analysis/CostModel.h"
+#include "gradcomm/InitAll.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("gradcomm-plan options");
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<step.mlir>"),
+                                      cl::init("-"), cl::cat(category));
+static cl::opt<std::string>
+    calibration("calibration",
+                cl::desc("A calibration file (`key = value` lines: ranks, "
+                         "latency, bandwidth, memory_bandwidth); flags "
+                         "given beside it win"),
+                cl::cat(category));
+static cl::opt<int64_t> ranks("ranks", cl::desc("Ranks (default 4)"),
+                              cl::init(0), cl::cat(category));
+static cl::opt<std::string>
+    bandwidth("bandwidth",
+              cl::desc("Link bandwidth per rank, e.g. 10Gbit, 1Gbit, "
+                       "125MB/s (default 10Gbit)"),
+              cl::cat(category));
+static cl::opt<std::string>
+    latency("latency", cl::desc("Per-message latency, e.g. 5us (default)"),
+            cl::cat(category));
+static cl::opt<std::string> memoryBandwidth(
+    "memory-bandwidth",
+    cl::desc("Memory bandwidth of one rank for the kernels (default 20GB)"),
+    cl::cat(category));
+static cl::list<int64_t>
+    ratios("ratio",
+           cl::desc("Compression ratios to predict (default 100,1000)"),
+           cl::CommaSeparated, cl::cat(category));
+static cl::opt<int64_t> period("period",
+                               cl::desc("EASGD period in steps (default 4)"),
+                               cl::init(4), cl::cat(category));
+
+namespace {
+
+struct Strategy {
+  std::string name;
+  std::function<gradcomm::Prediction(const gradcomm::ClusterModel &, int64_t)>
+      predict;
+};
+
+struct Tensor {
+  std::string label;
+  int64_t elements;
+};
+
+/// Fails with a message; the caller prints it.
+template <typename T>
+FailureOr<T> take(llvm::Expected<T> value, StringRef flag) {
+  if (value)
+    return *value;
+  llvm::errs() << "gradcomm-plan: --" << flag << ": "
+               << llvm::toString(value.takeError()) << "\n";
+  return failure();
+}
+
+FailureOr<gradcomm::ClusterModel> clusterFromFlags() {
+  gradcomm::ClusterModel model;
+  if (!calibration.empty()) {
+    std::string error;
+    std::unique_ptr<llvm::MemoryBuffer> file =
+        openInputFile(calibration, &error);
+    if (!file) {
+      llvm::errs() << "gradcomm-plan: " << error << "\n";
+      return failure();
+    }
+    if (llvm::Error bad =
+            gradcomm::applyCalibration(file->getBuffer(), model)) {
+      llvm::errs() << "gradcomm-plan: " << calibration << ": "
+                   << llvm::toString(std::move(bad)) << "\n";
+      return failure();
+    }
+  }
+  if (ranks.getNumOccurrences()) {
+    if (ranks < 1) {
+      llvm::errs() << "gradcomm-plan: --ranks must be at least 1, got " << ranks
+                   << "\n";
+      return failure();
+    }
+    model.ranks = ranks;
+  }
+  // Each quantity flag, when given, parsed into its field.
+  using Parser = llvm::Expected<double> (*)(StringRef);
+  struct QuantityFlag {
+    const cl::opt<std::string> &flag;
+    Parser parse;
+    double &field;
+  } quantities[] = {
+      {bandwidth, gradcomm::parseBandwidth, model.linkBytesPerSecond},
+      {latency, gradcomm::parseDuration, model.latencySeconds},
+      {memoryBandwidth, gradcomm::parseBandwidth, model.memoryBytesPerSecond}};
+  for (QuantityFlag &quantity : quantities) {
+    if (quantity.flag.empty())
+      continue;
+    FailureOr<double> value =
+        take(quantity.parse(quantity.flag), quantity.flag.ArgStr);
+    if (failed(value))
+      return failure();
+    quantity.field = *value;
+  }
+  return model;
+}
+
+/// The step's all-reduces, in program order; fails (diagnosed) on one
+/// whose size is not static.
+FailureOr<std::vector<Tensor>> allReduces(ModuleOp module) {
+  std::vector<Tensor> tensors;
+  WalkResult walk = module.walk([&](shard::AllReduceOp op) {
+    auto type = dyn_cast<RankedTensorType>(op.getResult().getType());
+    if (!type || !type.hasStaticShape()) {
+      op.emitError("gradcomm-plan needs static shapes; this all-reduce has ")
+          << op.getResult().getType();
+      return WalkResult::interrupt();
+    }
+    std::string label = llvm::formatv("#{0}", tensors.size()).str();
+    if (auto name = dyn_cast<NameLoc>(op.getLoc()))
+      label = name.getName().str();
+    tensors.push_back({label, type.getNumElements()});
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  return tensors;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "gradcomm-plan: predicted communication time and bytes per step of "
+      "each GradComm strategy on a cluster (docs/scaling.md)\n");
+  FailureOr<gradcomm::ClusterModel> cluster = clusterFromFlags();
+  if (failed(cluster))
+    return 1;
+  if (period < 1) {
+    llvm::errs() << "gradcomm-plan: --period must be at least 1, got " << period
+                 << "\n";
+    return 1;
+  }
+  std::vector<int64_t> compression(ratios.begin(), ratios.end());
+  if (compression.empty())
+    compression = {100, 1000};
+  for (int64_t ratio : compression)
+    if (ratio < 1) {
+      llvm::errs() << "gradcomm-plan: --ratio must be at least 1, got " << ratio
+                   << "\n";
+      return 1;
+    }
+
+  DialectRegistry registry;
+  gradcomm::registerAllGradCommDialects(registry);
+  MLIRContext context(registry);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(inputFile, &error);
+  if (!input) {
+    llvm::errs() << "gradcomm-plan: " << error << "\n";
+    return 1;
+  }
+  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return 1;
+  FailureOr<std::vector<Tensor>> tensors = allReduces(*module);
+  if (failed(tensors))
+    return 1;
+  if (tensors->empty()) {
+    llvm::errs() << "gradcomm-plan: no shard.all_reduce in " << inputFile
+                 << ": it reads a step before the strategy rewrite\n";
+    return 1;
+  }
+
+  std::vector<Strategy> strategies = {{"dense", gradcomm::predictDense}};
+  for (int64_t ratio : compression)
+    strategies.push_back({llvm::formatv("scalecom-r{0}", ratio).str(),
+                          [ratio](const gradcomm::ClusterModel &m, int64_t n) {
+                            return gradcomm::predictScaleCom(m, n, ratio);
+                          }});
+  for (int64_t ratio : compression)
+    strategies.push_back({llvm::formatv("local-topk-r{0}", ratio).str(),
+                          [ratio](const gradcomm::ClusterModel &m, int64_t n) {
+                            return gradcomm::predictLocalTopk(m, n, ratio);
+                          }});
+  strategies.push_back({"gossip", gradcomm::predictGossip});
+  strategies.push_back({llvm::formatv("easgd-p{0}", int64_t(period)).str(),
+                        [](const gradcomm::ClusterModel &m, int64_t n) {
+                          return gradcomm::predictEasgd(m, n, period);
+                        }});
+
+  llvm::raw_ostream &os = llvm::outs();
+  const gradcomm::ClusterModel &model = *cluster;
+  os << llvm::formatv("cluster: {0} ranks, latency {1:f2} us, link {2:f3} "
+                      "GB/s, memory {3:f3} GB/s\n",
+                      model.ranks, model.latencySeconds * 1e6,
+                      model.linkBytesPerSecond / 1e9,
+                      model.memoryBytesPerSecond / 1e9);
+  os << "predicted milliseconds per step (communication and kernels, not "
+        "overlapped)\n";
+  os << llvm::formatv("{0,-24} {1,12}", "tensor", "elements");
+  for (const Strategy &strategy : strategies)
+    os << llvm::formatv(" {0,16}", strategy.name);
+  os << "\n";
+  std::vector<gradcomm::Prediction> totals(strategies.size());
+  for (const Tensor &tensor : *tensors) {
+    os << llvm::formatv("{0,-24} {1,12}", tensor.label, tensor.elements);
+    for (auto [i, strategy] : llvm::enumerate(strategies)) {
+      gradcomm::Prediction p = strategy.predict(model, tensor.elements);
+      totals[i].seconds += p.seconds;
+      totals[i].bytesSent += p.bytesSent;
+      os << llvm::formatv(" {0,16:f4}", p.seconds * 1e3);
+    }
+    os << "\n";
+  }
+  int64_t elements = 0;
+  for (const Tensor &tensor : *tensors)
+    elements += tensor.elements;
+  os << llvm::formatv("{0,-24} {1,12}", "total", elements);
+  for (const gradcomm::Prediction &total : totals)
+    os << llvm::formatv(" {0,16:f4}", total.seconds * 1e3);
+  os << "\n";
+  os << llvm::formatv("{0,-24} {1,12}", "MB sent per rank", "");
+  for (const gradcomm::Prediction &total : totals)
+    os << llvm::formatv(" {0,16:f4}", total.bytesSent / 1e6);
+  os << "\n";
+  size_t best = 0;
+  for (size_t i = 1; i < totals.size(); ++i)
+    if (totals[i].seconds < totals[best].seconds)
+      best = i;
+  os << llvm::formatv(
+      "fastest: {0} ({1:f2}x dense's predicted time)\n", strategies[best].name,
+      totals[0].seconds > 0 ? totals[best].seconds / totals[0].seconds : 1.0);
+  return 0;
+}
