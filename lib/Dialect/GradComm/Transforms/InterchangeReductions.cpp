@@ -40,6 +40,49 @@ bool unitStepAlong(AffineExpr expr, unsigned dim) {
 /// Vector loops shorter than this gain nothing (a 3x3 kernel's width).
 constexpr int64_t kMinInnermostExtent = 4;
 
+/// Outputs updated side by side in the innermost loops give the CPU
+/// independent accumulation chains to overlap (a scalar sum waits on its
+/// previous addition every time).
+constexpr int64_t kMinAccumulators = 4;
+constexpr int64_t kMaxAccumulators = 16;
+/// Reductions shorter than this are not worth reordering for.
+constexpr int64_t kMinReductionTerms = 64;
+
+/// When the output's last dimension is too short to vectorize (a 3x3
+/// kernel's width in a convolution's weight gradient): its trailing
+/// parallel dimensions whose extents multiply to 4..16, so that running
+/// them innermost, below the reductions, updates that many outputs side by
+/// side, each still summing its terms in the same order. Empty when there
+/// are none or the reduction is short.
+SmallVector<unsigned>
+independentAccumulators(AffineMap output,
+                        ArrayRef<utils::IteratorType> iterators,
+                        ArrayRef<int64_t> ranges) {
+  int64_t terms = 1;
+  for (auto [dim, iterator] : llvm::enumerate(iterators))
+    if (iterator == utils::IteratorType::reduction) {
+      if (ShapedType::isDynamic(ranges[dim]))
+        return {};
+      terms *= ranges[dim];
+    }
+  if (terms < kMinReductionTerms)
+    return {};
+  SmallVector<unsigned> dims;
+  int64_t outputs = 1;
+  for (AffineExpr result : llvm::reverse(output.getResults())) {
+    auto dim = dyn_cast<AffineDimExpr>(result);
+    if (!dim || iterators[dim.getPosition()] != utils::IteratorType::parallel ||
+        ShapedType::isDynamic(ranges[dim.getPosition()]) ||
+        outputs * ranges[dim.getPosition()] > kMaxAccumulators)
+      break;
+    outputs *= ranges[dim.getPosition()];
+    dims.insert(dims.begin(), dim.getPosition());
+  }
+  if (outputs < kMinAccumulators)
+    return {};
+  return dims;
+}
+
 /// The loop order that puts the reductions of `op` just outside the
 /// output's last dimension, or empty when there is nothing to do.
 SmallVector<unsigned> vectorizableOrder(linalg::GenericOp op) {
@@ -63,13 +106,19 @@ SmallVector<unsigned> vectorizableOrder(linalg::GenericOp op) {
         return map.getNumResults() > 0 &&
                unitStepAlong(map.getResults().back(), innermost);
       });
-  int64_t extent = op.getStaticLoopRanges()[innermost];
-  if (!contiguousInput ||
-      (!ShapedType::isDynamic(extent) && extent < kMinInnermostExtent))
+  if (!contiguousInput)
     return {};
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<unsigned> inner = {innermost};
+  if (!ShapedType::isDynamic(ranges[innermost]) &&
+      ranges[innermost] < kMinInnermostExtent) {
+    inner = independentAccumulators(output, iterators, ranges);
+    if (inner.empty())
+      return {};
+  }
   SmallVector<unsigned> order, reductions;
   for (unsigned dim = 0; dim < iterators.size(); ++dim) {
-    if (dim == innermost)
+    if (llvm::is_contained(inner, dim))
       continue;
     if (iterators[dim] == utils::IteratorType::reduction)
       reductions.push_back(dim);
@@ -77,7 +126,7 @@ SmallVector<unsigned> vectorizableOrder(linalg::GenericOp op) {
       order.push_back(dim);
   }
   llvm::append_range(order, reductions);
-  order.push_back(innermost);
+  llvm::append_range(order, inner);
   for (unsigned i = 0; i < order.size(); ++i)
     if (order[i] != i)
       return order;

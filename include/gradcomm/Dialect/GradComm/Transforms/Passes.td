@@ -362,7 +362,13 @@ def InterchangeReductionsPass
     loop), and some input walks memory with unit step along it too, as
     `n` or a stride-1 convolution window `ow + kw` (a row reduction is left
     alone): `(m, n, k)` becomes `(m, k, n)`, and a convolution's
-    `(n, f, oh, ow, c, kh, kw)` becomes `(n, f, oh, c, kh, kw, ow)`. Every output element still
+    `(n, f, oh, ow, c, kh, kw)` becomes `(n, f, oh, c, kh, kw, ow)`.
+    When the output's last dimension is too short (a 3x3 convolution's
+    weight gradient, `(f, c, kh, kw, n, oh, ow)`), the trailing output
+    dimensions whose extents multiply to 4..16 go innermost instead, below
+    reductions of at least 64 terms: `(f, c, n, oh, ow, kh, kw)` updates
+    nine outputs side by side, independent chains of additions the CPU
+    overlaps. Every output element still
     accumulates its terms in the same order, so results are bit-identical,
     and the innermost loop is a contiguous, vectorizable update.
 
