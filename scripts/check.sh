@@ -66,7 +66,7 @@ cmake -G Ninja -S . -B "$sanitize_build" \
   -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -g1" \
   -DCMAKE_C_FLAGS="-O1 -g1" >"$sanitize_build.configure.log" 2>&1 ||
   { cat "$sanitize_build.configure.log"; exit 1; }
-ninja -C "$sanitize_build" -j "$jobs" gradcomm-opt gradcomm-compile \
+ninja -C "$sanitize_build" -j "$jobs" gradcomm-opt gradcomm-compile gradcomm-plan \
   gradcomm-translate gradcomm-runtime-tests gradcomm-runtime-watchdog-test \
   gradcomm-runtime-init-test gradcomm-kernel-tests gradcomm-minitest-self-test \
   >/dev/null
