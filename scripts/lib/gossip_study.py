@@ -23,6 +23,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from report import mean_sd  # noqa: E402  (scripts/lib, beside this file)
+
 NAME = re.compile(r"np(\d+)-x([\d.]+)-(.+)-seed(\d+)\.csv$")
 
 
@@ -41,15 +43,6 @@ def read(out):
             runs[(int(ranks), float(factor))].setdefault(
                 strategy, OrderedDict())[int(seed)] = rows
     return OrderedDict(sorted(runs.items()))
-
-
-def mean_sd(values):
-    values = [v for v in values if not math.isnan(v)]
-    if not values:
-        return float("nan"), float("nan")
-    if len(values) == 1:
-        return values[0], 0.0
-    return statistics.mean(values), statistics.stdev(values)
 
 
 def first_reaching(rows, target, key):

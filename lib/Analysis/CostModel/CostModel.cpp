@@ -49,6 +49,13 @@ double secondsPerByte(const ClusterModel &model) {
   return 1.0 / model.linkBytesPerSecond;
 }
 
+/// A binomial tree or recursive doubling: ceil(log2 n) rounds of one
+/// message of `bytes`.
+double treeSeconds(const ClusterModel &model, double bytes) {
+  return ceilLog2(model.ranks) *
+         (model.latencySeconds + bytes * secondsPerByte(model));
+}
+
 double kernelSeconds(const ClusterModel &model, int64_t elements,
                      double bytesPerElement) {
   return bytesPerElement * static_cast<double>(elements) /
@@ -176,7 +183,7 @@ double mlir::gradcomm::allReduceSeconds(const ClusterModel &model,
     return 0;
   const double alpha = model.latencySeconds, beta = secondsPerByte(model);
   if (bytes <= kAllReduceShortBytes) // recursive doubling
-    return ceilLog2(n) * (alpha + bytes * beta);
+    return treeSeconds(model, bytes);
   // Rabenseifner: reduce-scatter, then all-gather.
   return 2 * ceilLog2(n) * alpha + 2.0 * (n - 1) / n * bytes * beta;
 }
@@ -188,7 +195,7 @@ double mlir::gradcomm::broadcastSeconds(const ClusterModel &model,
     return 0;
   const double alpha = model.latencySeconds, beta = secondsPerByte(model);
   if (bytes < kBroadcastShortBytes || n < 8) // binomial tree
-    return ceilLog2(n) * (alpha + bytes * beta);
+    return treeSeconds(model, bytes);
   const double scatterAllGather = 2.0 * (n - 1) / n * bytes * beta;
   if (bytes < kBroadcastLongBytes) // scatter + recursive-doubling all-gather
     return 2 * ceilLog2(n) * alpha + scatterAllGather;
