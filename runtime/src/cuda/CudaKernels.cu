@@ -585,15 +585,12 @@ cudaError_t selectExact(const float *m, const float *g, int64_t n, int64_t k,
   // Histogram passes: at most eight blocks per multiprocessor, each
   // walking many keys, so that the blocks' flushes into the 256 global
   // counters stay few (one block per 2048 keys made them the bottleneck).
-  // The scratch lives on one device, so its count is read once.
-  if (scratch.multiprocessors == 0) {
-    int device = 0;
-    GRADCOMM_CUDA_TRY(cudaGetDevice(&device));
-    GRADCOMM_CUDA_TRY(cudaDeviceGetAttribute(
-        &scratch.multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  }
-  const int blocks = std::min(blocksFor(n, kThreads * 8),
-                              std::max(1, 8 * scratch.multiprocessors));
+  int device = 0, multiprocessors = 0;
+  GRADCOMM_CUDA_TRY(cudaGetDevice(&device));
+  GRADCOMM_CUDA_TRY(cudaDeviceGetAttribute(
+      &multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  const int blocks =
+      std::min(blocksFor(n, kThreads * 8), std::max(1, 8 * multiprocessors));
 
   // Radix select, most significant digit first, every step on the stream:
   // the exact k-th largest key and how many keys equal to it belong to the

@@ -26,7 +26,6 @@ struct SelectScratch {
   int64_t keyCapacity = 0;
   unsigned long long *counters = nullptr; // histogram, state, tile counts
   int64_t counterCapacity = 0;
-  int multiprocessors = 0; // of the device, read on first use
   SelectScratch() = default;
   SelectScratch(const SelectScratch &) = delete;
   SelectScratch &operator=(const SelectScratch &) = delete;
