@@ -20,7 +20,9 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -53,6 +55,64 @@ bool isRematerializable(Operation *op) {
   if (!op || isa<LLVM::AddressOfOp>(op))
     return false;
   return op->hasTrait<OpTrait::ConstantLike>() || isa<memref::CastOp>(op);
+}
+
+/// The buffer `value` is a view of: view-like ops (casts, subviews,
+/// reshapes) are looked through.
+Value rootBuffer(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>()) {
+    if (view.getViewDest() != value)
+      break;
+    value = view.getViewSource();
+  }
+  return value;
+}
+
+/// Is `root` a fresh allocation: memory nothing else points to except
+/// views of it.
+bool isFreshAllocation(Value root) {
+  return isa_and_nonnull<memref::AllocOp, memref::AllocaOp>(
+      root.getDefiningOp());
+}
+
+/// Are the roots `a` and `b` certainly different memory? A fresh
+/// allocation differs from another fresh allocation and from the
+/// function's own arguments (which existed before it); anything else
+/// (two arguments, a value chosen by control flow, a call's result) might
+/// be the same memory.
+bool certainlyDisjoint(Value a, Value b) {
+  if (a == b)
+    return false;
+  auto isEntryArgument = [](Value value) {
+    auto argument = dyn_cast<BlockArgument>(value);
+    return argument && argument.getOwner()->isEntryBlock() &&
+           isa<FunctionOpInterface>(argument.getOwner()->getParentOp());
+  };
+  bool aFresh = isFreshAllocation(a), bFresh = isFreshAllocation(b);
+  return (aFresh && (bFresh || isEntryArgument(b))) ||
+         (bFresh && isEntryArgument(a));
+}
+
+/// The arguments of a loop-nest kernel that its op writes (the structured
+/// op's outputs, seen through views), or nothing when the body holds
+/// anything else that could write memory.
+std::optional<llvm::BitVector> writtenArguments(func::FuncOp kernel) {
+  llvm::BitVector written(kernel.getNumArguments());
+  for (Operation &op : kernel.getBody().front()) {
+    if (isa<func::ReturnOp, ViewLikeOpInterface>(op) ||
+        op.hasTrait<OpTrait::ConstantLike>())
+      continue;
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+    if (!linalgOp)
+      return std::nullopt;
+    for (Value init : linalgOp.getDpsInits()) {
+      auto argument = dyn_cast<BlockArgument>(rootBuffer(init));
+      if (!argument || argument.getOwner() != &kernel.getBody().front())
+        return std::nullopt;
+      written.set(argument.getArgNumber());
+    }
+  }
+  return written;
 }
 
 /// A call of a runtime entry point (a declaration with a C interface),
@@ -119,6 +179,7 @@ public:
         outline(group, func, index, symbols);
     }
     mergeIdenticalKernels(module);
+    markNoAliasArguments(module);
   }
 
 private:
@@ -150,6 +211,49 @@ private:
     });
     for (func::FuncOp kernel : duplicates)
       kernel.erase();
+  }
+
+  /// `llvm.noalias` on the buffer arguments of a bare-pointer kernel where
+  /// every call proves it: a written buffer must be disjoint from every
+  /// other buffer argument, a read-only one from every written one
+  /// (read-only buffers may overlap each other under LLVM's `noalias`).
+  /// Without it LLVM vectorizes a kernel's loops only behind run-time
+  /// overlap checks, or not at all ("runtime pointer checks needed").
+  void markNoAliasArguments(ModuleOp module) {
+    llvm::DenseMap<StringAttr, SmallVector<func::CallOp>> calls;
+    module.walk([&](func::CallOp call) {
+      calls[call.getCalleeAttr().getAttr()].push_back(call);
+    });
+    for (auto kernel : module.getOps<func::FuncOp>()) {
+      if (!kernel->hasAttr(gradcomm::attr::kKernel) ||
+          !kernel->hasAttr("llvm.bareptr"))
+        continue;
+      std::optional<llvm::BitVector> written = writtenArguments(kernel);
+      auto sites = calls.find(kernel.getSymNameAttr());
+      if (!written || written->none() || sites == calls.end())
+        continue;
+      unsigned count = kernel.getNumArguments();
+      llvm::BitVector noAlias(count);
+      for (unsigned i = 0; i < count; ++i)
+        noAlias[i] = isa<MemRefType>(kernel.getArgument(i).getType());
+      for (func::CallOp call : sites->second) {
+        for (unsigned i = 0; i < count; ++i) {
+          if (!noAlias[i])
+            continue;
+          Value root = rootBuffer(call.getOperand(i));
+          for (unsigned j = 0; j < count && noAlias[i]; ++j) {
+            if (j == i || !isa<MemRefType>(call.getOperand(j).getType()) ||
+                (!(*written)[i] && !(*written)[j]))
+              continue;
+            if (!certainlyDisjoint(root, rootBuffer(call.getOperand(j))))
+              noAlias[i] = false;
+          }
+        }
+      }
+      for (unsigned i : noAlias.set_bits())
+        kernel.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
+                          UnitAttr::get(module.getContext()));
+    }
   }
 
   /// The kernel as text, under a fixed name: equal text, equal function.

@@ -303,6 +303,15 @@ def OutlineKernelsPass
     compiles each distinct loop nest once. The `scf.if` guards of
     `gradcomm-guard-failed-steps` are looked into as well.
 
+    A bare-pointer kernel's buffer arguments get `llvm.noalias` where every
+    call proves it: a written buffer is disjoint from every other argument
+    and a read-only one from every written one. Only fresh allocations
+    (`memref.alloc`/`alloca`, seen through views) are known to be disjoint,
+    from each other and from the caller's arguments; two arguments of the
+    step may be one buffer, so an in-place update is never marked. Without
+    it, LLVM vectorizes a kernel's loops only behind run-time overlap
+    checks, or not at all.
+
     ```mlir
     func.func @step(%a: memref<64xf32>, %b: memref<64xf32>) {
       linalg.generic ... ins(%a : memref<64xf32>) outs(%b : memref<64xf32>)
