@@ -15,7 +15,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <sstream>
+#include <string>
 #include <vector>
 
 using namespace gradcomm::cpu;
@@ -173,9 +176,43 @@ void BM_NthElementSparse(benchmark::State &state) {
   timeNthElement(state, std::vector<float>(n, 0.0f), sparseVector(n, 10));
 }
 
+/// Layers of different scales, as a model's gradient is: eight equal
+/// slices scaled by 1e-4 ... 1e3, so the top k (1 %) all lie in the last
+/// layer and a sample mostly sees the small ones. m = 0.
+std::vector<float> layeredVector(int64_t n, uint64_t seed) {
+  std::vector<float> v = randomVector(n, seed);
+  const int64_t layers = 8, size = (n + layers - 1) / layers;
+  for (int64_t i = 0; i < n; ++i)
+    v[i] *= std::pow(10.0f, static_cast<float>(i / size) - 4.0f);
+  return v;
+}
+
+/// selectExact on the layered gradient.
+void BM_ExactSelectLayered(benchmark::State &state) {
+  const int64_t n = state.range(0);
+  timeExactSelect(state, std::vector<float>(n, 0.0f), layeredVector(n, 11));
+}
+
+/// std::nth_element on the same layered |m + g|.
+void BM_NthElementLayered(benchmark::State &state) {
+  const int64_t n = state.range(0);
+  timeNthElement(state, std::vector<float>(n, 0.0f), layeredVector(n, 11));
+}
+
+/// Sizes from GRADCOMM_BENCH_SIZES (comma-separated element counts; set by
+/// bench/cpu/run.sh from this machine's cache sizes), else 1M, 16M, 256M.
 void sizes(benchmark::internal::Benchmark *b) {
-  // 1M (cache-resident on these VMs), 16M and 256M (DRAM).
-  for (int64_t n : {int64_t(1) << 20, int64_t(1) << 24, int64_t(1) << 28})
+  std::vector<int64_t> counts;
+  if (const char *list = std::getenv("GRADCOMM_BENCH_SIZES")) {
+    std::stringstream stream(list);
+    std::string item;
+    while (std::getline(stream, item, ','))
+      if (!item.empty())
+        counts.push_back(std::stoll(item));
+  }
+  if (counts.empty())
+    counts = {int64_t(1) << 20, int64_t(1) << 24, int64_t(1) << 28};
+  for (int64_t n : counts)
     b->Arg(n);
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
@@ -190,5 +227,7 @@ BENCHMARK(BM_FusedExact)->Apply(sizes);
 BENCHMARK(BM_NthElement)->Apply(sizes);
 BENCHMARK(BM_ExactSelectSparse)->Apply(sizes);
 BENCHMARK(BM_NthElementSparse)->Apply(sizes);
+BENCHMARK(BM_ExactSelectLayered)->Apply(sizes);
+BENCHMARK(BM_NthElementLayered)->Apply(sizes);
 
 BENCHMARK_MAIN();

@@ -44,6 +44,14 @@ ScaleComRewritePassOptions ScaleComPipelineOptions::toPassOptions() const {
   options.include.assign(include.begin(), include.end());
   options.report = report;
   options.compressor = compressor;
+  options.policy = policy;
+  options.autoRatios.assign(autoRatios.begin(), autoRatios.end());
+  options.autoTolerance = autoTolerance;
+  options.ranks = ranks;
+  options.bandwidth = bandwidth;
+  options.latency = latency;
+  options.memoryBandwidth = memoryBandwidth;
+  options.calibration = calibration;
   return options;
 }
 

@@ -5,6 +5,9 @@
 // RUN: not gradcomm-plan %s --latency -1us 2>&1 | FileCheck %s --check-prefix=BAD-LATENCY
 // RUN: not gradcomm-plan %s --calibration %S/Inputs/plan-bad-calibration.txt 2>&1 | FileCheck %s --check-prefix=BAD-KEY
 // RUN: not gradcomm-plan %s --ratio 0 2>&1 | FileCheck %s --check-prefix=BAD-RATIO
+// RUN: not gradcomm-plan %s --auto-ratios 1 2>&1 | FileCheck %s --check-prefix=BAD-AUTO
+// RUN: not gradcomm-plan %s --calibration %S/Inputs/missing.txt 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: gradcomm-plan %s --ranks 4 --bandwidth 1Gbit --latency 10us --memory-bandwidth 10GB | FileCheck %s --check-prefix=SLOW
 // RUN: echo 'func.func @f() { return }' | not gradcomm-plan 2>&1 | FileCheck %s --check-prefix=NONE
 
 // Two gradients of 4096 floats (16 KiB) and 1M floats (4 MiB). By hand,
@@ -19,21 +22,33 @@
 //   16 B-per-element update, plus the agreement every step: the fastest.
 
 // CHECK:      cluster: 4 ranks, latency 10.00 us, link 1.000 GB/s, memory 10.000 GB/s
-// CHECK:      tensor elements dense scalecom-r100 scalecom-r1000 local-topk-r100 local-topk-r1000 gossip easgd-p4
-// CHECK-NEXT: #0 4096 0.0850
-// CHECK-NEXT: #1 1048576 6.3519 {{.*}} 5.4830
+// At 8 Gbit/s ScaleCom's exact selection (60 B per element at 10 GB/s:
+// 6.29 ms for #1) costs as much as dense's transfer saves, so policy=auto
+// keeps both dense; at 1 Gbit/s (SLOW) dense's #1 takes 50 ms and both are
+// compressed, each at the least ratio within 5 % of its fastest.
+// CHECK:      tensor elements dense scalecom-r100 scalecom-r1000 local-topk-r100 local-topk-r1000 gossip easgd-p4 auto choice
+// CHECK-NEXT: #0 4096 0.0850 {{.*}} 0.0850 dense
+// CHECK-NEXT: #1 1048576 6.3519 {{.*}} 5.4830 {{.*}} 6.3519 dense
 // CHECK-NEXT: total 1052672 6.4369
 // CHECK-NEXT: MB sent per rank
 // CHECK-NEXT: fastest: easgd-p4 (0.32x dense
+// CHECK-NEXT: policy=auto (dense or ScaleCom per tensor): 1.00x dense
+
+// SLOW:      #0 4096 0.2599 {{.*}} scalecom-r100
+// SLOW-NEXT: #1 1048576 50.3950 {{.*}} scalecom-r400
+// SLOW:      policy=auto (dense or ScaleCom per tensor): 0.13x dense
 
 // One rank: nothing to communicate, only the kernels.
 // ONE: cluster: 1 ranks
 // ONE: #1 1048576 0.0000
 
-// BAD-RATE: gradcomm-plan: --bandwidth: bad bandwidth '8Gbits'
-// BAD-LATENCY: gradcomm-plan: --latency: bad latency '-1us'
+// BAD-RATE: gradcomm-plan: bad bandwidth '8Gbits'
+// BAD-LATENCY: gradcomm-plan: bad latency '-1us'
 // BAD-KEY: plan-bad-calibration.txt: line 2: bad key 'bandwith': expected ranks, latency, bandwidth or memory_bandwidth
 // BAD-RATIO: gradcomm-plan: --ratio must be at least 1, got 0
+// BAD-AUTO: gradcomm-plan: --auto-ratios must be at least 2, got 1
+// MISSING: gradcomm-plan: cannot read calibration file '{{.*}}missing.txt'
+
 // NONE: gradcomm-plan: no shard.all_reduce in -: it reads a step before the strategy rewrite
 
 shard.grid @grid(shape = 4)

@@ -58,6 +58,21 @@ static cl::list<int64_t>
     ratios("ratio",
            cl::desc("Compression ratios to predict (default 100,1000)"),
            cl::CommaSeparated, cl::cat(category));
+static cl::list<int64_t>
+    autoRatios("auto-ratios",
+               cl::desc("Candidate ratios of the policy=auto column (default "
+                        "10,100,400, as gradcomm-scalecom's)"),
+               cl::CommaSeparated, cl::cat(category));
+static cl::opt<double> autoTolerance(
+    "auto-tolerance",
+    cl::desc("policy=auto: the least compressed candidate within this "
+             "fraction of the fastest wins (default 0.05)"),
+    cl::init(0.05), cl::cat(category));
+static cl::opt<bool> chunkSelection(
+    "chunk",
+    cl::desc("Price ScaleCom's chunk selection (selection=chunk) instead of "
+             "the exact top-k, gradcomm-scalecom's default"),
+    cl::init(false), cl::cat(category));
 static cl::opt<int64_t> period("period",
                                cl::desc("EASGD period in steps (default 4)"),
                                cl::init(4), cl::cat(category));
@@ -75,61 +90,22 @@ struct Tensor {
   int64_t elements;
 };
 
-/// Fails with a message; the caller prints it.
-template <typename T>
-FailureOr<T> take(llvm::Expected<T> value, StringRef flag) {
-  if (value)
-    return *value;
-  llvm::errs() << "gradcomm-plan: --" << flag << ": "
-               << llvm::toString(value.takeError()) << "\n";
-  return failure();
-}
-
 FailureOr<gradcomm::ClusterModel> clusterFromFlags() {
-  gradcomm::ClusterModel model;
-  if (!calibration.empty()) {
-    std::string error;
-    std::unique_ptr<llvm::MemoryBuffer> file =
-        openInputFile(calibration, &error);
-    if (!file) {
-      llvm::errs() << "gradcomm-plan: " << error << "\n";
-      return failure();
-    }
-    if (llvm::Error bad =
-            gradcomm::applyCalibration(file->getBuffer(), model)) {
-      llvm::errs() << "gradcomm-plan: " << calibration << ": "
-                   << llvm::toString(std::move(bad)) << "\n";
-      return failure();
-    }
+  if (ranks.getNumOccurrences() && ranks < 1) {
+    llvm::errs() << "gradcomm-plan: --ranks must be at least 1, got " << ranks
+                 << "\n";
+    return failure();
   }
-  if (ranks.getNumOccurrences()) {
-    if (ranks < 1) {
-      llvm::errs() << "gradcomm-plan: --ranks must be at least 1, got " << ranks
-                   << "\n";
-      return failure();
-    }
-    model.ranks = ranks;
+  gradcomm::ClusterSpec spec{calibration, ranks, bandwidth, latency,
+                             memoryBandwidth};
+  llvm::Expected<gradcomm::ClusterModel> model =
+      gradcomm::buildClusterModel(spec);
+  if (!model) {
+    llvm::errs() << "gradcomm-plan: " << llvm::toString(model.takeError())
+                 << "\n";
+    return failure();
   }
-  // Each quantity flag, when given, parsed into its field.
-  using Parser = llvm::Expected<double> (*)(StringRef);
-  struct QuantityFlag {
-    const cl::opt<std::string> &flag;
-    Parser parse;
-    double &field;
-  } quantities[] = {
-      {bandwidth, gradcomm::parseBandwidth, model.linkBytesPerSecond},
-      {latency, gradcomm::parseDuration, model.latencySeconds},
-      {memoryBandwidth, gradcomm::parseBandwidth, model.memoryBytesPerSecond}};
-  for (QuantityFlag &quantity : quantities) {
-    if (quantity.flag.empty())
-      continue;
-    FailureOr<double> value =
-        take(quantity.parse(quantity.flag), quantity.flag.ArgStr);
-    if (failed(value))
-      return failure();
-    quantity.field = *value;
-  }
-  return model;
+  return *model;
 }
 
 /// The step's all-reduces, in program order; fails (diagnosed) on one
@@ -180,6 +156,20 @@ int main(int argc, char **argv) {
                    << "\n";
       return 1;
     }
+  std::vector<int64_t> candidates(autoRatios.begin(), autoRatios.end());
+  if (candidates.empty())
+    candidates = {10, 100, 400};
+  for (int64_t ratio : candidates)
+    if (ratio < 2) {
+      llvm::errs() << "gradcomm-plan: --auto-ratios must be at least 2, got "
+                   << ratio << "\n";
+      return 1;
+    }
+  if (!(autoTolerance >= 0 && autoTolerance < 1)) {
+    llvm::errs() << "gradcomm-plan: --auto-tolerance must be in [0, 1), got "
+                 << autoTolerance << "\n";
+    return 1;
+  }
 
   DialectRegistry registry;
   gradcomm::registerAllGradCommDialects(registry);
@@ -209,7 +199,8 @@ int main(int argc, char **argv) {
   for (int64_t ratio : compression)
     strategies.push_back({llvm::formatv("scalecom-r{0}", ratio).str(),
                           [ratio](const gradcomm::ClusterModel &m, int64_t n) {
-                            return gradcomm::predictScaleCom(m, n, ratio);
+                            return gradcomm::predictScaleCom(m, n, ratio,
+                                                             !chunkSelection);
                           }});
   for (int64_t ratio : compression)
     strategies.push_back({llvm::formatv("local-topk-r{0}", ratio).str(),
@@ -234,8 +225,9 @@ int main(int argc, char **argv) {
   os << llvm::formatv("{0,-24} {1,12}", "tensor", "elements");
   for (const Strategy &strategy : strategies)
     os << llvm::formatv(" {0,16}", strategy.name);
-  os << "\n";
+  os << llvm::formatv(" {0,16} {1}\n", "auto", "choice");
   std::vector<gradcomm::Prediction> totals(strategies.size());
+  gradcomm::Prediction automatic;
   for (const Tensor &tensor : *tensors) {
     os << llvm::formatv("{0,-24} {1,12}", tensor.label, tensor.elements);
     for (auto [i, strategy] : llvm::enumerate(strategies)) {
@@ -244,7 +236,14 @@ int main(int argc, char **argv) {
       totals[i].bytesSent += p.bytesSent;
       os << llvm::formatv(" {0,16:f4}", p.seconds * 1e3);
     }
-    os << "\n";
+    gradcomm::CompressionChoice choice = gradcomm::chooseCompression(
+        model, tensor.elements, candidates, autoTolerance, !chunkSelection);
+    automatic.seconds += choice.chosen.seconds;
+    automatic.bytesSent += choice.chosen.bytesSent;
+    os << llvm::formatv(" {0,16:f4} {1}\n", choice.chosen.seconds * 1e3,
+                        choice.ratio
+                            ? "scalecom-r" + std::to_string(choice.ratio)
+                            : std::string("dense"));
   }
   int64_t elements = 0;
   for (const Tensor &tensor : *tensors)
@@ -252,17 +251,22 @@ int main(int argc, char **argv) {
   os << llvm::formatv("{0,-24} {1,12}", "total", elements);
   for (const gradcomm::Prediction &total : totals)
     os << llvm::formatv(" {0,16:f4}", total.seconds * 1e3);
-  os << "\n";
+  os << llvm::formatv(" {0,16:f4}\n", automatic.seconds * 1e3);
   os << llvm::formatv("{0,-24} {1,12}", "MB sent per rank", "");
   for (const gradcomm::Prediction &total : totals)
     os << llvm::formatv(" {0,16:f4}", total.bytesSent / 1e6);
-  os << "\n";
+  os << llvm::formatv(" {0,16:f4}\n", automatic.bytesSent / 1e6);
   size_t best = 0;
   for (size_t i = 1; i < totals.size(); ++i)
     if (totals[i].seconds < totals[best].seconds)
       best = i;
-  os << llvm::formatv(
-      "fastest: {0} ({1:f2}x dense's predicted time)\n", strategies[best].name,
-      totals[0].seconds > 0 ? totals[best].seconds / totals[0].seconds : 1.0);
+  auto ofDense = [&](double seconds) {
+    return totals[0].seconds > 0 ? seconds / totals[0].seconds : 1.0;
+  };
+  os << llvm::formatv("fastest: {0} ({1:f2}x dense's predicted time)\n",
+                      strategies[best].name, ofDense(totals[best].seconds));
+  os << llvm::formatv("policy=auto (dense or ScaleCom per tensor): {0:f2}x "
+                      "dense's predicted time\n",
+                      ofDense(automatic.seconds));
   return 0;
 }

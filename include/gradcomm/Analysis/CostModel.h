@@ -14,6 +14,7 @@
 #define GRADCOMM_ANALYSIS_COSTMODEL_H
 
 #include "mlir/Support/LLVM.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -40,6 +41,22 @@ llvm::Expected<double> parseDuration(StringRef text);
 /// `bandwidth`, `memory_bandwidth`), `#` comments, on top of `model`.
 llvm::Error applyCalibration(StringRef text, ClusterModel &model);
 
+/// A cluster as a user describes it: a calibration file first, then each
+/// quantity given (non-empty, non-zero) on top. The same fields are
+/// gradcomm-plan's flags and the options of gradcomm-scalecom's
+/// policy=auto.
+struct ClusterSpec {
+  std::string calibrationFile;
+  int64_t ranks = 0;
+  std::string bandwidth;
+  std::string latency;
+  std::string memoryBandwidth;
+};
+
+/// The model `spec` describes, on top of the defaults; errors name the
+/// file, line or field that is wrong.
+llvm::Expected<ClusterModel> buildClusterModel(const ClusterSpec &spec);
+
 /// Time of one collective of `bytes` (per rank) on `model`.
 double allReduceSeconds(const ClusterModel &model, double bytes);
 double broadcastSeconds(const ClusterModel &model, double bytes);
@@ -55,13 +72,32 @@ struct Prediction {
 /// The strategies, for a tensor of `elements` float32 values. Every
 /// runtime call also joins the agreement (one all-reduce of 26 int64).
 Prediction predictDense(const ClusterModel &model, int64_t elements);
+/// `exactSelection`: the leader's exact top-k selection (about ten
+/// input reads, docs/performance.md) instead of the chunk path's one pass.
 Prediction predictScaleCom(const ClusterModel &model, int64_t elements,
-                           int64_t ratio);
+                           int64_t ratio, bool exactSelection = false);
 Prediction predictLocalTopk(const ClusterModel &model, int64_t elements,
                             int64_t ratio);
 Prediction predictGossip(const ClusterModel &model, int64_t elements);
 Prediction predictEasgd(const ClusterModel &model, int64_t elements,
                         int64_t period);
+
+/// policy=auto's choice for one tensor: dense (ratio 0) or ScaleCom at one
+/// of the candidate ratios.
+struct CompressionChoice {
+  int64_t ratio = 0;
+  Prediction chosen;
+  Prediction dense;
+  /// Every candidate's prediction, in the order of `ratios`.
+  SmallVector<Prediction> candidates;
+};
+
+/// The fastest of dense and ScaleCom at each of `ratios`, except that the
+/// least compressed candidate within `tolerance` (a fraction) of the
+/// fastest time wins: compression costs accuracy, so it must buy time.
+CompressionChoice chooseCompression(const ClusterModel &model, int64_t elements,
+                                    ArrayRef<int64_t> ratios, double tolerance,
+                                    bool exactSelection = false);
 
 } // namespace mlir::gradcomm
 

@@ -83,6 +83,35 @@ struct ScaleComPipelineOptions
       *this, "compressor",
       llvm::cl::desc("cltk (ScaleCom) or local-topk (all-gather baseline)"),
       llvm::cl::init("cltk")};
+  Option<std::string> policy{
+      *this, "policy",
+      llvm::cl::desc("fixed (every gradient at ratio) or auto (per tensor, "
+                     "dense or a ratio of auto-ratios, from the cost model)"),
+      llvm::cl::init("fixed")};
+  ListOption<int64_t> autoRatios{
+      *this, "auto-ratios",
+      llvm::cl::desc("policy=auto: candidate ratios (default 10,100,400)")};
+  Option<double> autoTolerance{
+      *this, "auto-tolerance",
+      llvm::cl::desc("policy=auto: the least compressed candidate within "
+                     "this fraction of the fastest wins"),
+      llvm::cl::init(0.05)};
+  Option<int64_t> ranks{
+      *this, "ranks",
+      llvm::cl::desc("policy=auto: ranks when the grid axis is dynamic"),
+      llvm::cl::init(0)};
+  Option<std::string> bandwidth{
+      *this, "bandwidth",
+      llvm::cl::desc("policy=auto: link bandwidth, e.g. 1Gbit")};
+  Option<std::string> latency{
+      *this, "latency",
+      llvm::cl::desc("policy=auto: per-message latency, e.g. 5us")};
+  Option<std::string> memoryBandwidth{
+      *this, "memory-bandwidth",
+      llvm::cl::desc("policy=auto: one rank's memory bandwidth, e.g. 20GB")};
+  Option<std::string> calibration{
+      *this, "calibration",
+      llvm::cl::desc("policy=auto: a calibration file (gradcomm-calibrate)")};
 
   /// The same values as the options of the `gradcomm-scalecom` pass.
   ScaleComRewritePassOptions toPassOptions() const;

@@ -11,6 +11,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -35,6 +36,9 @@ constexpr double kScaleComKernelBytes = 20;
 constexpr double kLocalTopkKernelBytes = 20 + 4 * 12;
 constexpr double kGossipKernelBytes = 12;
 constexpr double kEasgdKernelBytes = 16;
+// The exact selection on the leader: about ten reads of the 4 B input
+// (8-13 input-read equivalents in bench/cpu at 16M-256M elements).
+constexpr double kExactSelectionBytes = 40;
 
 double ceilLog2(int64_t n) {
   return n <= 1 ? 0 : std::ceil(std::log2(static_cast<double>(n)));
@@ -176,6 +180,48 @@ llvm::Error mlir::gradcomm::applyCalibration(StringRef text,
   return llvm::Error::success();
 }
 
+llvm::Expected<ClusterModel>
+mlir::gradcomm::buildClusterModel(const ClusterSpec &spec) {
+  ClusterModel model;
+  if (!spec.calibrationFile.empty()) {
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+        llvm::MemoryBuffer::getFile(spec.calibrationFile, /*IsText=*/true);
+    if (!file)
+      return llvm::createStringError(
+          file.getError(),
+          llvm::formatv("cannot read calibration file '{0}': "
+                        "{1}",
+                        spec.calibrationFile, file.getError().message()));
+    if (llvm::Error bad = applyCalibration((*file)->getBuffer(), model))
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("{0}: {1}", spec.calibrationFile,
+                        llvm::toString(std::move(bad))));
+  }
+  if (spec.ranks < 0)
+    return badValue("ranks", std::to_string(spec.ranks), "a positive integer");
+  if (spec.ranks > 0)
+    model.ranks = spec.ranks;
+  // Each quantity, when given, parsed into its field.
+  struct Quantity {
+    const std::string &text;
+    llvm::Expected<double> (*parse)(StringRef);
+    double &field;
+  } quantities[] = {
+      {spec.bandwidth, parseBandwidth, model.linkBytesPerSecond},
+      {spec.latency, parseDuration, model.latencySeconds},
+      {spec.memoryBandwidth, parseBandwidth, model.memoryBytesPerSecond}};
+  for (Quantity &quantity : quantities) {
+    if (quantity.text.empty())
+      continue;
+    llvm::Expected<double> value = quantity.parse(quantity.text);
+    if (!value)
+      return value.takeError();
+    quantity.field = *value;
+  }
+  return model;
+}
+
 double mlir::gradcomm::allReduceSeconds(const ClusterModel &model,
                                         double bytes) {
   const int64_t n = model.ranks;
@@ -230,14 +276,17 @@ Prediction mlir::gradcomm::predictDense(const ClusterModel &model,
 }
 
 Prediction mlir::gradcomm::predictScaleCom(const ClusterModel &model,
-                                           int64_t elements, int64_t ratio) {
+                                           int64_t elements, int64_t ratio,
+                                           bool exactSelection) {
   const int64_t n = model.ranks;
   const double k = static_cast<double>(selected(elements, ratio));
   const double indices = k * indexBytes(elements), values = 4.0 * k;
   Prediction p;
   p.seconds = broadcastSeconds(model, indices) +
               allReduceSeconds(model, values) +
-              kernelSeconds(model, elements, kScaleComKernelBytes);
+              kernelSeconds(model, elements,
+                            kScaleComKernelBytes +
+                                (exactSelection ? kExactSelectionBytes : 0));
   p.bytesSent =
       (n > 1 ? indices * (n - 1) / n : 0) + allReduceBytesSent(model, values);
   return withAgreement(model, p);
@@ -273,4 +322,32 @@ Prediction mlir::gradcomm::predictEasgd(const ClusterModel &model,
                        kernelSeconds(model, elements, kEasgdKernelBytes));
   p.bytesSent = every * allReduceBytesSent(model, bytes);
   return withAgreement(model, p);
+}
+
+CompressionChoice mlir::gradcomm::chooseCompression(const ClusterModel &model,
+                                                    int64_t elements,
+                                                    ArrayRef<int64_t> ratios,
+                                                    double tolerance,
+                                                    bool exactSelection) {
+  CompressionChoice choice;
+  choice.dense = predictDense(model, elements);
+  double fastest = choice.dense.seconds;
+  for (int64_t ratio : ratios) {
+    choice.candidates.push_back(
+        predictScaleCom(model, elements, ratio, exactSelection));
+    fastest = std::min(fastest, choice.candidates.back().seconds);
+  }
+  const double goodEnough = fastest * (1 + tolerance);
+  choice.chosen = choice.dense;
+  if (choice.dense.seconds <= goodEnough)
+    return choice;
+  // The least compressed candidate that is good enough.
+  int64_t best = -1;
+  for (auto [index, ratio] : llvm::enumerate(ratios))
+    if (choice.candidates[index].seconds <= goodEnough &&
+        (best < 0 || ratio < ratios[best]))
+      best = index;
+  choice.ratio = ratios[best];
+  choice.chosen = choice.candidates[best];
+  return choice;
 }

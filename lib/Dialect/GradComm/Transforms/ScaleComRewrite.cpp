@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "gradcomm/Analysis/CostModel.h"
 #include "gradcomm/Dialect/GradComm/IR/GradCommOps.h"
 #include "gradcomm/Dialect/GradComm/Transforms/GradientAnalysis.h"
 #include "gradcomm/Dialect/GradComm/Transforms/Passes.h"
@@ -18,6 +19,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 #include <cstdio>
@@ -41,10 +43,20 @@ struct CompressionPlan {
   std::optional<int64_t> chunkSize;
 };
 
+/// policy=auto's verdict on one all-reduce.
+struct AutoChoice {
+  /// False where the user fixed k or the policy (op or argument).
+  bool applies = false;
+  /// The chosen ratio; 0: dense.
+  int64_t ratio = 0;
+  /// The predictions behind it.
+  std::string why;
+};
+
 /// What the pass does with one all-reduce.
 struct Decision {
   bool compress = false;
-  /// Why it stays dense (when !compress).
+  /// Why it stays dense (when !compress), or policy=auto's reasons.
   std::string reason;
   BlockArgument parameter;
   CompressionPlan plan;
@@ -59,11 +71,18 @@ public:
 private:
   LogicalResult validateOptions();
   FailureOr<Decision> decide(shard::AllReduceOp op);
+  FailureOr<AutoChoice> chooseRatio(shard::AllReduceOp op,
+                                    const RewriteDecision &shared,
+                                    int64_t numElements);
   FailureOr<CompressionPlan> makePlan(shard::AllReduceOp op,
                                       const PolicyOverrides &overrides,
                                       int64_t numElements);
   void rewrite(shard::AllReduceOp op, const Decision &decision,
                SymbolTable &symbolTable);
+
+  /// policy=auto's cluster (ranks are taken per op from its grid).
+  std::optional<ClusterModel> cluster;
+  SmallVector<int64_t> candidateRatios;
 };
 
 } // namespace
@@ -97,7 +116,93 @@ LogicalResult ScaleComRewritePass::validateOptions() {
     return module.emitError()
            << "gradcomm-scalecom: option 'min-elements' must be >= 0, got "
            << int64_t(minElements);
+  if (policy != "fixed" && policy != "auto")
+    return module.emitError() << "gradcomm-scalecom: option 'policy' must be "
+                                 "fixed or auto, got '"
+                              << policy << "'";
+  if (policy == "fixed")
+    return success();
+  // policy=auto chooses k per tensor: options that fix it conflict.
+  if (k > 0 || chunkSize > 0 || compressor != "cltk")
+    return module.emitError()
+           << "gradcomm-scalecom: policy=auto chooses the ratio per tensor "
+              "with the cltk compressor; drop "
+           << (k > 0           ? "'k'"
+               : chunkSize > 0 ? "'chunk-size'"
+                               : "'compressor'");
+  candidateRatios.assign(autoRatios.begin(), autoRatios.end());
+  if (candidateRatios.empty())
+    candidateRatios = {10, 100, 400};
+  for (int64_t candidate : candidateRatios)
+    if (candidate < 2)
+      return module.emitError() << "gradcomm-scalecom: option 'auto-ratios' "
+                                   "needs ratios >= 2, got "
+                                << candidate;
+  if (!(autoTolerance >= 0.0 && autoTolerance < 1.0))
+    return module.emitError() << "gradcomm-scalecom: option 'auto-tolerance' "
+                                 "must be in [0, 1), got "
+                              << formatNumber(autoTolerance);
+  if (ranks < 0)
+    return module.emitError()
+           << "gradcomm-scalecom: option 'ranks' must be >= 1 (or 0 for the "
+              "grid's), got "
+           << int64_t(ranks);
+  ClusterSpec spec{calibration, 0, bandwidth, latency, memoryBandwidth};
+  llvm::Expected<ClusterModel> model = buildClusterModel(spec);
+  if (!model)
+    return module.emitError() << "gradcomm-scalecom: policy=auto: "
+                              << llvm::toString(model.takeError());
+  cluster = *model;
   return success();
+}
+
+/// policy=auto for one accepted all-reduce; failure is diagnosed. Per-op and
+/// per-argument settings of k and the policy win, as under policy=fixed.
+FailureOr<AutoChoice> ScaleComRewritePass::chooseRatio(
+    shard::AllReduceOp op, const RewriteDecision &shared, int64_t numElements) {
+  const PolicyOverrides &overrides = shared.overrides;
+  if (shared.forced || overrides.ratio || overrides.k || overrides.chunkSize)
+    return AutoChoice();
+  auto grid =
+      SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, op.getGridAttr());
+  int64_t groupSize =
+      grid ? grid.getShape()[op.getGridAxes()[0]] : ShapedType::kDynamic;
+  if (ShapedType::isDynamic(groupSize)) {
+    if (ranks == 0)
+      return op->emitError()
+             << "gradcomm-scalecom: policy=auto needs the number of ranks: "
+                "the grid axis has no static size; give option 'ranks'";
+    groupSize = ranks;
+  } else if (ranks > 0 && ranks != groupSize) {
+    return op->emitError() << "gradcomm-scalecom: option 'ranks' = "
+                           << int64_t(ranks) << " but the grid axis has "
+                           << groupSize << " ranks";
+  }
+  ClusterModel model = *cluster;
+  model.ranks = groupSize;
+  const bool exact =
+      overrides.selection.value_or(selection) == Selection::Exact;
+  CompressionChoice choice = chooseCompression(
+      model, numElements, candidateRatios, autoTolerance, exact);
+
+  std::string predictions =
+      llvm::formatv("dense {0:f4} ms", choice.dense.seconds * 1e3).str();
+  for (auto [ratio, prediction] : llvm::zip(candidateRatios, choice.candidates))
+    predictions +=
+        llvm::formatv(", ratio {0} {1:f4} ms", ratio, prediction.seconds * 1e3)
+            .str();
+  AutoChoice verdict;
+  verdict.applies = true;
+  verdict.ratio = choice.ratio;
+  verdict.why =
+      llvm::formatv("policy=auto on {0} ranks, {1:f3} Gbit/s, {2:f2} us: {3} "
+                    "-> {4}",
+                    groupSize, model.linkBytesPerSecond * 8 / 1e9,
+                    model.latencySeconds * 1e6, predictions,
+                    choice.ratio ? "ratio " + std::to_string(choice.ratio)
+                                 : std::string("dense"))
+          .str();
+  return verdict;
 }
 
 FailureOr<CompressionPlan>
@@ -153,8 +258,20 @@ FailureOr<Decision> ScaleComRewritePass::decide(shard::AllReduceOp op) {
     return decision;
   }
   auto type = cast<RankedTensorType>(op.getInput().getType());
+  PolicyOverrides overrides = shared->overrides;
+  if (cluster) {
+    FailureOr<AutoChoice> choice =
+        chooseRatio(op, *shared, type.getNumElements());
+    if (failed(choice))
+      return failure();
+    decision.reason = choice->why;
+    if (choice->applies && choice->ratio == 0)
+      return decision; // dense
+    if (choice->applies)
+      overrides.ratio = static_cast<double>(choice->ratio);
+  }
   FailureOr<CompressionPlan> plan =
-      makePlan(op, shared->overrides, type.getNumElements());
+      makePlan(op, overrides, type.getNumElements());
   if (failed(plan))
     return failure();
   decision.compress = true;
@@ -227,7 +344,9 @@ void ScaleComRewritePass::rewrite(shard::AllReduceOp op,
                                               std::to_string(*plan.chunkSize)
                                         : std::string())
                      << ", beta = " << formatNumber(plan.beta) << ", state @"
-                     << state.getSymName();
+                     << state.getSymName()
+                     << (decision.reason.empty() ? "" : "; ")
+                     << decision.reason;
   op.getResult().replaceAllUsesWith(replacement);
   op.erase();
 }

@@ -36,6 +36,15 @@ def ScaleComRewritePass : Pass<"gradcomm-scalecom", "::mlir::ModuleOp"> {
     `gradcomm.name` on the argument names the parameter (state names,
     `include`/`exclude`).
 
+    `policy=auto` chooses per tensor between dense and ScaleCom at each of
+    `auto-ratios`, from the predicted communication and kernel time of
+    `lib/Analysis/CostModel` on the cluster the options describe (ranks
+    from the grid axis). The least compressed choice within
+    `auto-tolerance` of the fastest wins, so compression is used only where
+    it buys time. Per-op and per-argument `gradcomm.ratio`, `gradcomm.k`,
+    `gradcomm.chunk_size` and `gradcomm.policy` still win; `report=true`
+    prints every prediction behind each choice (docs/scaling.md).
+
     Example:
 
     ```mlir
@@ -87,7 +96,27 @@ def ScaleComRewritePass : Pass<"gradcomm-scalecom", "::mlir::ModuleOp"> {
     Option<"compressor", "compressor", "std::string", "\"cltk\"",
            "cltk (ScaleCom) or local-topk (the all-gather baseline, exact "
            "local top-k with plain error feedback: selection and beta do "
-           "not apply)">
+           "not apply)">,
+    Option<"policy", "policy", "std::string", "\"fixed\"",
+           "fixed (compress every accepted gradient at `ratio`) or auto "
+           "(per tensor, dense or the ratio of `auto-ratios` the cost model "
+           "predicts fastest on the cluster described below)">,
+    ListOption<"autoRatios", "auto-ratios", "int64_t",
+               "policy=auto: the candidate ratios (default 10,100,400)">,
+    Option<"autoTolerance", "auto-tolerance", "double", "0.05",
+           "policy=auto: the least compressed candidate within this "
+           "fraction of the fastest wins">,
+    Option<"ranks", "ranks", "int64_t", "0",
+           "policy=auto: ranks, when the grid axis has no static size">,
+    Option<"bandwidth", "bandwidth", "std::string", "\"\"",
+           "policy=auto: link bandwidth, e.g. 1Gbit (default 10Gbit)">,
+    Option<"latency", "latency", "std::string", "\"\"",
+           "policy=auto: per-message latency, e.g. 5us (the default)">,
+    Option<"memoryBandwidth", "memory-bandwidth", "std::string", "\"\"",
+           "policy=auto: one rank's memory bandwidth (default 20GB)">,
+    Option<"calibration", "calibration", "std::string", "\"\"",
+           "policy=auto: a calibration file (gradcomm-calibrate); the "
+           "options above win over it">
   ];
 }
 
