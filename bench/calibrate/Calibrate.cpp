@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Timing.h"
 #include "gradcomm/Analysis/CostModel.h"
 
 #include <mpi.h>
@@ -23,25 +24,9 @@
 #include <vector>
 
 using namespace mlir::gradcomm;
+using gradcomm::bench::medianSeconds;
 
 namespace {
-
-/// Median over `repetitions` of the slowest rank's time of `body`, after
-/// one warm-up.
-template <typename Body> double medianSeconds(int repetitions, Body body) {
-  body();
-  std::vector<double> samples;
-  for (int r = 0; r < repetitions; ++r) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    double start = MPI_Wtime();
-    body();
-    double local = MPI_Wtime() - start, slowest = 0;
-    MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    samples.push_back(slowest);
-  }
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
-}
 
 /// One-way time of a `bytes` message between ranks 0 and 1 (half a
 /// round trip); the other ranks wait.
@@ -69,6 +54,7 @@ double oneWaySeconds(int rank, std::vector<char> &buffer, int bytes) {
 } // namespace
 
 int main(int argc, char **argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0); // lines reach mpiexec as printed
   MPI_Init(&argc, &argv);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Simulate.h"
 #include "gradcomm/Analysis/CostModel.h"
 #include "gradcomm/InitAll.h"
 
@@ -31,7 +32,8 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 
-static cl::OptionCategory category("gradcomm-plan options");
+cl::OptionCategory planCategory("gradcomm-plan options");
+static cl::OptionCategory &category = planCategory;
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<step.mlir>"),
                                       cl::init("-"), cl::cat(category));
 static cl::opt<std::string>
@@ -72,6 +74,12 @@ static cl::opt<bool> chunkSelection(
     "chunk",
     cl::desc("Price ScaleCom's chunk selection (selection=chunk) instead of "
              "the exact top-k, gradcomm-scalecom's default"),
+    cl::init(false), cl::cat(category));
+static cl::opt<bool> simulateSteps(
+    "simulate",
+    cl::desc("Replay the step's communication on --sweep-ranks ranks with "
+             "stragglers (the options marked --simulate) instead of the "
+             "per-tensor table"),
     cl::init(false), cl::cat(category));
 static cl::opt<int64_t> period("period",
                                cl::desc("EASGD period in steps (default 4)"),
@@ -193,6 +201,13 @@ int main(int argc, char **argv) {
     llvm::errs() << "gradcomm-plan: no shard.all_reduce in " << inputFile
                  << ": it reads a step before the strategy rewrite\n";
     return 1;
+  }
+
+  if (simulateSteps) {
+    std::vector<int64_t> sizes;
+    for (const Tensor &tensor : *tensors)
+      sizes.push_back(tensor.elements);
+    return gradcomm::runSimulation(*cluster, sizes);
   }
 
   std::vector<Strategy> strategies = {{"dense", gradcomm::predictDense}};

@@ -63,6 +63,10 @@ double broadcastSeconds(const ClusterModel &model, double bytes);
 double allGatherSeconds(const ClusterModel &model, double bytesPerRank);
 double sendRecvSeconds(const ClusterModel &model, double bytes);
 
+/// The runtime's agreement before every synchronous call (one all-reduce
+/// of 26 int64).
+double agreementSeconds(const ClusterModel &model);
+
 /// What one strategy costs one tensor per step.
 struct Prediction {
   double seconds = 0;   // communication and kernels, not overlapped

@@ -268,6 +268,10 @@ double mlir::gradcomm::sendRecvSeconds(const ClusterModel &model,
   return model.latencySeconds + bytes * secondsPerByte(model);
 }
 
+double mlir::gradcomm::agreementSeconds(const ClusterModel &model) {
+  return allReduceSeconds(model, kAgreementBytes);
+}
+
 Prediction mlir::gradcomm::predictDense(const ClusterModel &model,
                                         int64_t elements) {
   const double bytes = 4.0 * elements;

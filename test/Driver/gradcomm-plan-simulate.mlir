@@ -1,0 +1,70 @@
+// RUN: gradcomm-plan %s --bandwidth 1Gbit --latency 10us --memory-bandwidth 10GB --simulate --sweep-ranks 2,16,1024 --steps 20 --csv %t.csv | FileCheck %s
+// RUN: FileCheck %s --check-prefix=CSV < %t.csv
+// RUN: gradcomm-plan %s --bandwidth 1Gbit --latency 10us --memory-bandwidth 10GB --simulate --sweep-ranks 2,16 --steps 20 --straggler-rate 1 --straggler-factor 2 --strategies dense,gossip-async | FileCheck %s --check-prefix=SLOW
+// RUN: gradcomm-plan %s --simulate --sweep-ranks 4,8 --straggler-rate 0.3 --seed 7 > %t.a
+// RUN: gradcomm-plan %s --simulate --sweep-ranks 4,8 --straggler-rate 0.3 --seed 7 > %t.b
+// RUN: diff %t.a %t.b
+// RUN: not gradcomm-plan %s --simulate --strategies dense,allgather 2>&1 | FileCheck %s --check-prefix=BAD-STRATEGY
+// RUN: not gradcomm-plan %s --simulate --straggler-rate 2 2>&1 | FileCheck %s --check-prefix=BAD-RATE
+// RUN: not gradcomm-plan %s --simulate --sweep-ranks 0 2>&1 | FileCheck %s --check-prefix=BAD-RANKS
+
+// gradcomm-plan --simulate replays the step's communication on n ranks
+// with per-rank clocks (lib/Analysis/Simulator). 1 Gbit/s is 8 ns per
+// byte; 50 ms of compute per step.
+//
+// * dense, 2 ranks: 50 ms + the 4 MiB all-reduce (2 * 10 us + 4194304 B *
+//   8 ns = 33.574 ms) + the 16 KiB one (0.151 ms) + two agreements
+//   (2 * 11.66 us) = 83.749 ms, as gradcomm-plan's dense total says.
+// * asynchronous gossip, 2 ranks: 50 ms + the 4 MiB push (33.554 ms +
+//   10 us) + the mix (12 B per element at 10 GB/s, 1.258 ms) + the small
+//   tensor's = 84.969 ms; from 16 ranks, pushes to random peers meet at a
+//   rank's link and queue (the wait row).
+// * asynchronous EASGD: the center's links serve one worker at a time, so
+//   its step grows with n; ScaleCom's traffic stays flat while local
+//   top-k's all-gather grows with n, and so does its summed gradient's
+//   density (1.96 k at 2 ranks with --topk-overlap's default 0.04, capped
+//   at N / k = 100).
+
+// CHECK:      simulated: 20 steps of 50.0 ms compute, stragglers 0.00 at 4.00x, seed 1, agreement on; latency 10.00 us, link 0.125 GB/s
+// CHECK-NEXT: ms per step (mean over ranks)
+// CHECK-NEXT: ranks dense scalecom-r100 local-topk-r100 gossip gossip-async easgd-p4 easgd-async-p4
+// CHECK-NEXT: 2 83.749 52.852 58.212 84.980 84.969 58.876 58.847
+// CHECK-NEXT: 16 113.414 53.707 72.600 85.015 91.335 66.344 227.024
+// CHECK-NEXT: 1024 117.938 54.306 1101.557 85.085 94.818 67.581 15479.755
+// CHECK-NEXT: MB sent per rank per step
+// CHECK-NEXT: ranks
+// CHECK-NEXT: 2 4.2111 0.0636 0.1267
+// CHECK-NEXT: 16 7.8967 0.1204 1.8965
+// CHECK-NEXT: 1024 8.4173 0.1317 129.2336
+// CHECK:      ms a rank waits per step
+// CHECK-NEXT: ranks
+// CHECK-NEXT: 2 0.000 0.000 0.000 {{[0-9.]+}} 0.000 0.000 0.000
+// CHECK-NEXT: 16 0.000 0.000 0.000 {{[0-9.]+}} 6.366 0.000 160.803
+// CHECK:      non-zeros of the summed gradient / k
+// CHECK-NEXT: ranks
+// CHECK-NEXT: 2 1.00 1.00 1.96
+// CHECK-NEXT: 16 1.00 1.00 15.40
+// CHECK-NEXT: 1024 1.00 1.00 100.00
+// CHECK-NEXT: fastest per step: 2:scalecom-r100 16:scalecom-r100 1024:scalecom-r100
+
+// CSV: ranks,strategy,ms_per_step,mb_per_step,wait_ms_per_step,density_over_k
+// CSV: 2,dense,83.7488
+
+// Every rank twice as slow every step: dense waits for nobody (all are
+// equally slow) and costs 50 ms more.
+// SLOW:      2 133.749 134.969
+// SLOW-NEXT: 16 163.414 139.076
+
+// BAD-STRATEGY: gradcomm-plan: --strategies: unknown strategy 'allgather'
+// BAD-RATE: gradcomm-plan: --straggler-rate must be in [0, 1]
+// BAD-RANKS: gradcomm-plan: --sweep-ranks: 0 is not in [1, 2^20]
+
+shard.grid @grid(shape = 4)
+func.func @step(%g0: tensor<4096xf32>, %g1: tensor<1048576xf32>)
+    -> (tensor<4096xf32>, tensor<1048576xf32>) {
+  %r0 = shard.all_reduce %g0 on @grid grid_axes = [0] reduction = sum
+      : tensor<4096xf32> -> tensor<4096xf32>
+  %r1 = shard.all_reduce %g1 on @grid grid_axes = [0] reduction = sum
+      : tensor<1048576xf32> -> tensor<1048576xf32>
+  return %r0, %r1 : tensor<4096xf32>, tensor<1048576xf32>
+}
