@@ -4,6 +4,7 @@
 // RUN: gradcomm-plan %s --simulate --sweep-ranks 4,8 --straggler-rate 0.3 --seed 7 > %t.a
 // RUN: gradcomm-plan %s --simulate --sweep-ranks 4,8 --straggler-rate 0.3 --seed 7 > %t.b
 // RUN: diff %t.a %t.b
+// RUN: gradcomm-plan %s --simulate --sweep-ranks 2 --strategies scalecom-r100,scalecom-r100-exact | FileCheck %s --check-prefix=EXACT
 // RUN: not gradcomm-plan %s --simulate --strategies dense,allgather 2>&1 | FileCheck %s --check-prefix=BAD-STRATEGY
 // RUN: not gradcomm-plan %s --simulate --straggler-rate 2 2>&1 | FileCheck %s --check-prefix=BAD-RATE
 // RUN: not gradcomm-plan %s --simulate --sweep-ranks 0 2>&1 | FileCheck %s --check-prefix=BAD-RANKS
@@ -54,6 +55,11 @@
 // equally slow) and costs 50 ms more.
 // SLOW:      2 133.749 134.969
 // SLOW-NEXT: 16 163.414 139.076
+
+// The exact selection's passes (40 B per element more at the default
+// 20 GB/s: 2.1 ms for the 1M + 4096 elements) on top of the chunk path.
+// EXACT: ranks scalecom-r100 scalecom-r100-exact
+// EXACT-NEXT: 2 51.155 53.261
 
 // BAD-STRATEGY: gradcomm-plan: --strategies: unknown strategy 'allgather'
 // BAD-RATE: gradcomm-plan: --straggler-rate must be in [0, 1]

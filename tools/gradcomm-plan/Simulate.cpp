@@ -31,7 +31,8 @@ static cl::list<int64_t>
                cl::CommaSeparated, cl::cat(planCategory));
 static cl::list<std::string> strategyNames(
     "strategies",
-    cl::desc("--simulate: dense, scalecom-rR, local-topk-rR, gossip, "
+    cl::desc("--simulate: dense, scalecom-rR (chunk selection), "
+             "scalecom-rR-exact, local-topk-rR, gossip, "
              "gossip-async, easgd-pP, easgd-async-pP (default: dense, "
              "scalecom-r100, local-topk-r100, gossip, gossip-async, "
              "easgd-p4, easgd-async-p4)"),

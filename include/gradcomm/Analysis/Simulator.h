@@ -39,9 +39,12 @@ struct SimulatedStrategy {
   SimulatedKind kind = SimulatedKind::Dense;
   int64_t ratio = 100;
   int64_t period = 1;
+  /// ScaleCom: the leader's exact top-k instead of the chunk path.
+  bool exactSelection = false;
 };
 
-/// Parses "dense", "scalecom-r100", "local-topk-r100", "gossip",
+/// Parses "dense", "scalecom-r100" (chunk selection), "scalecom-r100-exact",
+/// "local-topk-r100", "gossip",
 /// "gossip-async", "easgd-p4", "easgd-async-p4".
 llvm::Expected<SimulatedStrategy> parseSimulatedStrategy(StringRef name);
 

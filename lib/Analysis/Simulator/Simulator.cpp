@@ -71,7 +71,8 @@ Prediction synchronousStep(const ClusterModel &model,
       p = predictDense(model, elements);
       break;
     case SimulatedKind::ScaleCom:
-      p = predictScaleCom(model, elements, strategy.ratio);
+      p = predictScaleCom(model, elements, strategy.ratio,
+                          strategy.exactSelection);
       break;
     case SimulatedKind::LocalTopk:
       p = predictLocalTopk(model, elements, strategy.ratio);
@@ -235,8 +236,7 @@ llvm::Expected<SimulatedStrategy>
 mlir::gradcomm::parseSimulatedStrategy(StringRef name) {
   SimulatedStrategy strategy;
   strategy.name = name.str();
-  auto number = [&](StringRef prefix, int64_t &field) -> bool {
-    StringRef rest = name;
+  auto number = [](StringRef prefix, int64_t &field, StringRef rest) {
     if (!rest.consume_front(prefix))
       return false;
     return !rest.getAsInteger(10, field) && field >= 1;
@@ -247,19 +247,24 @@ mlir::gradcomm::parseSimulatedStrategy(StringRef name) {
     strategy.kind = SimulatedKind::Gossip;
   } else if (name == "gossip-async") {
     strategy.kind = SimulatedKind::GossipAsync;
-  } else if (number("scalecom-r", strategy.ratio)) {
+  } else if (name.ends_with("-exact") &&
+             number("scalecom-r", strategy.ratio, name.drop_back(6))) {
     strategy.kind = SimulatedKind::ScaleCom;
-  } else if (number("local-topk-r", strategy.ratio)) {
+    strategy.exactSelection = true;
+  } else if (number("scalecom-r", strategy.ratio, name)) {
+    strategy.kind = SimulatedKind::ScaleCom;
+  } else if (number("local-topk-r", strategy.ratio, name)) {
     strategy.kind = SimulatedKind::LocalTopk;
-  } else if (number("easgd-async-p", strategy.period)) {
+  } else if (number("easgd-async-p", strategy.period, name)) {
     strategy.kind = SimulatedKind::EasgdAsync;
-  } else if (number("easgd-p", strategy.period)) {
+  } else if (number("easgd-p", strategy.period, name)) {
     strategy.kind = SimulatedKind::Easgd;
   } else {
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         llvm::formatv("unknown strategy '{0}': expected dense, scalecom-rR, "
-                      "local-topk-rR, gossip, gossip-async, easgd-pP or "
+                      "scalecom-rR-exact, local-topk-rR, gossip, gossip-async, "
+                      "easgd-pP or "
                       "easgd-async-pP (R, P >= 1)",
                       name));
   }
