@@ -232,6 +232,12 @@ void mlir::gradcomm::buildRewritePipeline(OpPassManager &pm,
     pm.addPass(createEasgdRewritePass(options.easgd.toPassOptions()));
     break;
   }
+  // What the rewrite left dense, fused into fewer calls.
+  if (options.bucketElements > 0) {
+    BucketAllReducesPassOptions bucket;
+    bucket.bucketElements = options.bucketElements;
+    pm.addPass(createBucketAllReducesPass(bucket));
+  }
 }
 
 void mlir::gradcomm::buildCompilePipeline(OpPassManager &pm,

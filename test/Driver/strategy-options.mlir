@@ -5,6 +5,10 @@
 // RUN: gradcomm-compile %s -o %t.mlir --emit=mlir --strategy=scalecom --ratio=8 --selection chunk --min-elements=0 --report 2>&1 | FileCheck %s --check-prefix=SCALECOM
 // SCALECOM: remark: gradcomm-scalecom: compressed 'tensor<64xf32>' with k = 8 of 64, selection = chunk, chunk_size = 8
 
+// --bucket-elements runs gradcomm-bucket-all-reduces after the rewrite.
+// RUN: not gradcomm-compile %s -o %t.mlir --emit=mlir --strategy=dense --bucket-elements=-1 2>&1 | FileCheck %s --check-prefix=BUCKET
+// BUCKET: gradcomm-compile: --bucket-elements must be >= 0 (0: off), got -1
+
 // Gossip honours --min-elements (the old driver dropped it).
 // RUN: gradcomm-compile %s -o %t.mlir --emit=mlir --strategy=gossip --min-elements=100 --report 2>&1 | FileCheck %s --check-prefix=GOSSIP
 // GOSSIP: remark: gradcomm-gossip: left dense: 64 elements < min-elements (100)

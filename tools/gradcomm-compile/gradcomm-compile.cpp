@@ -99,6 +99,13 @@ static cl::opt<std::string> onError(
              "gradcomm_take_step_status())"),
     cl::value_desc("abort|return"), cl::init("abort"), cl::cat(category));
 
+static cl::opt<int64_t> bucketElements(
+    "bucket-elements",
+    cl::desc("After the strategy's rewrite, fuse neighbouring dense "
+             "all-reduces into buckets of at most this many elements "
+             "(gradcomm-bucket-all-reduces); 0, the default: off"),
+    cl::init(0), cl::cat(category));
+
 enum class Emit { Mlir, Llvm, Obj, Shared };
 static cl::opt<Emit>
     emit("emit", cl::desc("What to write"), cl::init(Emit::Obj),
@@ -676,6 +683,13 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.onError = onError;
+  if (bucketElements < 0) {
+    llvm::errs() << "gradcomm-compile: --bucket-elements must be >= 0 (0: "
+                    "off), got "
+                 << bucketElements << "\n";
+    return 1;
+  }
+  options.bucketElements = bucketElements;
   if (failed(applyPipelineFlags(*pipelineFlags, options)))
     return 1;
 

@@ -270,6 +270,9 @@ struct CompileOptions {
   Strategy strategy = Strategy::ScaleCom;
   /// convert-gradcomm-to-runtime's on-error ("abort" or "return").
   std::string onError = "abort";
+  /// gradcomm-bucket-all-reduces after the rewrite, with this limit (0:
+  /// off).
+  int64_t bucketElements = 0;
   ScaleComPipelineOptions scalecom;
   GossipPipelineOptions gossip;
   EasgdPipelineOptions easgd;

@@ -288,6 +288,55 @@ def VerifyShardingsPass
   ];
 }
 
+def BucketAllReducesPass
+    : Pass<"gradcomm-bucket-all-reduces", "::mlir::ModuleOp"> {
+  let summary = "Fuse neighbouring small all-reduces into one call on a "
+                "flat buffer";
+  let description = [{
+    Every runtime call pays a collective's latency and the agreement
+    whatever its size, so many small tensors (biases, norms) spend the
+    step's communication in latency. This pass fuses, per block and in
+    program order, the `shard.all_reduce` ops of one kind (grid, axes,
+    reduction, element type) into buckets of at most `bucket-elements`
+    elements, as DDP's gradient buckets do, but at compile time. An op
+    joins the open bucket when no earlier member's result is used before
+    it; the fused call sits where the last member was, on the members'
+    flattened inputs inserted into one tensor, and each member's result
+    becomes its slice, reshaped back. Ops with more elements than the
+    limit, dynamic shapes or any `gradcomm.*` attribute (a user's override)
+    are left alone. The fused all-reduce is marked `gradcomm.policy =
+    "dense"`.
+
+    Run it after the strategy rewrite: what the rewrite compressed or
+    turned into gossip is no longer a `shard.all_reduce`, and what is left
+    is dense. A bucket sums every element with the others of its message,
+    so with 3 or more ranks the MPI algorithm (chosen by message size) may
+    add in another order than the unbucketed calls: the same values up to
+    rounding, and the same on every rank.
+
+    ```mlir
+    %a = shard.all_reduce %x on @grid grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
+    %b = shard.all_reduce %y on @grid grid_axes = [0] : tensor<2x4xf32> -> tensor<2x4xf32>
+    // becomes
+    %e = tensor.empty() : tensor<16xf32>
+    %0 = tensor.insert_slice %x into %e[0] [8] [1]
+    %y1 = tensor.collapse_shape %y [[0, 1]] : tensor<2x4xf32> into tensor<8xf32>
+    %1 = tensor.insert_slice %y1 into %0[8] [8] [1]
+    %r = shard.all_reduce %1 on @grid grid_axes = [0] {gradcomm.policy = "dense"}
+    %a = tensor.extract_slice %r[0] [8] [1]
+    %b1 = tensor.extract_slice %r[8] [8] [1]
+    %b = tensor.expand_shape %b1 [[0, 1]] output_shape [2, 4]
+    ```
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+  let options = [
+    Option<"bucketElements", "bucket-elements", "int64_t", "262144",
+           "Most elements in one bucket (larger tensors stay alone)">,
+    Option<"report", "report", "bool", "false",
+           "Emit a remark per bucket">
+  ];
+}
+
 def NameCollectivesPass
     : Pass<"gradcomm-name-collectives", "::mlir::ModuleOp"> {
   let summary = "Stamp the runtime name on every collective that has none";
