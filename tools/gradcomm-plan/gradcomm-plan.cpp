@@ -243,6 +243,10 @@ int main(int argc, char **argv) {
   os << llvm::formatv(" {0,16} {1}\n", "auto", "choice");
   std::vector<gradcomm::Prediction> totals(strategies.size());
   gradcomm::Prediction automatic;
+  // The tensors policy=auto leaves dense: separately, and in one bucket
+  // (gradcomm-compile --bucket-elements).
+  double leftDenseSeconds = 0;
+  int64_t leftDenseElements = 0, leftDenseCount = 0;
   for (const Tensor &tensor : *tensors) {
     os << llvm::formatv("{0,-24} {1,12}", tensor.label, tensor.elements);
     for (auto [i, strategy] : llvm::enumerate(strategies)) {
@@ -255,6 +259,11 @@ int main(int argc, char **argv) {
         model, tensor.elements, candidates, autoTolerance, !chunkSelection);
     automatic.seconds += choice.chosen.seconds;
     automatic.bytesSent += choice.chosen.bytesSent;
+    if (choice.ratio == 0) {
+      leftDenseSeconds += choice.dense.seconds;
+      leftDenseElements += tensor.elements;
+      leftDenseCount += 1;
+    }
     os << llvm::formatv(" {0,16:f4} {1}\n", choice.chosen.seconds * 1e3,
                         choice.ratio
                             ? "scalecom-r" + std::to_string(choice.ratio)
@@ -283,5 +292,16 @@ int main(int argc, char **argv) {
   os << llvm::formatv("policy=auto (dense or ScaleCom per tensor): {0:f2}x "
                       "dense's predicted time\n",
                       ofDense(automatic.seconds));
+  if (leftDenseCount > 1) {
+    const double bucketed =
+        gradcomm::predictDense(model, leftDenseElements).seconds;
+    os << llvm::formatv(
+        "policy=auto leaves {0} tensors dense ({1} elements): {2:f4} ms "
+        "separately, {3:f4} ms in one bucket (--bucket-elements={1}); with "
+        "it {4:f2}x dense's predicted time\n",
+        leftDenseCount, leftDenseElements, leftDenseSeconds * 1e3,
+        bucketed * 1e3,
+        ofDense(automatic.seconds - leftDenseSeconds + bucketed));
+  }
   return 0;
 }
