@@ -38,8 +38,8 @@ func.func @three(%g0: tensor<8xf32>, %g1: tensor<2x4xf32>, %g2: tensor<f32>, %g3
 
 // -----
 
-// A result used before the next all-reduce closes the bucket: the fused
-// call would sit after its user.
+// A later all-reduce whose input needs a member's result closes the
+// bucket and opens the next.
 shard.grid @grid(shape = 4)
 
 // CHECK-LABEL: func @used_between
@@ -54,6 +54,42 @@ func.func @used_between(%g0: tensor<8xf32>, %g1: tensor<8xf32>, %g2: tensor<8xf3
   // expected-remark @+1 {{2 all-reduces, 16 elements}}
   %c = shard.all_reduce %g2 on @grid grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
   return %a, %b, %c : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// A parameter update between the all-reduces uses a member's result but
+// feeds no later member: it moves below the fused call. A call with side
+// effects cannot move: nothing after it joins the bucket.
+shard.grid @grid(shape = 4)
+func.func private @observe(tensor<8xf32>)
+
+// CHECK-LABEL: func @moved
+// CHECK:       %[[R:.*]] = shard.all_reduce %{{.*}} {gradcomm.policy = "dense"} : tensor<16xf32>
+// CHECK:       %[[A:.*]] = tensor.extract_slice %[[R]][0] [8] [1]
+// CHECK:       %[[B:.*]] = tensor.extract_slice %[[R]][8] [8] [1]
+// CHECK:       arith.subf %arg0, %[[A]]
+// CHECK:       arith.subf %arg2, %[[B]]
+// CHECK-LABEL: func @pinned
+// CHECK:       %[[A:.*]] = shard.all_reduce %arg0
+// CHECK:       call @observe(%[[A]])
+// CHECK:       shard.all_reduce %arg1
+// CHECK-NOT:   gradcomm.policy
+func.func @moved(%w0: tensor<8xf32>, %g0: tensor<8xf32>, %w1: tensor<8xf32>, %g1: tensor<8xf32>)
+    -> (tensor<8xf32>, tensor<8xf32>) {
+  %a = shard.all_reduce %g0 on @grid grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
+  %u0 = arith.subf %w0, %a : tensor<8xf32>
+  // expected-remark @+1 {{2 all-reduces, 16 elements}}
+  %b = shard.all_reduce %g1 on @grid grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
+  %u1 = arith.subf %w1, %b : tensor<8xf32>
+  return %u0, %u1 : tensor<8xf32>, tensor<8xf32>
+}
+
+func.func @pinned(%g0: tensor<8xf32>, %g1: tensor<8xf32>) -> tensor<8xf32> {
+  %a = shard.all_reduce %g0 on @grid grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
+  call @observe(%a) : (tensor<8xf32>) -> ()
+  %b = shard.all_reduce %g1 on @grid grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
+  return %b : tensor<8xf32>
 }
 
 // -----

@@ -18,6 +18,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 
 namespace mlir::gradcomm {
@@ -53,17 +55,15 @@ bool sameKind(shard::AllReduceOp a, shard::AllReduceOp b) {
              getElementTypeOrSelf(b.getInput().getType());
 }
 
-/// Is any result of `members` used in the block before `op` (or by it)?
-/// Then the bucket cannot wait for `op`.
-bool usedBefore(ArrayRef<shard::AllReduceOp> members, Operation *op) {
-  Block *block = op->getBlock();
-  for (shard::AllReduceOp member : members)
-    for (Operation *user : member.getResult().getUsers()) {
-      Operation *ancestor = block->findAncestorOpInBlock(*user);
-      if (!ancestor || ancestor == op || ancestor->isBeforeInBlock(op))
-        return true;
-    }
-  return false;
+/// Does `op` (or an op nested in it) use a value in `values`?
+bool usesAny(Operation *op, const llvm::DenseSet<Value> &values) {
+  WalkResult walk = op->walk([&](Operation *nested) {
+    for (Value operand : nested->getOperands())
+      if (values.contains(operand))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return walk.wasInterrupted();
 }
 
 /// `value` (a static tensor) as a 1-D tensor, and back.
@@ -129,37 +129,74 @@ public:
   }
 
 private:
-  int64_t buckets = 0;
+  /// The open bucket: its members, and the ops after its first member that
+  /// depend on a member's result (they move below the fused call).
+  struct Bucket {
+    SmallVector<shard::AllReduceOp> members;
+    SmallVector<Operation *> dependents;
+    llvm::DenseSet<Value> tainted; // members' and dependents' results
+    int64_t elements = 0;
+    /// A dependent with side effects: it cannot move, so no later
+    /// all-reduce may join.
+    bool pinned = false;
+  };
 
   /// Greedy, in program order: an all-reduce joins the open bucket when it
-  /// is of the same kind, fits, and no member's result is used before it
-  /// (the fused call sits where the last member was).
+  /// is of the same kind, fits, and its input does not depend on a
+  /// member's result. Ops in between that use a member's result (a
+  /// parameter update) move below the fused call, which sits where the
+  /// last member was; one with side effects pins the bucket instead.
   void bucketBlock(Block &block) {
-    SmallVector<shard::AllReduceOp> open;
-    int64_t openElements = 0;
-    SmallVector<shard::AllReduceOp> candidates(
-        block.getOps<shard::AllReduceOp>());
-    for (shard::AllReduceOp op : candidates) {
-      if (!isBucketable(op, bucketElements))
+    Bucket open;
+    SmallVector<Operation *> ops;
+    for (Operation &op : block)
+      ops.push_back(&op);
+    for (Operation *op : ops) {
+      auto allReduce = dyn_cast<shard::AllReduceOp>(op);
+      const bool candidate =
+          allReduce && isBucketable(allReduce, bucketElements);
+      const bool dependent = !open.members.empty() && usesAny(op, open.tainted);
+      if (candidate && !dependent) {
+        const int64_t elements =
+            cast<RankedTensorType>(allReduce.getInput().getType())
+                .getNumElements();
+        if (!open.members.empty() &&
+            (open.pinned || !sameKind(open.members.front(), allReduce) ||
+             open.elements + elements > bucketElements)) {
+          close(open);
+          open = Bucket();
+        }
+        open.members.push_back(allReduce);
+        open.tainted.insert(allReduce.getResult());
+        open.elements += elements;
         continue;
-      const int64_t elements =
-          cast<RankedTensorType>(op.getInput().getType()).getNumElements();
-      if (!open.empty() &&
-          (!sameKind(open.front(), op) ||
-           openElements + elements > bucketElements || usedBefore(open, op))) {
-        close(open);
-        open.clear();
-        openElements = 0;
       }
-      open.push_back(op);
-      openElements += elements;
+      if (!dependent)
+        continue;
+      if (candidate) {
+        // Its input needs a member's result: this bucket must end first.
+        close(open);
+        open = Bucket();
+        open.members.push_back(allReduce);
+        open.tainted.insert(allReduce.getResult());
+        open.elements = cast<RankedTensorType>(allReduce.getInput().getType())
+                            .getNumElements();
+        continue;
+      }
+      if (!isMemoryEffectFree(op) || op->hasTrait<OpTrait::IsTerminator>())
+        open.pinned = true;
+      else
+        open.dependents.push_back(op);
+      for (Value result : op->getResults())
+        open.tainted.insert(result);
     }
     close(open);
   }
 
   /// One all-reduce of the members' flattened inputs, placed at the last
   /// member; each member's result becomes its slice of it.
-  void close(ArrayRef<shard::AllReduceOp> members) {
+  void close(const Bucket &bucket) {
+    ArrayRef<shard::AllReduceOp> members = bucket.members;
     if (members.size() < 2)
       return;
     shard::AllReduceOp last = members.back();
@@ -198,9 +235,19 @@ private:
       fused->emitRemark() << "gradcomm-bucket-all-reduces: " << members.size()
                           << " all-reduces, " << total
                           << " elements, in one call";
+    // The members' users that came before the last member, below the
+    // slices, in their order.
+    Operation *anchor = b.getInsertionPoint() == b.getBlock()->end()
+                            ? nullptr
+                            : &*std::prev(b.getInsertionPoint());
+    for (Operation *op : bucket.dependents) {
+      if (!op->isBeforeInBlock(last))
+        continue;
+      op->moveAfter(anchor);
+      anchor = op;
+    }
     for (shard::AllReduceOp member : members)
       member.erase();
-    ++buckets;
   }
 };
 

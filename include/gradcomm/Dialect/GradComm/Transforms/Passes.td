@@ -299,10 +299,13 @@ def BucketAllReducesPass
     program order, the `shard.all_reduce` ops of one kind (grid, axes,
     reduction, element type) into buckets of at most `bucket-elements`
     elements, as DDP's gradient buckets do, but at compile time. An op
-    joins the open bucket when no earlier member's result is used before
-    it; the fused call sits where the last member was, on the members'
+    joins the open bucket unless its input depends on a member's result;
+    the fused call sits where the last member was, on the members'
     flattened inputs inserted into one tensor, and each member's result
-    becomes its slice, reshaped back. Ops with more elements than the
+    becomes its slice, reshaped back. Side-effect-free ops in between that
+    use a member's result (the parameter updates) move below the fused
+    call, in their order; one with side effects cannot move, so nothing
+    after it joins the bucket. Ops with more elements than the
     limit, dynamic shapes or any `gradcomm.*` attribute (a user's override)
     are left alone. The fused all-reduce is marked `gradcomm.policy =
     "dense"`.
