@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
-"""Bucketed against unbucketed dense steps (gradcomm-compile
---bucket-elements): a step with PARAMS parameters of SIZE floats (plain
-SGD, bench/compile/gen_step.py) compiled both ways as shared libraries,
-called alternately in one process per rank under mpiexec, wall time and
+"""Two compilations of one step against each other: a step with PARAMS
+parameters of SIZE floats (plain SGD, bench/compile/gen_step.py) compiled
+with the gradcomm-compile flags of --a and of --b as shared libraries,
+called alternately in one process per rank under mpiexec; wall time and
 CPU time per step, median over REPEAT rounds; rank 0 prints them and the
-ratio. A benchmark, never a test.
+ratio b / a. A benchmark, never a test.
 
-Usage: mpiexec.mpich -n 2 /usr/bin/python3 bench/compile/bucket_bench.py \\
+Usage: mpiexec.mpich -n 2 /usr/bin/python3 bench/compile/compare_steps.py \\
            <bin dir> <work dir> [--params 100] [--size 10000] [--repeat 30]
-           [--bucket 4194304]
+           [--a "--strategy=dense"]
+           [--b "--strategy=dense --bucket-elements=4194304"]
 """
 
 import argparse
 import ctypes
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -55,8 +57,7 @@ def compile_step(args, rank, name, extra):
                             str(args.params), "--size", str(args.size),
                             "--ranks", str(args.ranks)], stdout=f, check=True)
         subprocess.run([os.path.join(args.bin, "gradcomm-compile"), step,
-                        "-o", library, "--emit=shared", "--strategy=dense"]
-                       + extra, check=True)
+                        "-o", library, "--emit=shared"] + extra, check=True)
     return library
 
 
@@ -67,22 +68,23 @@ def main():
     parser.add_argument("--params", type=int, default=100)
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--repeat", type=int, default=30)
-    parser.add_argument("--bucket", type=int, default=1 << 22)
+    parser.add_argument("--a", default="--strategy=dense")
+    parser.add_argument("--b", default="--strategy=dense "
+                        "--bucket-elements=4194304")
     args = parser.parse_args()
     rank = int(os.environ.get("PMI_RANK", "0"))
     args.ranks = int(os.environ.get("PMI_SIZE", "1"))
     os.makedirs(args.work, exist_ok=True)
     libraries = {
-        "separate": compile_step(args, rank, "separate", []),
-        "bucketed": compile_step(args, rank, "bucketed",
-                                 ["--bucket-elements=%d" % args.bucket]),
+        "a": compile_step(args, rank, "a", shlex.split(args.a)),
+        "b": compile_step(args, rank, "b", shlex.split(args.b)),
     }
     # Rank 0 compiles; the others wait for the files.
     while not all(os.path.exists(path) for path in libraries.values()):
         time.sleep(0.1)
     time.sleep(0.5)
     steps = {name: ctypes.CDLL(path) for name, path in libraries.items()}
-    runtime = steps["separate"]
+    runtime = steps["a"]
     runtime.gradcomm_free_buffer.argtypes = [ctypes.c_void_p]
 
     generator = np.random.default_rng(rank)
@@ -116,9 +118,9 @@ def main():
         for name, library in steps.items():
             times[name].append(call(library))
     if rank == 0:
-        print("%d ranks, %d parameters of %d floats, bucket %d elements, "
-              "median of %d" % (args.ranks, args.params, args.size,
-                                args.bucket, args.repeat))
+        print("%d ranks, %d parameters of %d floats, median of %d"
+              % (args.ranks, args.params, args.size, args.repeat))
+        print("a: %s\nb: %s" % (args.a, args.b))
         print("%-10s %12s %12s" % ("step", "wall_ms", "cpu_ms"))
         medians = {}
         for name, samples in times.items():
@@ -126,8 +128,7 @@ def main():
             cpu = statistics.median(s[1] for s in samples) * 1e3
             medians[name] = wall
             print("%-10s %12.3f %12.3f" % (name, wall, cpu))
-        print("bucketed / separate (median wall): %.2f"
-              % (medians["bucketed"] / medians["separate"]))
+        print("b / a (median wall): %.2f" % (medians["b"] / medians["a"]))
     runtime.gradcomm_finalize()
 
 
