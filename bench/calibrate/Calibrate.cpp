@@ -23,8 +23,6 @@
 #include <cstring>
 #include <vector>
 
-#include <unistd.h>
-
 using namespace mlir::gradcomm;
 using gradcomm::bench::medianSeconds;
 
@@ -86,30 +84,15 @@ int main(int argc, char **argv) {
       3, [&] { std::memcpy(to.data(), from.data(), from.size()); });
   model.memoryBytesPerSecond = 2.0 * from.size() / copy;
 
-  // The last-level cache (sysconf; 0 where unknown) and a copy whose two
-  // buffers fill half of it, for the kernels on tensors that fit.
-  const long cache = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  if (cache > (1 << 20)) {
-    model.cacheBytes = static_cast<double>(cache);
-    const size_t half = static_cast<size_t>(cache) / 4;
-    const double cached = medianSeconds(
-        7, [&] { std::memcpy(to.data(), from.data(), half); });
-    model.cacheBytesPerSecond = 2.0 * static_cast<double>(half) / cached;
-  }
-
   if (rank == 0) {
     char text[512];
-    int length = std::snprintf(
-        text, sizeof(text),
-        "# gradcomm-calibrate: mpiexec -n %d\n"
-        "ranks = %d\nlatency = %.3fus\nbandwidth = %.1fMB/s\n"
-        "memory_bandwidth = %.1fMB/s\n",
-        size, size, model.latencySeconds * 1e6, model.linkBytesPerSecond / 1e6,
-        model.memoryBytesPerSecond / 1e6);
-    if (model.cacheBytes > 0)
-      std::snprintf(text + length, sizeof(text) - length,
-                    "cache_bytes = %.0f\ncache_bandwidth = %.1fMB/s\n",
-                    model.cacheBytes, model.cacheBytesPerSecond / 1e6);
+    std::snprintf(text, sizeof(text),
+                  "# gradcomm-calibrate: mpiexec -n %d\n"
+                  "ranks = %d\nlatency = %.3fus\nbandwidth = %.1fMB/s\n"
+                  "memory_bandwidth = %.1fMB/s\n",
+                  size, size, model.latencySeconds * 1e6,
+                  model.linkBytesPerSecond / 1e6,
+                  model.memoryBytesPerSecond / 1e6);
     std::fputs(text, stdout);
     if (argc > 1) {
       FILE *file = std::fopen(argv[1], "w");

@@ -1,7 +1,6 @@
 // RUN: gradcomm-plan %s --ranks 4 --bandwidth 8Gbit --latency 10us --memory-bandwidth 10GB | FileCheck %s
 // RUN: gradcomm-plan %s --calibration %S/Inputs/plan-calibration.txt | FileCheck %s
 // RUN: gradcomm-plan %s --calibration %S/Inputs/plan-calibration.txt --ranks 1 | FileCheck %s --check-prefix=ONE
-// RUN: gradcomm-plan %s --calibration %S/Inputs/plan-calibration-cache.txt | FileCheck %s --check-prefix=CACHE
 // RUN: not gradcomm-plan %s --bandwidth 8Gbits 2>&1 | FileCheck %s --check-prefix=BAD-RATE
 // RUN: not gradcomm-plan %s --latency -1us 2>&1 | FileCheck %s --check-prefix=BAD-LATENCY
 // RUN: not gradcomm-plan %s --calibration %S/Inputs/plan-bad-calibration.txt 2>&1 | FileCheck %s --check-prefix=BAD-KEY
@@ -42,18 +41,13 @@
 // SLOW-NEXT: #1 1048576 50.3950 {{.*}} scalecom-r400
 // SLOW:      policy=auto (dense or ScaleCom per tensor): 0.13x dense
 
-// A 16 MiB cache at 100 GB/s: the 1M-element gradient's working set (8 MB
-// of m and g) fits, so gossip's mix costs 0.1258 ms instead of 1.2583:
-// 5.4830 - 1.2583 + 0.1258 = 4.3505 ms. Dense has no kernel: unchanged.
-// CACHE: #1 1048576 6.3519 {{.*}} 4.3505
-
 // One rank: nothing to communicate, only the kernels.
 // ONE: cluster: 1 ranks
 // ONE: #1 1048576 0.0000
 
 // BAD-RATE: gradcomm-plan: bad bandwidth '8Gbits'
 // BAD-LATENCY: gradcomm-plan: bad latency '-1us'
-// BAD-KEY: plan-bad-calibration.txt: line 2: bad key 'bandwith': expected ranks, latency, bandwidth, memory_bandwidth, cache_bytes or cache_bandwidth
+// BAD-KEY: plan-bad-calibration.txt: line 2: bad key 'bandwith': expected ranks, latency, bandwidth or memory_bandwidth
 // BAD-RATIO: gradcomm-plan: --ratio must be at least 1, got 0
 // BAD-AUTO: gradcomm-plan: --auto-ratios must be at least 2, got 1
 // MISSING: gradcomm-plan: cannot read calibration file '{{.*}}missing.txt'

@@ -30,11 +30,6 @@ struct ClusterModel {
   double latencySeconds = 5e-6;
   double linkBytesPerSecond = 1.25e9;   // 10 Gbit/s
   double memoryBytesPerSecond = 2.0e10; // 20 GB/s
-  /// Kernels whose working set (the 8 bytes per element of m and g) fits
-  /// in `cacheBytes` run at `cacheBytesPerSecond` instead (0: no cache
-  /// term, the default; gradcomm-calibrate measures both).
-  double cacheBytes = 0;
-  double cacheBytesPerSecond = 0;
 };
 
 /// Parses "10Gbit", "1.5Gbit/s", "100Mbit", "125MB/s", "2GB/s" or a plain
@@ -43,8 +38,7 @@ llvm::Expected<double> parseBandwidth(StringRef text);
 /// Parses "5us", "0.2ms", "1s" or a plain number of seconds.
 llvm::Expected<double> parseDuration(StringRef text);
 /// Reads a calibration file: `key = value` lines (`ranks`, `latency`,
-/// `bandwidth`, `memory_bandwidth`, `cache_bytes`, `cache_bandwidth`), `#`
-/// comments, on top of `model`.
+/// `bandwidth`, `memory_bandwidth`), `#` comments, on top of `model`.
 llvm::Error applyCalibration(StringRef text, ClusterModel &model);
 
 /// A cluster as a user describes it: a calibration file first, then each

@@ -60,16 +60,10 @@ double treeSeconds(const ClusterModel &model, double bytes) {
          (model.latencySeconds + bytes * secondsPerByte(model));
 }
 
-/// The kernels stream m and g (8 bytes per element); a working set that
-/// fits in the last-level cache runs at the cache's bandwidth.
 double kernelSeconds(const ClusterModel &model, int64_t elements,
                      double bytesPerElement) {
-  const double workingSet = 8.0 * static_cast<double>(elements);
-  const double rate =
-      model.cacheBytesPerSecond > 0 && workingSet <= model.cacheBytes
-          ? model.cacheBytesPerSecond
-          : model.memoryBytesPerSecond;
-  return bytesPerElement * static_cast<double>(elements) / rate;
+  return bytesPerElement * static_cast<double>(elements) /
+         model.memoryBytesPerSecond;
 }
 
 /// Bytes one rank sends in an all-reduce of `bytes`.
@@ -172,23 +166,15 @@ llvm::Error mlir::gradcomm::applyCalibration(StringRef text,
       if (!seconds)
         return where(seconds.takeError());
       model.latencySeconds = *seconds;
-    } else if (key == "bandwidth" || key == "memory_bandwidth" ||
-               key == "cache_bandwidth") {
+    } else if (key == "bandwidth" || key == "memory_bandwidth") {
       llvm::Expected<double> rate = parseBandwidth(value);
       if (!rate)
         return where(rate.takeError());
-      (key == "bandwidth"          ? model.linkBytesPerSecond
-       : key == "memory_bandwidth" ? model.memoryBytesPerSecond
-                                   : model.cacheBytesPerSecond) = *rate;
-    } else if (key == "cache_bytes") {
-      double bytes = 0;
-      if (value.getAsDouble(bytes) || !(bytes >= 0) || !std::isfinite(bytes))
-        return where(badValue("cache_bytes", value, "a number of bytes >= 0"));
-      model.cacheBytes = bytes;
+      (key == "bandwidth" ? model.linkBytesPerSecond
+                          : model.memoryBytesPerSecond) = *rate;
     } else {
       return where(badValue("key", key,
-                            "ranks, latency, bandwidth, memory_bandwidth, "
-                            "cache_bytes or cache_bandwidth"));
+                            "ranks, latency, bandwidth or memory_bandwidth"));
     }
   }
   return llvm::Error::success();
