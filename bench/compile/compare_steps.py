@@ -8,8 +8,8 @@ ratio b / a. A benchmark, never a test.
 
 Usage: mpiexec.mpich -n 2 /usr/bin/python3 bench/compile/compare_steps.py \\
            <bin dir> <work dir> [--params 100] [--size 10000] [--repeat 30]
-           [--a "--strategy=dense"]
-           [--b "--strategy=dense --bucket-elements=4194304"]
+           [--a="--strategy=dense"]
+           [--b="--strategy=dense --bucket-elements=4194304"]  (with =: the values start with --)
 """
 
 import argparse
