@@ -161,6 +161,32 @@ gradcomm_status gradcomm_dense_all_reduce_f32(const char *op_name, float *data,
                                               int64_t count,
                                               gradcomm_reduction reduction);
 
+/// A dense all-reduce in flight: started by
+/// gradcomm_dense_all_reduce_start_f32, ended by gradcomm_wait.
+typedef struct gradcomm_request_s *gradcomm_request;
+
+/// The non-blocking form of gradcomm_dense_all_reduce_f32, so a trainer
+/// can overlap the reduction with computation or start several. It checks
+/// the arguments and joins the agreement like the blocking form (a
+/// collective: every rank starts its requests in the same order, and a
+/// mismatch or non-finite input fails on every rank here, with nothing
+/// started), then starts the reduction and returns at once with
+/// `*request` set. `data` must not be read or written until
+/// gradcomm_wait returns. On error `*request` is NULL. CPU backend only
+/// (the CUDA backend returns GRADCOMM_ERR_UNSUPPORTED). Every started
+/// request must be waited for before gradcomm_finalize.
+gradcomm_status
+gradcomm_dense_all_reduce_start_f32(const char *op_name, float *data,
+                                    int64_t count, gradcomm_reduction reduction,
+                                    gradcomm_request *request);
+
+/// Waits (under the watchdog) for the request, divides by the group size
+/// for an average, counts it under its op name, frees the request and sets
+/// `*request` to NULL. Requests may be waited for in any order. A NULL
+/// `*request` (never started, or already waited for) is
+/// GRADCOMM_ERR_INVALID_ARGUMENT.
+gradcomm_status gradcomm_wait(gradcomm_request *request);
+
 /// The watchdog: a collective that waits more than `seconds` for its peers
 /// (a rank stopped, crashed, stuck on a device, or in another operation)
 /// prints "gradcomm: <op> '<name>' on rank r of n: timed out after S s

@@ -7,31 +7,90 @@
 #include "Internal.h"
 #include "Kernels.h"
 
+#include <algorithm>
+#include <climits>
+#include <memory>
+#include <string>
+#include <vector>
+
 using namespace gradcomm;
+
+/// A started dense all-reduce: the MPI requests of its chunks (none when
+/// the non-finite policy skipped it) and what the wait still has to do.
+struct gradcomm_request_s {
+  std::string opName;
+  float *data = nullptr;
+  int64_t count = 0;
+  gradcomm_reduction reduction = GRADCOMM_REDUCE_SUM;
+  std::vector<MPI_Request> requests;
+  double start = 0;
+  /// The non-finite policy skipped it: zeroed, nothing sent, not counted.
+  bool skipped = false;
+};
+
+namespace {
+
+/// The blocking and started forms' common part: arguments, agreement and
+/// the non-finite policy. `*skipped`: the policy zeroed the buffer and
+/// nothing is to be sent.
+gradcomm_status beginDenseAllReduce(const Call &call, const char *opName,
+                                    float *data, int64_t count,
+                                    gradcomm_reduction reduction,
+                                    bool *skipped) {
+  *skipped = false;
+  GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+  GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
+    if (count < 0)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "count must be >= 0, got " + std::to_string(count));
+    if (!data && count > 0)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT, "data pointer is null");
+    return requireReduction(call, reduction);
+  }));
+  // The non-finite policy (docs/runtime.md): the n-rank sum must not
+  // overflow either.
+  std::vector<CheckField> fields = {{"count", count}, {"reduction", reduction}};
+  gradcomm_status agreed = checkConsistencyOfInput(
+      call, data, count, inputLimit(/*summed=*/true), fields);
+  if (skippedNonFinite(agreed, opName)) {
+    *skipped = true;
+    return zeroBuffer(call, data, count);
+  }
+  return agreed;
+}
+
+/// The average's division and the counters, once the sum is in `data`.
+void finishDenseAllReduce(const char *opName, float *data, int64_t count,
+                          gradcomm_reduction reduction, double start) {
+  const Context &ctx = context();
+  if (!usingCuda() && reduction == GRADCOMM_REDUCE_AVERAGE) {
+    // Divide (not multiply by 1/n) so the result is the correctly rounded
+    // mean of the sum, as a reference computes it.
+    const float groupSize = static_cast<float>(ctx.size);
+    for (int64_t i = 0; i < count; ++i)
+      data[i] /= groupSize;
+  }
+  gradcomm_op_stats &stats = opStats(opName);
+  uint64_t bytes = allReduceBytes(sizeof(float) * count, ctx.size);
+  stats.calls += 1;
+  stats.messages += count > 0 ? 1 : 0;
+  stats.value_bytes_sent += bytes;
+  stats.value_bytes_received += bytes;
+  stats.seconds += now() - start;
+}
+
+} // namespace
 
 gradcomm_status gradcomm_dense_all_reduce_f32(const char *opName, float *data,
                                               int64_t count,
                                               gradcomm_reduction reduction) {
   return guarded("dense_all_reduce_f32", opName, [&](const Call &call) {
-    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-    GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
-      if (count < 0)
-        return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                         "count must be >= 0, got " + std::to_string(count));
-      if (!data && count > 0)
-        return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT, "data pointer is null");
-      return requireReduction(call, reduction);
-    }));
-    // The non-finite policy (docs/runtime.md): the n-rank sum must not
-    // overflow either.
-    std::vector<CheckField> fields = {{"count", count},
-                                      {"reduction", reduction}};
+    bool skipped = false;
+    GRADCOMM_RETURN_IF_ERROR(
+        beginDenseAllReduce(call, opName, data, count, reduction, &skipped));
+    if (skipped)
+      return GRADCOMM_OK;
     const Context &ctx = context();
-    gradcomm_status agreed = checkConsistencyOfInput(
-        call, data, count, inputLimit(/*summed=*/true), fields);
-    if (skippedNonFinite(agreed, opName))
-      return zeroBuffer(call, data, count);
-    GRADCOMM_RETURN_IF_ERROR(agreed);
     double start = now();
     if (usingCuda()) {
       char error[kErrorSize] = {0};
@@ -43,20 +102,63 @@ gradcomm_status gradcomm_dense_all_reduce_f32(const char *opName, float *data,
     } else {
       GRADCOMM_RETURN_IF_ERROR(allReduceSum(call, data, count));
     }
-    if (!usingCuda() && reduction == GRADCOMM_REDUCE_AVERAGE) {
-      // Divide (not multiply by 1/n) so the result is the correctly rounded
-      // mean of the sum, as a reference computes it.
-      const float groupSize = static_cast<float>(ctx.size);
-      for (int64_t i = 0; i < count; ++i)
-        data[i] /= groupSize;
+    finishDenseAllReduce(opName, data, count, reduction, start);
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status
+gradcomm_dense_all_reduce_start_f32(const char *opName, float *data,
+                                    int64_t count, gradcomm_reduction reduction,
+                                    gradcomm_request *request) {
+  return guarded("dense_all_reduce_start_f32", opName, [&](const Call &call) {
+    if (!request)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "request pointer is null");
+    *request = nullptr;
+    if (usingCuda())
+      return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                       "the started form runs on the CPU backend only; use "
+                       "gradcomm_dense_all_reduce_f32");
+    bool skipped = false;
+    GRADCOMM_RETURN_IF_ERROR(
+        beginDenseAllReduce(call, opName, data, count, reduction, &skipped));
+    auto started = std::make_unique<gradcomm_request_s>();
+    started->opName = opName ? opName : "";
+    started->data = data;
+    started->count = count;
+    started->skipped = skipped;
+    started->reduction = reduction;
+    started->start = now();
+    for (int64_t offset = 0; !skipped && offset < count; offset += INT_MAX) {
+      const int chunk =
+          static_cast<int>(std::min<int64_t>(count - offset, INT_MAX));
+      MPI_Request chunkRequest;
+      GRADCOMM_RETURN_IF_ERROR(
+          call.mpi(MPI_Iallreduce(MPI_IN_PLACE, data + offset, chunk, MPI_FLOAT,
+                                  MPI_SUM, context().comm, &chunkRequest),
+                   "MPI_Iallreduce"));
+      started->requests.push_back(chunkRequest);
     }
-    gradcomm_op_stats &stats = opStats(opName);
-    uint64_t bytes = allReduceBytes(sizeof(float) * count, ctx.size);
-    stats.calls += 1;
-    stats.messages += count > 0 ? 1 : 0;
-    stats.value_bytes_sent += bytes;
-    stats.value_bytes_received += bytes;
-    stats.seconds += now() - start;
+    *request = started.release();
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_wait(gradcomm_request *request) {
+  const char *opName = request && *request ? (*request)->opName.c_str() : "";
+  return guarded("wait", opName, [&](const Call &call) {
+    if (!request || !*request)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "no request: never started, or already waited for");
+    std::unique_ptr<gradcomm_request_s> started(*request);
+    *request = nullptr;
+    for (MPI_Request &chunk : started->requests)
+      GRADCOMM_RETURN_IF_ERROR(
+          waitYielding(call, chunk, "MPI_Iallreduce (started)"));
+    if (!started->skipped)
+      finishDenseAllReduce(started->opName.c_str(), started->data,
+                           started->count, started->reduction, started->start);
     return GRADCOMM_OK;
   });
 }
