@@ -15,6 +15,8 @@
 
 #include "Timing.h"
 #include "gradcomm/Analysis/CostModel.h"
+#include "gradcomm/runtime.h"
+#include "gradcomm/runtime_mpi.h"
 
 #include <mpi.h>
 
@@ -27,6 +29,65 @@ using namespace mlir::gradcomm;
 using gradcomm::bench::medianSeconds;
 
 namespace {
+
+/// Median of 5 (after a warm-up) of `body`'s time on this rank alone.
+template <typename Body> double localSeconds(Body body) {
+  body();
+  std::vector<double> samples;
+  for (int r = 0; r < 5; ++r) {
+    double start = MPI_Wtime();
+    body();
+    samples.push_back(MPI_Wtime() - start);
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+/// The runtime's ScaleCom (chunk and exact, ratio 100) and local top-k on
+/// one rank, per element.
+void timeKernels(ClusterModel &model) {
+  if (gradcomm_init_with_comm(MPI_COMM_SELF) != GRADCOMM_OK) {
+    std::fprintf(stderr, "gradcomm-calibrate: %s\n", gradcomm_last_error());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  const int64_t count = int64_t(1) << 24, k = (count + 99) / 100;
+  std::vector<float> grad(count), out(count);
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (float &value : grad) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    value = static_cast<float>(static_cast<int64_t>(x >> 40) - (1 << 23)) /
+            static_cast<float>(1 << 23);
+  }
+  auto check = [](gradcomm_status status) {
+    if (status != GRADCOMM_OK) {
+      std::fprintf(stderr, "gradcomm-calibrate: %s\n", gradcomm_last_error());
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  };
+  auto scalecom = [&](const char *state, gradcomm_selection selection) {
+    return localSeconds([&] {
+      check(gradcomm_scalecom_f32(state, grad.data(), out.data(), count, k,
+                                  selection,
+                                  selection == GRADCOMM_SELECT_CHUNK ? 100 : 0,
+                                  1.0f, GRADCOMM_REDUCE_AVERAGE));
+    });
+  };
+  const double perElement = 1.0 / static_cast<double>(count);
+  model.kernelSecondsPerElement.scalecomChunk =
+      scalecom("calibrate_chunk", GRADCOMM_SELECT_CHUNK) * perElement;
+  model.kernelSecondsPerElement.scalecomExact =
+      scalecom("calibrate_exact", GRADCOMM_SELECT_EXACT) * perElement;
+  model.kernelSecondsPerElement.localTopk =
+      localSeconds([&] {
+        check(gradcomm_local_topk_all_gather_f32(
+            "calibrate_topk", grad.data(), out.data(), count, k,
+            GRADCOMM_REDUCE_AVERAGE, nullptr));
+      }) *
+      perElement;
+  gradcomm_finalize();
+}
 
 /// One-way time of a `bytes` message between ranks 0 and 1 (half a
 /// round trip); the other ranks wait.
@@ -84,15 +145,27 @@ int main(int argc, char **argv) {
       3, [&] { std::memcpy(to.data(), from.data(), from.size()); });
   model.memoryBytesPerSecond = 2.0 * from.size() / copy;
 
+  // The runtime's local work per element, timed on rank 0 alone (the
+  // runtime on MPI_COMM_SELF: no peer to wait for) at 16M elements, the
+  // median of 5 after a warm-up: what a call costs besides its messages.
+  if (rank == 0)
+    timeKernels(model);
+  MPI_Barrier(MPI_COMM_WORLD);
+
   if (rank == 0) {
-    char text[512];
+    char text[1024];
+    const ClusterModel::KernelTimes &kernels = model.kernelSecondsPerElement;
     std::snprintf(text, sizeof(text),
                   "# gradcomm-calibrate: mpiexec -n %d\n"
                   "ranks = %d\nlatency = %.3fus\nbandwidth = %.1fMB/s\n"
-                  "memory_bandwidth = %.1fMB/s\n",
+                  "memory_bandwidth = %.1fMB/s\n"
+                  "kernel_scalecom_chunk = %.4fns\n"
+                  "kernel_scalecom_exact = %.4fns\n"
+                  "kernel_local_topk = %.4fns\n",
                   size, size, model.latencySeconds * 1e6,
                   model.linkBytesPerSecond / 1e6,
-                  model.memoryBytesPerSecond / 1e6);
+                  model.memoryBytesPerSecond / 1e6, kernels.scalecomChunk * 1e9,
+                  kernels.scalecomExact * 1e9, kernels.localTopk * 1e9);
     std::fputs(text, stdout);
     if (argc > 1) {
       FILE *file = std::fopen(argv[1], "w");

@@ -1,6 +1,7 @@
 // RUN: gradcomm-plan %s --ranks 4 --bandwidth 8Gbit --latency 10us --memory-bandwidth 10GB | FileCheck %s
 // RUN: gradcomm-plan %s --calibration %S/Inputs/plan-calibration.txt | FileCheck %s
 // RUN: gradcomm-plan %s --calibration %S/Inputs/plan-calibration.txt --ranks 1 | FileCheck %s --check-prefix=ONE
+// RUN: gradcomm-plan %s --calibration %S/Inputs/plan-calibration-kernels.txt | FileCheck %s --check-prefix=KERNELS
 // RUN: not gradcomm-plan %s --bandwidth 8Gbits 2>&1 | FileCheck %s --check-prefix=BAD-RATE
 // RUN: not gradcomm-plan %s --latency -1us 2>&1 | FileCheck %s --check-prefix=BAD-LATENCY
 // RUN: not gradcomm-plan %s --calibration %S/Inputs/plan-bad-calibration.txt 2>&1 | FileCheck %s --check-prefix=BAD-KEY
@@ -41,13 +42,20 @@
 // SLOW-NEXT: #1 1048576 50.3950 {{.*}} scalecom-r400
 // SLOW:      policy=auto (dense or ScaleCom per tensor): 0.13x dense
 
+// Measured kernel times (gradcomm-calibrate's kernel_* keys) replace the
+// byte estimates: exact ScaleCom on #1 = the index broadcast (binomial
+// tree, 2 * (10 us + 41944 B * 1 ns) = 103.888 us) + the value all-reduce
+// (40 us + 1.5 * 41.944 us = 102.916 us) + 3 ns * 1048576 (3.145728 ms) +
+// the agreement (20.416 us) = 3.3729 ms.
+// KERNELS: #1 1048576 6.3519 3.3729
+
 // One rank: nothing to communicate, only the kernels.
 // ONE: cluster: 1 ranks
 // ONE: #1 1048576 0.0000
 
 // BAD-RATE: gradcomm-plan: bad bandwidth '8Gbits'
 // BAD-LATENCY: gradcomm-plan: bad latency '-1us'
-// BAD-KEY: plan-bad-calibration.txt: line 2: bad key 'bandwith': expected ranks, latency, bandwidth or memory_bandwidth
+// BAD-KEY: plan-bad-calibration.txt: line 2: bad key 'bandwith': expected ranks, latency, bandwidth, memory_bandwidth, kernel_scalecom_chunk, kernel_scalecom_exact or kernel_local_topk
 // BAD-RATIO: gradcomm-plan: --ratio must be at least 1, got 0
 // BAD-AUTO: gradcomm-plan: --auto-ratios must be at least 2, got 1
 // MISSING: gradcomm-plan: cannot read calibration file '{{.*}}missing.txt'

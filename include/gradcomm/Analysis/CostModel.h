@@ -30,6 +30,14 @@ struct ClusterModel {
   double latencySeconds = 5e-6;
   double linkBytesPerSecond = 1.25e9;   // 10 Gbit/s
   double memoryBytesPerSecond = 2.0e10; // 20 GB/s
+  /// Measured seconds per element of the runtime's local work for one
+  /// call, when known (gradcomm-calibrate times the runtime on one rank);
+  /// 0: estimated from the bytes each kernel moves at the memory bandwidth.
+  struct KernelTimes {
+    double scalecomChunk = 0;
+    double scalecomExact = 0;
+    double localTopk = 0;
+  } kernelSecondsPerElement;
 };
 
 /// Parses "10Gbit", "1.5Gbit/s", "100Mbit", "125MB/s", "2GB/s" or a plain
@@ -38,7 +46,9 @@ llvm::Expected<double> parseBandwidth(StringRef text);
 /// Parses "5us", "0.2ms", "1s" or a plain number of seconds.
 llvm::Expected<double> parseDuration(StringRef text);
 /// Reads a calibration file: `key = value` lines (`ranks`, `latency`,
-/// `bandwidth`, `memory_bandwidth`), `#` comments, on top of `model`.
+/// `bandwidth`, `memory_bandwidth`, and the measured kernel times per
+/// element `kernel_scalecom_chunk`, `kernel_scalecom_exact`,
+/// `kernel_local_topk`), `#` comments, on top of `model`.
 llvm::Error applyCalibration(StringRef text, ClusterModel &model);
 
 /// A cluster as a user describes it: a calibration file first, then each

@@ -61,7 +61,9 @@ double treeSeconds(const ClusterModel &model, double bytes) {
 }
 
 double kernelSeconds(const ClusterModel &model, int64_t elements,
-                     double bytesPerElement) {
+                     double bytesPerElement, double measuredPerElement = 0) {
+  if (measuredPerElement > 0)
+    return measuredPerElement * static_cast<double>(elements);
   return bytesPerElement * static_cast<double>(elements) /
          model.memoryBytesPerSecond;
 }
@@ -172,9 +174,27 @@ llvm::Error mlir::gradcomm::applyCalibration(StringRef text,
         return where(rate.takeError());
       (key == "bandwidth" ? model.linkBytesPerSecond
                           : model.memoryBytesPerSecond) = *rate;
+    } else if (double *field =
+                   key == "kernel_scalecom_chunk"
+                       ? &model.kernelSecondsPerElement.scalecomChunk
+                   : key == "kernel_scalecom_exact"
+                       ? &model.kernelSecondsPerElement.scalecomExact
+                   : key == "kernel_local_topk"
+                       ? &model.kernelSecondsPerElement.localTopk
+                       : nullptr) {
+      llvm::Expected<double> seconds = parseDuration(value);
+      if (!seconds) {
+        llvm::consumeError(seconds.takeError());
+        return where(badValue(key, value,
+                              "a time per element with ns, us, ms or s, "
+                              "e.g. 2.1ns"));
+      }
+      *field = *seconds;
     } else {
       return where(badValue("key", key,
-                            "ranks, latency, bandwidth or memory_bandwidth"));
+                            "ranks, latency, bandwidth, memory_bandwidth, "
+                            "kernel_scalecom_chunk, kernel_scalecom_exact or "
+                            "kernel_local_topk"));
     }
   }
   return llvm::Error::success();
@@ -286,11 +306,13 @@ Prediction mlir::gradcomm::predictScaleCom(const ClusterModel &model,
   const double k = static_cast<double>(selected(elements, ratio));
   const double indices = k * indexBytes(elements), values = 4.0 * k;
   Prediction p;
-  p.seconds = broadcastSeconds(model, indices) +
-              allReduceSeconds(model, values) +
-              kernelSeconds(model, elements,
-                            kScaleComKernelBytes +
-                                (exactSelection ? kExactSelectionBytes : 0));
+  p.seconds =
+      broadcastSeconds(model, indices) + allReduceSeconds(model, values) +
+      kernelSeconds(
+          model, elements,
+          kScaleComKernelBytes + (exactSelection ? kExactSelectionBytes : 0),
+          exactSelection ? model.kernelSecondsPerElement.scalecomExact
+                         : model.kernelSecondsPerElement.scalecomChunk);
   p.bytesSent =
       (n > 1 ? indices * (n - 1) / n : 0) + allReduceBytesSent(model, values);
   return withAgreement(model, p);
@@ -302,7 +324,8 @@ Prediction mlir::gradcomm::predictLocalTopk(const ClusterModel &model,
   const double block = selected(elements, ratio) * (4.0 + 8.0);
   Prediction p;
   p.seconds = allGatherSeconds(model, block) +
-              kernelSeconds(model, elements, kLocalTopkKernelBytes);
+              kernelSeconds(model, elements, kLocalTopkKernelBytes,
+                            model.kernelSecondsPerElement.localTopk);
   p.bytesSent = (n - 1) * block;
   return withAgreement(model, p);
 }
