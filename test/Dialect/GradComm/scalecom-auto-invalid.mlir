@@ -5,6 +5,7 @@
 // RUN: not gradcomm-opt %s --gradcomm-scalecom="policy=auto bandwidth=8Gbits" 2>&1 | FileCheck %s --check-prefix=RATE
 // RUN: not gradcomm-opt %s --gradcomm-scalecom="policy=auto calibration=%S/no-such-file.txt" 2>&1 | FileCheck %s --check-prefix=FILE
 // RUN: not gradcomm-opt %s --gradcomm-scalecom="policy=auto ranks=8" 2>&1 | FileCheck %s --check-prefix=MISMATCH
+// RUN: not gradcomm-opt %s --gradcomm-scalecom="bandwidth=1Gbit" 2>&1 | FileCheck %s --check-prefix=FIXED
 // RUN: not gradcomm-opt %s --gradcomm-scalecom="policy=auto" --split-input-file 2>&1 | FileCheck %s --check-prefix=DYNAMIC
 // RUN: gradcomm-opt %s --gradcomm-scalecom="policy=auto ranks=4" --split-input-file | FileCheck %s --check-prefix=GIVEN
 
@@ -18,6 +19,7 @@
 // RATE: error: gradcomm-scalecom: policy=auto: bad bandwidth '8Gbits'
 // FILE: error: gradcomm-scalecom: policy=auto: cannot read calibration file '{{.*}}no-such-file.txt'
 // MISMATCH: error: gradcomm-scalecom: option 'ranks' = 8 but the grid axis has 4 ranks
+// FIXED: error: gradcomm-scalecom: option 'bandwidth' applies to policy=auto only (policy is fixed)
 
 shard.grid @grid(shape = 4)
 

@@ -120,8 +120,21 @@ LogicalResult ScaleComRewritePass::validateOptions() {
     return module.emitError() << "gradcomm-scalecom: option 'policy' must be "
                                  "fixed or auto, got '"
                               << policy << "'";
-  if (policy == "fixed")
+  if (policy == "fixed") {
+    // The cluster options would be silently ignored: refused instead.
+    const char *autoOnly = !autoRatios.empty()        ? "auto-ratios"
+                           : !bandwidth.empty()       ? "bandwidth"
+                           : !latency.empty()         ? "latency"
+                           : !memoryBandwidth.empty() ? "memory-bandwidth"
+                           : !calibration.empty()     ? "calibration"
+                           : ranks != 0               ? "ranks"
+                                                      : nullptr;
+    if (autoOnly)
+      return module.emitError()
+             << "gradcomm-scalecom: option '" << autoOnly
+             << "' applies to policy=auto only (policy is fixed)";
     return success();
+  }
   // policy=auto chooses k per tensor: options that fix it conflict.
   if (k > 0 || chunkSize > 0 || compressor != "cltk")
     return module.emitError()
