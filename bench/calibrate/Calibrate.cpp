@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Timing.h"
+#include "BenchSupport.h"
 #include "gradcomm/Analysis/CostModel.h"
 #include "gradcomm/runtime.h"
 #include "gradcomm/runtime_mpi.h"
@@ -51,15 +51,7 @@ void timeKernels(ClusterModel &model) {
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   const int64_t count = int64_t(1) << 24, k = (count + 99) / 100;
-  std::vector<float> grad(count), out(count);
-  uint64_t x = 0x9e3779b97f4a7c15ull;
-  for (float &value : grad) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    value = static_cast<float>(static_cast<int64_t>(x >> 40) - (1 << 23)) /
-            static_cast<float>(1 << 23);
-  }
+  std::vector<float> grad = gradcomm::bench::gradient(count, 0), out(count);
   auto check = [](gradcomm_status status) {
     if (status != GRADCOMM_OK) {
       std::fprintf(stderr, "gradcomm-calibrate: %s\n", gradcomm_last_error());

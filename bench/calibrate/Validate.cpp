@@ -17,7 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Timing.h"
+#include "BenchSupport.h"
 #include "gradcomm/Analysis/CostModel.h"
 #include "gradcomm/runtime.h"
 #include "gradcomm/runtime_mpi.h"
@@ -35,6 +35,7 @@
 #include <vector>
 
 using namespace mlir::gradcomm;
+using gradcomm::bench::gradient;
 using gradcomm::bench::medianSeconds;
 
 namespace {
@@ -52,22 +53,6 @@ void check(int rank, gradcomm_status status, const char *what) {
   if (status != GRADCOMM_OK)
     fail(rank, std::string(what) + " failed with status " +
                    std::to_string(static_cast<int>(status)));
-}
-
-/// A shared component plus this rank's noise (xorshift, seeded by rank).
-std::vector<float> gradient(int64_t count, int rank) {
-  std::vector<float> values(count);
-  uint64_t shared = 0x9e3779b97f4a7c15ull, own = shared ^ (rank + 1) * 7919;
-  auto next = [](uint64_t &x) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return static_cast<float>(static_cast<int64_t>(x >> 40) - (1 << 23)) /
-           static_cast<float>(1 << 23);
-  };
-  for (int64_t i = 0; i < count; ++i)
-    values[i] = next(shared) + 0.5f * next(own);
-  return values;
 }
 
 struct Case {

@@ -24,28 +24,11 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)),
+                                "python"))
 
+from gradcomm.runner import describe, descriptor_type  # noqa: E402
 
-class Descriptor1d(ctypes.Structure):
-    _fields_ = [("allocated", ctypes.POINTER(ctypes.c_float)),
-                ("aligned", ctypes.POINTER(ctypes.c_float)),
-                ("offset", ctypes.c_int64),
-                ("sizes", ctypes.c_int64 * 1),
-                ("strides", ctypes.c_int64 * 1)]
-
-
-class Descriptor0d(ctypes.Structure):
-    _fields_ = [("allocated", ctypes.POINTER(ctypes.c_float)),
-                ("aligned", ctypes.POINTER(ctypes.c_float)),
-                ("offset", ctypes.c_int64)]
-
-
-def describe(array):
-    pointer = array.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
-    if array.ndim == 0:
-        return Descriptor0d(pointer, pointer, 0)
-    return Descriptor1d(pointer, pointer, 0, (ctypes.c_int64 * 1)(array.size),
-                        (ctypes.c_int64 * 1)(1))
 
 
 def compile_step(args, rank, name, extra):
@@ -93,13 +76,13 @@ def main():
     grads = [generator.standard_normal(args.size).astype(np.float32)
              for _ in range(args.params)]
     lr = np.array(0.01, dtype=np.float32)
-    results_type = Descriptor1d * args.params
+    results_type = descriptor_type("f32", 1) * args.params
 
     def call(library):
         # The step may update its inputs in place: fresh copies, kept alive
         # for the call.
         arrays = [a.copy() for pair in zip(params, grads) for a in pair]
-        inputs = [describe(a) for a in arrays] + [describe(lr)]
+        inputs = [describe(a, "f32") for a in arrays] + [describe(lr, "f32")]
         results = results_type()
         wall, cpu = time.perf_counter(), time.process_time()
         library._mlir_ciface_step(ctypes.byref(results),

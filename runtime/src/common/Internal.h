@@ -259,6 +259,10 @@ uint64_t broadcastBytes(uint64_t bytes, int size);
 
 /// MPI collectives on counts above INT_MAX, split into several calls.
 gradcomm_status allReduceSum(const Call &call, float *data, int64_t count);
+/// The same sum started: one MPI_Iallreduce per chunk of at most INT_MAX
+/// elements, appended to `requests` (wait for each with waitYielding).
+gradcomm_status startAllReduceSum(const Call &call, float *data, int64_t count,
+                                  std::vector<MPI_Request> &requests);
 
 /// mean = the mean over the ranks of `x` (sum, then divide by n): the
 /// elastic averages' first center.

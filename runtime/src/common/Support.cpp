@@ -260,8 +260,9 @@ uint64_t gradcomm::broadcastBytes(uint64_t bytes, int size) {
   return size > 1 ? bytes * (size - 1) / size : 0;
 }
 
-gradcomm_status gradcomm::allReduceSum(const Call &call, float *data,
-                                       int64_t count) {
+gradcomm_status
+gradcomm::startAllReduceSum(const Call &call, float *data, int64_t count,
+                            std::vector<MPI_Request> &requests) {
   for (int64_t offset = 0; offset < count; offset += INT_MAX) {
     int chunk = static_cast<int>(std::min<int64_t>(count - offset, INT_MAX));
     MPI_Request request;
@@ -269,8 +270,17 @@ gradcomm_status gradcomm::allReduceSum(const Call &call, float *data,
         call.mpi(MPI_Iallreduce(MPI_IN_PLACE, data + offset, chunk, MPI_FLOAT,
                                 MPI_SUM, context().comm, &request),
                  "MPI_Iallreduce"));
-    GRADCOMM_RETURN_IF_ERROR(waitYielding(call, request, "MPI_Iallreduce"));
+    requests.push_back(request);
   }
+  return GRADCOMM_OK;
+}
+
+gradcomm_status gradcomm::allReduceSum(const Call &call, float *data,
+                                       int64_t count) {
+  std::vector<MPI_Request> requests;
+  GRADCOMM_RETURN_IF_ERROR(startAllReduceSum(call, data, count, requests));
+  for (MPI_Request &request : requests)
+    GRADCOMM_RETURN_IF_ERROR(waitYielding(call, request, "MPI_Iallreduce"));
   return GRADCOMM_OK;
 }
 

@@ -7,8 +7,6 @@
 #include "Internal.h"
 #include "Kernels.h"
 
-#include <algorithm>
-#include <climits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -130,16 +128,9 @@ gradcomm_dense_all_reduce_start_f32(const char *opName, float *data,
     started->skipped = skipped;
     started->reduction = reduction;
     started->start = now();
-    for (int64_t offset = 0; !skipped && offset < count; offset += INT_MAX) {
-      const int chunk =
-          static_cast<int>(std::min<int64_t>(count - offset, INT_MAX));
-      MPI_Request chunkRequest;
+    if (!skipped)
       GRADCOMM_RETURN_IF_ERROR(
-          call.mpi(MPI_Iallreduce(MPI_IN_PLACE, data + offset, chunk, MPI_FLOAT,
-                                  MPI_SUM, context().comm, &chunkRequest),
-                   "MPI_Iallreduce"));
-      started->requests.push_back(chunkRequest);
-    }
+          startAllReduceSum(call, data, count, started->requests));
     *request = started.release();
     return GRADCOMM_OK;
   });

@@ -153,15 +153,16 @@ private:
       ops.push_back(&op);
     for (Operation *op : ops) {
       auto allReduce = dyn_cast<shard::AllReduceOp>(op);
-      const bool candidate =
-          allReduce && isBucketable(allReduce, bucketElements);
       const bool dependent = !open.members.empty() && usesAny(op, open.tainted);
-      if (candidate && !dependent) {
+      if (allReduce && isBucketable(allReduce, bucketElements)) {
         const int64_t elements =
             cast<RankedTensorType>(allReduce.getInput().getType())
                 .getNumElements();
+        // A new bucket when this one cannot take it; a dependent input
+        // (it needs a member's result) ends this bucket first.
         if (!open.members.empty() &&
-            (open.pinned || !sameKind(open.members.front(), allReduce) ||
+            (dependent || open.pinned ||
+             !sameKind(open.members.front(), allReduce) ||
              open.elements + elements > bucketElements)) {
           close(open);
           open = Bucket();
@@ -173,16 +174,6 @@ private:
       }
       if (!dependent)
         continue;
-      if (candidate) {
-        // Its input needs a member's result: this bucket must end first.
-        close(open);
-        open = Bucket();
-        open.members.push_back(allReduce);
-        open.tainted.insert(allReduce.getResult());
-        open.elements = cast<RankedTensorType>(allReduce.getInput().getType())
-                            .getNumElements();
-        continue;
-      }
       if (!isMemoryEffectFree(op) || op->hasTrait<OpTrait::IsTerminator>())
         open.pinned = true;
       else

@@ -220,3 +220,9 @@ std::string mlir::gradcomm::collectiveName(Operation *op,
   StringRef scope = func ? func.getName() : StringRef("module");
   return sanitizeSymbolName((scope + "_all_reduce_" + Twine(index)).str());
 }
+
+int64_t mlir::gradcomm::reducedGroupSize(shard::AllReduceOp op) {
+  auto grid =
+      SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, op.getGridAttr());
+  return grid ? grid.getShape()[op.getGridAxes()[0]] : ShapedType::kDynamic;
+}

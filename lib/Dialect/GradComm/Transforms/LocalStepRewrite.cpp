@@ -36,10 +36,7 @@ mlir::gradcomm::rewriteToLocalSteps(ModuleOp module,
       leaveDense(decision->reason);
       continue;
     }
-    auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
-        op, op.getGridAttr());
-    const int64_t groupSize =
-        grid ? grid.getShape()[op.getGridAxes()[0]] : ShapedType::kDynamic;
+    const int64_t groupSize = reducedGroupSize(op);
     const bool isSum = op.getReduction() == shard::ReductionKind::Sum;
     if (isSum && ShapedType::isDynamic(groupSize)) {
       const char *why = "a sum over a grid axis of dynamic size has no static "

@@ -176,10 +176,7 @@ FailureOr<AutoChoice> ScaleComRewritePass::chooseRatio(
   const PolicyOverrides &overrides = shared.overrides;
   if (shared.forced || overrides.ratio || overrides.k || overrides.chunkSize)
     return AutoChoice();
-  auto grid =
-      SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, op.getGridAttr());
-  int64_t groupSize =
-      grid ? grid.getShape()[op.getGridAxes()[0]] : ShapedType::kDynamic;
+  int64_t groupSize = reducedGroupSize(op);
   if (ShapedType::isDynamic(groupSize)) {
     if (ranks == 0)
       return op->emitError()

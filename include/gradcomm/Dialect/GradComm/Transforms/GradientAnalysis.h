@@ -89,6 +89,10 @@ FailureOr<RewriteDecision> decideRewrite(shard::AllReduceOp op, Policy policy,
                                          const RewriteFilter &filter,
                                          StringRef passName);
 
+/// The static size of the one grid axis `op` reduces over (the rewrites
+/// accept exactly one), or ShapedType::kDynamic.
+int64_t reducedGroupSize(shard::AllReduceOp op);
+
 /// The runtime name of a collective serving `parameter` (null: positional
 /// name from the enclosing function and `index`), as the ScaleCom state of
 /// the same gradient is named, so counters line up whichever strategy ran.
