@@ -75,6 +75,7 @@ EasgdRewritePassOptions EasgdPipelineOptions::toPassOptions() const {
   options.movingRate = movingRate;
   options.period = period;
   options.mode = mode;
+  options.center = center;
   options.minElements = minElements;
   options.exclude.assign(exclude.begin(), exclude.end());
   options.include.assign(include.begin(), include.end());

@@ -80,13 +80,24 @@ _SIGNATURES = {
     "gradcomm_elastic_average_async_f32": [ctypes.c_char_p, ctypes.c_void_p,
                                            ctypes.c_int64, ctypes.c_float,
                                            ctypes.c_int64],
+    "gradcomm_elastic_average_sharded_f32": [ctypes.c_char_p, ctypes.c_void_p,
+                                             ctypes.c_int64, ctypes.c_float,
+                                             ctypes.c_int64],
     "gradcomm_state_declare": [ctypes.c_char_p, ctypes.c_int64],
     "gradcomm_state_step": [ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)],
     "gradcomm_state_save": [ctypes.c_char_p],
     "gradcomm_state_restore": [ctypes.c_char_p],
     "gradcomm_state_reset": [ctypes.c_char_p],
     "gradcomm_set_nonfinite_policy": [ctypes.c_int],
+    "gradcomm_dense_all_reduce_start_f32": [
+        ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int,
+        ctypes.POINTER(ctypes.c_void_p)],
+    "gradcomm_wait": [ctypes.POINTER(ctypes.c_void_p)],
+    "gradcomm_set_backend": [ctypes.c_int],
+    "gradcomm_get_backend": [ctypes.POINTER(ctypes.c_int)],
+    "gradcomm_cuda_use_handles": [ctypes.c_void_p, ctypes.c_void_p],
 }
+BACKENDS = {"cpu": 0, "cuda": 1}
 
 
 class Runtime:
@@ -122,6 +133,13 @@ class Runtime:
         value = ctypes.c_int()
         self.call("gradcomm_size", ctypes.byref(value))
         return value.value
+
+    def backend(self):
+        """'cpu' or 'cuda': where the runtime expects buffers."""
+        value = ctypes.c_int()
+        self.call("gradcomm_get_backend", ctypes.byref(value))
+        return {number: name for name, number in BACKENDS.items()}[
+            value.value]
 
     def set_nonfinite_policy(self, policy):
         """'error', 'skip' or 'propagate' (docs/runtime.md); every rank

@@ -171,7 +171,20 @@ TEST(AsyncGossip, SynchronousGossipRefusesTheRandomSchedule) {
       << gradcomm_last_error();
 }
 
-TEST(AsyncElasticAverage, NoUpdateIsLostUnderRandomDelays) {
+/// The asynchronous EASGD tests run with the center on rank 0 and sharded.
+using ElasticAverageFn = gradcomm_status (*)(const char *, float *, int64_t,
+                                             float, int64_t);
+class AsyncElasticAverage : public ::testing::TestWithParam<bool> {
+protected:
+  static gradcomm_status average(const char *state, float *x, int64_t count,
+                                 float alpha, int64_t period) {
+    ElasticAverageFn fn = GetParam() ? gradcomm_elastic_average_sharded_f32
+                                     : gradcomm_elastic_average_async_f32;
+    return fn(state, x, count, alpha, period);
+  }
+};
+
+TEST_P(AsyncElasticAverage, NoUpdateIsLostUnderRandomDelays) {
   World world;
   const int64_t count = 300;
   for (uint64_t seed : {4, 5}) {
@@ -197,8 +210,7 @@ TEST(AsyncElasticAverage, NoUpdateIsLostUnderRandomDelays) {
           drift[i] += 0.01f * g[i];
         }
       }
-      ASSERT_OK(gradcomm_elastic_average_async_f32(name.c_str(), x.data(),
-                                                   count, alpha, 1));
+      ASSERT_OK(average(name.c_str(), x.data(), count, alpha, 1));
     }
     MPI_Barrier(MPI_COMM_WORLD); // every accumulate has completed
     std::vector<double> replicas(x.begin(), x.end());
@@ -217,28 +229,26 @@ TEST(AsyncElasticAverage, NoUpdateIsLostUnderRandomDelays) {
   }
 }
 
-TEST(AsyncElasticAverage, SolvesAConvexProblemUnderRandomDelays) {
+TEST_P(AsyncElasticAverage, SolvesAConvexProblemUnderRandomDelays) {
   World world;
   const std::string name = uniqueName("e");
   const float alpha = 0.9f / static_cast<float>(world.size);
   auto [alone, after] = solveConvex(6, 200, [&](std::vector<float> &x) {
-    return gradcomm_elastic_average_async_f32(name.c_str(), x.data(), x.size(),
-                                              alpha, 1);
+    return average(name.c_str(), x.data(), x.size(), alpha, 1);
   });
   ASSERT_GE(after, 0.0) << gradcomm_last_error();
   if (world.size > 1)
     EXPECT_LT(after, 0.25 * alone);
 }
 
-TEST(AsyncElasticAverage, CheckpointKeepsTheCenter) {
+TEST_P(AsyncElasticAverage, CheckpointKeepsTheCenter) {
   World world;
   const int64_t count = 32;
   const float alpha = 0.5f / static_cast<float>(world.size);
   std::vector<float> x = gradient(53, world.rank, 0, count);
   ASSERT_OK(gradcomm_finalize());
   for (int step = 0; step < 5; ++step)
-    ASSERT_OK(gradcomm_elastic_average_async_f32("center", x.data(), count,
-                                                 alpha, 1));
+    ASSERT_OK(average("center", x.data(), count, alpha, 1));
   MPI_Barrier(MPI_COMM_WORLD);
   const std::string path = ::testing::TempDir() + "gradcomm_async_easgd_" +
                            std::to_string(world.rank);
@@ -248,14 +258,70 @@ TEST(AsyncElasticAverage, CheckpointKeepsTheCenter) {
   ASSERT_OK(gradcomm_finalize());
   ASSERT_OK(gradcomm_state_restore(path.c_str()));
   // The restored center seeds the window (not the replicas' mean).
-  ASSERT_OK(
-      gradcomm_elastic_average_async_f32("center", x.data(), count, alpha, 2));
+  ASSERT_OK(average("center", x.data(), count, alpha, 2));
   MPI_Barrier(MPI_COMM_WORLD);
   ASSERT_OK(gradcomm_state_read("center", restored.data(), count));
   // Step 5 is not an exchange step with period 2 (5 % 2 == 1).
   EXPECT_EQ(restored, saved);
   std::remove(path.c_str());
   ASSERT_OK(gradcomm_finalize());
+}
+
+INSTANTIATE_TEST_SUITE_P(Placement, AsyncElasticAverage, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool> &info) {
+                           return info.param ? "Sharded" : "Rank0";
+                         });
+
+/// The same exchanges, taken one rank at a time in rank order, give the
+/// same bits whether the center is on rank 0 or sharded; sizes below,
+/// at and above the group size (some ranks then hold no shard).
+TEST(ShardedElasticAverage, SerializedExchangesMatchTheRank0Center) {
+  World world;
+  for (int64_t count : {int64_t{1}, int64_t{world.size}, int64_t{1001}}) {
+    const float alpha = 0.7f / static_cast<float>(world.size);
+    std::vector<std::vector<float>> replicas, centers;
+    for (bool sharded : {false, true}) {
+      const std::string name =
+          uniqueName(sharded ? "sharded" : "rank0") + std::to_string(count);
+      ElasticAverageFn fn = sharded ? gradcomm_elastic_average_sharded_f32
+                                    : gradcomm_elastic_average_async_f32;
+      // The first call is collective (it makes the windows): from equal
+      // replicas, so its exchange moves nothing and its order cannot show.
+      std::vector<float> x = gradient(54, 0, 0, count);
+      ASSERT_OK(fn(name.c_str(), x.data(), count, alpha, 1));
+      MPI_Barrier(MPI_COMM_WORLD);
+      for (int step = 1; step < 5; ++step) {
+        std::vector<float> g = gradient(55, world.rank, step, count);
+        for (int64_t i = 0; i < count; ++i)
+          x[i] -= 0.05f * g[i];
+        for (int turn = 0; turn < world.size; ++turn) {
+          if (turn == world.rank)
+            ASSERT_OK(fn(name.c_str(), x.data(), count, alpha, 1));
+          MPI_Barrier(MPI_COMM_WORLD);
+        }
+      }
+      std::vector<float> center(count);
+      ASSERT_OK(gradcomm_state_read(name.c_str(), center.data(), count));
+      replicas.push_back(x);
+      centers.push_back(center);
+    }
+    EXPECT_EQ(replicas[0], replicas[1]) << "count " << count;
+    EXPECT_EQ(centers[0], centers[1]) << "count " << count;
+    EXPECT_TRUE(sameOnAllRanks(centers[1])) << "count " << count;
+  }
+}
+
+TEST(ShardedElasticAverage, AStateKeepsItsPlacement) {
+  World world;
+  const std::string name = uniqueName("placement");
+  std::vector<float> x(8, 1.0f);
+  ASSERT_OK(gradcomm_elastic_average_async_f32(name.c_str(), x.data(), 8,
+                                               0.5f / world.size, 1));
+  EXPECT_EQ(gradcomm_elastic_average_sharded_f32(name.c_str(), x.data(), 8,
+                                                 0.5f / world.size, 1),
+            GRADCOMM_ERR_STATE);
+  EXPECT_TRUE(contains(gradcomm_last_error(), "another center placement"))
+      << gradcomm_last_error();
 }
 
 } // namespace

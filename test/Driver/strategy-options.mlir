@@ -25,6 +25,8 @@
 // GOSSIP-RING: schedule = ring, mixing = 0.5, period = 1, mode = async
 // RUN: gradcomm-compile %s -o %t.mlir --emit=mlir --strategy=easgd-async --report 2>&1 | FileCheck %s --check-prefix=EASGD-ASYNC
 // EASGD-ASYNC: alpha = 0.225, period = 1, mode = async, center @w_easgd
+// RUN: gradcomm-compile %s -o %t.mlir --emit=mlir --strategy=easgd-async --center=sharded --report 2>&1 | FileCheck %s --check-prefix=EASGD-SHARDED
+// EASGD-SHARDED: alpha = 0.225, period = 1, mode = async, center = sharded, center @w_easgd
 // RUN: not gradcomm-compile %s -o %t.o --strategy=easgd-async --mode=sync 2>&1 | FileCheck %s --check-prefix=ASYNC-MODE
 // ASYNC-MODE: gradcomm-compile: --strategy=easgd-async is asynchronous: leave out --mode
 // RUN: not gradcomm-compile %s -o %t.o --strategy=easgd --mixing=0.5 2>&1 | FileCheck %s --check-prefix=EASGD-WRONG

@@ -15,6 +15,7 @@ case_ dense
 case_ scalecom
 case_ gossip
 case_ easgd
+case_ overlap
 if [ "$ranks" -gt 1 ]; then
   case_ bad
   case_ save "$work/checkpoint"

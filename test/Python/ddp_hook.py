@@ -18,6 +18,11 @@ the GradComm runtime over MPICH in the same process).
   ddp_hook.py easgd     ElasticAverager (synchronous and asynchronous)
                         keeps the sum of the replicas and the center, and
                         its centers are the same on every rank
+  ddp_hook.py overlap   the hooks return before their communication ends
+                        (a rank that arrives 1 s late holds up the future,
+                        not the hook); overlapped and blocking hooks give
+                        the same bits, with many buckets in flight;
+                        use_cuda() without a CUDA device raises
   ddp_hook.py bad       mismatched configurations and bad buckets raise a
                         clear exception on every rank
   ddp_hook.py no-mpi    (started without mpiexec, TEST_RANK/TEST_SIZE set)
@@ -267,6 +272,53 @@ def test_bad():
     return failures
 
 
+def test_overlap():
+    import time
+    rank, size = dist.get_rank(), dist.get_world_size()
+    failures = 0
+    model = make_model()
+    state = ddp.DenseState(model, prefix="late/")
+    weight = next(model.parameters())
+    buffer = torch.full((weight.numel(),), float(rank + 1))
+    dist.barrier()
+    if rank == size - 1 and size > 1:
+        time.sleep(1.0)
+    began = time.monotonic()
+    future = ddp.dense_hook(state, FakeBucket(buffer, [weight]))
+    returned = time.monotonic() - began
+    future.wait()
+    waited = time.monotonic() - began
+    expected = sum(r + 1 for r in range(size)) / size
+    if rank == 0:
+        # The hook only queues the bucket; the wait holds while the last
+        # rank sleeps (1 s) before it joins.
+        late = size == 1 or waited >= 0.5
+        failures += report(returned < 0.5 and late, "the hook returned "
+                           "after %.3f s, its future after %.3f s"
+                           % (returned, waited))
+    failures += report(bool((buffer == expected).all()),
+                       "the late rank's bucket averaged (%g)" % expected)
+    for name, hook, make_state in (
+            ("dense_hook", ddp.dense_hook,
+             lambda m, overlap: ddp.DenseState(m, overlap=overlap)),
+            ("scalecom_hook", ddp.scalecom_hook,
+             lambda m, overlap: ddp.ScaleComState(
+                 m, ratio=RATIO, min_elements=MIN_ELEMENTS,
+                 prefix="overlap%d/" % overlap, overlap=overlap))):
+        finals = []
+        for overlap in (False, True):
+            model = make_model()
+            history, _ = run(model, make_state(model, overlap), hook, 5,
+                             bucket_cap_mb=0.0001)
+            finals.append(history[-1])
+        failures += report(same_bits(*finals), "%s: overlapped = blocking, "
+                           "bit for bit, one bucket per parameter" % name)
+    if not torch.cuda.is_available():
+        failures += expect_error(GradCommError, ddp.use_cuda,
+                                 "use_cuda() without a CUDA device")
+    return failures
+
+
 def test_gossip():
     """GossipAverager after a local SGD step (no DDP): mixing keeps the mean
     of the replicas (within 1e-6: the mean is taken in another order) and
@@ -305,11 +357,14 @@ def test_easgd():
     (within 1e-5 of its scale), and every rank sees the same center."""
     rank, size = dist.get_rank(), dist.get_world_size()
     failures = 0
-    for asynchronous in (False, True):
+    for asynchronous, placement in ((False, "rank0"), (True, "rank0"),
+                                    (True, "sharded")):
         model = make_model()
         averager = ddp.ElasticAverager(model, period=1,
                                        asynchronous=asynchronous,
-                                       prefix="easgd%d/" % asynchronous)
+                                       center=placement,
+                                       prefix="easgd%d%s/" % (asynchronous,
+                                                              placement))
         optimizer = torch.optim.SGD(model.parameters(), lr=LR)
         worst, identical = 0.0, True
         for step in range(3):
@@ -340,7 +395,8 @@ def test_easgd():
                 highest = after_center.clone()
                 dist.all_reduce(highest, op=dist.ReduceOp.MAX)
                 identical = identical and torch.equal(highest, after_center)
-        form = "asynchronous" if asynchronous else "synchronous"
+        form = ("asynchronous, center %s" % placement if asynchronous
+                else "synchronous")
         failures += report(worst <= 1e-5, "%s EASGD keeps replicas + center "
                            "(worst relative %.2g)" % (form, worst))
         failures += report(identical, "%s EASGD: every rank sees the same "
@@ -361,6 +417,7 @@ def main():
     setup()
     tests = {"dense": test_dense, "scalecom": test_scalecom, "bad": test_bad,
              "no-mpi": test_no_mpi, "gossip": test_gossip,
+             "overlap": test_overlap,
              "easgd": test_easgd,
              "save": lambda: test_save(sys.argv[2]),
              "resume": lambda: test_resume(sys.argv[2])}

@@ -144,6 +144,13 @@ struct EasgdPipelineOptions
       llvm::cl::init(ExchangeMode::Sync),
       llvm::cl::values(clEnumValN(ExchangeMode::Sync, "sync", "both meet"),
                        clEnumValN(ExchangeMode::Async, "async", "one-sided"))};
+  Option<CenterPlacement> center{
+      *this, "center",
+      llvm::cl::desc("mode=async only: rank0 | sharded (one shard per rank)"),
+      llvm::cl::init(CenterPlacement::Rank0),
+      llvm::cl::values(
+          clEnumValN(CenterPlacement::Rank0, "rank0", "on rank 0"),
+          clEnumValN(CenterPlacement::Sharded, "sharded", "one per rank"))};
   Option<int64_t> minElements{
       *this, "min-elements",
       llvm::cl::desc("Smaller parameters keep their dense all-reduce"),

@@ -63,6 +63,7 @@ enum class RuntimeFn {
   GossipAsync,
   ElasticAverage,
   ElasticAverageAsync,
+  ElasticAverageSharded,
   Check,
   Record,
   ExpectGroupSize,
@@ -110,6 +111,9 @@ const RuntimeFnSpec kRuntimeFns[] = {
      Kind::I32, {Kind::Str, Kind::BufF32, Kind::F32, Kind::I64}},
     {RuntimeFn::ElasticAverageAsync, "gradcomm_rt_elastic_average_async_f32",
      true, Kind::I32, {Kind::Str, Kind::BufF32, Kind::F32, Kind::I64}},
+    {RuntimeFn::ElasticAverageSharded,
+     "gradcomm_rt_elastic_average_sharded_f32", true, Kind::I32,
+     {Kind::Str, Kind::BufF32, Kind::F32, Kind::I64}},
     {RuntimeFn::Check, "gradcomm_rt_check", false, Kind::None, {Kind::I32}},
     {RuntimeFn::Record, "gradcomm_rt_record", false, Kind::None, {Kind::I32}},
     {RuntimeFn::ExpectGroupSize, "gradcomm_rt_expect_group_size", false,
@@ -511,9 +515,11 @@ struct ElasticAveragePattern : public RuntimePattern<ElasticAverageOp> {
     // Pulled toward the center in place: the input's buffer when nothing
     // reads it later.
     Value x = rt.buffer(adaptor.getInput(), /*readOnly=*/false);
-    RuntimeFn fn = op.getMode() == ExchangeMode::Async
-                       ? RuntimeFn::ElasticAverageAsync
-                       : RuntimeFn::ElasticAverage;
+    RuntimeFn fn = RuntimeFn::ElasticAverage;
+    if (op.getMode() == ExchangeMode::Async)
+      fn = op.getCenter() == CenterPlacement::Sharded
+               ? RuntimeFn::ElasticAverageSharded
+               : RuntimeFn::ElasticAverageAsync;
     if (failed(rt.callChecked(fn, {rt.string(op.getState()), rt.unranked(x),
                                    rt.f32(op.getAlpha().convertToDouble()),
                                    rt.i64(op.getPeriodAttr().getInt())})))

@@ -11,8 +11,13 @@ parameter's name, never by bucket index, so DDP's bucket rebuild after the
 first iteration neither resets nor mixes memories. See docs/pytorch.md.
 """
 
+import atexit
+import collections
+import ctypes
 import os
+import queue
 import tempfile
+import threading
 
 import torch
 import torch.distributed as dist
@@ -26,15 +31,123 @@ def _parameter_names(model):
     return {id(p): name for name, p in module.named_parameters()}
 
 
-def _check_tensor(tensor, what):
+def _check_tensor(tensor, what, backend="cpu"):
     if tensor.dtype != torch.float32:
         raise TypeError("gradcomm: %s is %s; GradComm communicates float32 "
                         "(no fp16/bf16 buckets)" % (what, tensor.dtype))
     if not tensor.is_contiguous():
         raise TypeError("gradcomm: %s is not contiguous" % what)
-    if tensor.device.type != "cpu":
-        raise TypeError("gradcomm: %s is on %s; the Python hooks pass host "
-                        "buffers (CPU backend)" % (what, tensor.device))
+    if tensor.device.type != backend:
+        hint = ("call gradcomm.torch.ddp.use_cuda() before making the state"
+                if tensor.device.type == "cuda" else
+                "the runtime runs the CUDA backend: pass CUDA tensors")
+        raise TypeError("gradcomm: %s is on %s but the runtime's backend is "
+                        "%s; %s" % (what, tensor.device, backend, hint))
+
+
+def use_cuda(stream=None):
+    """Runs the runtime on the CUDA backend (NCCL) with PyTorch's stream:
+    the hooks then take CUDA buckets and enqueue their work on `stream`
+    (default: torch.cuda.current_stream()), so what PyTorch enqueues after
+    the hook's future completes is ordered after the communication. Call
+    once, on every rank, before making a state; CPU buckets are refused
+    afterwards. Not run on a GPU yet (docs/pytorch.md)."""
+    if not torch.cuda.is_available():
+        raise GradCommError(-1, "gradcomm: use_cuda: this PyTorch has no "
+                            "CUDA device (torch.cuda.is_available() is "
+                            "False)")
+    stream = stream or torch.cuda.current_stream()
+    rt = runtime()
+    rt.call("gradcomm_cuda_use_handles", None, stream.cuda_stream)
+    rt.call("gradcomm_set_backend", 1)
+
+
+class _Job:
+    """One bucket's communication: `run()` (blocking runtime calls), or
+    `start()` returning the runtime's request and `finish()` run after its
+    wait; `future` completes with `result` or the failure."""
+
+    def __init__(self, future, result, run=None, start=None, finish=None):
+        self.future, self.result = future, result
+        self.run, self.start, self.finish = run, start, finish
+        self.request = None
+
+
+class _CommunicationThread:
+    """The hooks' runtime calls, on one thread per process, in the order
+    the hooks were called. DDP calls the hooks of a step in bucket order on
+    every rank, so every rank issues its collectives in the same order,
+    while the autograd thread goes on computing the next buckets' gradients
+    (overlap). Started dense all-reduces stay in flight until the queue is
+    empty or another kind of job comes, so neighbouring dense buckets
+    overlap each other too. The runtime is entered from this thread only
+    while jobs are queued or in flight; synchronize() waits for that."""
+
+    def __init__(self):
+        self.queue = queue.Queue()
+        self.rt = runtime()
+        self.thread = threading.Thread(target=self._loop, daemon=True,
+                                       name="gradcomm-communication")
+        self.thread.start()
+        # Before the runtime's own atexit finalize (atexit runs last
+        # registered first): nothing may be in flight when MPI finalizes.
+        atexit.register(self.synchronize)
+
+    def submit(self, job):
+        """The future DDP waits for. A failure reaches DDP through a
+        callback that raises it: PyTorch 1.13's DDP would otherwise try to
+        cast the exception object to a tensor and say only that."""
+        self.queue.put(job)
+        return job.future.then(lambda done: done.value())
+
+    def synchronize(self):
+        """Returns when every submitted job has finished."""
+        if self.thread.is_alive():
+            self.submit(_Job(torch.futures.Future(), None,
+                             run=lambda: None)).wait()
+
+    def _complete(self, job, body):
+        try:
+            body()
+        except BaseException as error:  # the future carries it to DDP
+            job.future.set_exception(error)
+            return
+        job.future.set_result(job.result)
+
+    def _wait(self, job):
+        def body():
+            self.rt.call("gradcomm_wait", ctypes.byref(job.request))
+            job.finish()
+        self._complete(job, body)
+
+    def _loop(self):
+        in_flight = collections.deque()
+        while True:
+            if in_flight and self.queue.empty():
+                self._wait(in_flight.popleft())
+                continue
+            job = self.queue.get()
+            if job.start is None:
+                while in_flight:
+                    self._wait(in_flight.popleft())
+                self._complete(job, job.run)
+                continue
+            try:
+                job.request = job.start()
+            except BaseException as error:
+                job.future.set_exception(error)
+                continue
+            in_flight.append(job)
+
+
+_communication = None
+
+
+def _communication_thread():
+    global _communication
+    if _communication is None:
+        _communication = _CommunicationThread()
+    return _communication
 
 
 class _State:
@@ -42,9 +155,11 @@ class _State:
     model's parameters, a step count, and checkpoints of the runtime's
     state (the runtime's own format, with its checksum)."""
 
-    def __init__(self, model, prefix, process_group=None):
+    def __init__(self, model, prefix, process_group=None, overlap=True):
         self.rt = runtime()
         self.rt.call("gradcomm_init")
+        self.backend = self.rt.backend()
+        self.overlap = overlap
         self.names = _parameter_names(model)
         self.prefix = prefix
         self.steps = 0
@@ -61,6 +176,24 @@ class _State:
                         rank, size, group_rank, group_size, group_size))
         self.size = size
 
+    def synchronize(self):
+        """Waits for every bucket's communication the hooks started."""
+        if _communication is not None:
+            _communication.synchronize()
+
+    def submit(self, bucket, run):
+        """The hook's future: `run()` on the communication thread (overlap)
+        or now, completed with the bucket's buffer. The step it belongs to
+        is counted here, when the hook is called, not when it runs."""
+        if bucket.is_last():
+            self.steps += 1
+        job = _Job(torch.futures.Future(), bucket.buffer(), run=run)
+        if self.overlap:
+            return _communication_thread().submit(job)
+        job.run()
+        job.future.set_result(job.result)
+        return job.future
+
     def state_name(self, parameter):
         name = self.names.get(id(parameter))
         if name is None:
@@ -72,6 +205,7 @@ class _State:
     def state_dict(self):
         """This rank's runtime state (every named state of the process) and
         the hook's step, as bytes: torch.save-able."""
+        self.synchronize()
         with tempfile.TemporaryDirectory() as directory:
             path = os.path.join(directory, "state")
             self.rt.call("gradcomm_state_save", path.encode())
@@ -83,6 +217,7 @@ class _State:
     def load_state_dict(self, state):
         if state.get("format") != "gradcomm-runtime-state":
             raise ValueError("not a GradComm hook state")
+        self.synchronize()
         if (state["rank"], state["size"]) != (self.rt.rank(), self.size):
             raise ValueError("state of rank %d of %d loaded on rank %d of %d"
                              % (state["rank"], state["size"], self.rt.rank(),
@@ -95,27 +230,21 @@ class _State:
         self.steps = state["step"]
 
 
-def _slices(bucket):
-    """(parameter, its gradient as a slice of the bucket's flat buffer)."""
+def _slices(state, bucket):
+    """[(parameter, its gradient as a slice of the bucket's flat buffer)],
+    checked before anything is submitted."""
     buffer = bucket.buffer()
-    _check_tensor(buffer, "bucket %d" % bucket.index())
-    offset = 0
+    _check_tensor(buffer, "bucket %d" % bucket.index(), state.backend)
+    slices, offset = [], 0
     for parameter in bucket.parameters():
         count = parameter.numel()
-        yield parameter, buffer[offset:offset + count]
+        slices.append((parameter, buffer[offset:offset + count]))
         offset += count
     if offset != buffer.numel():
         raise GradCommError(-1, "gradcomm: bucket %d holds %d values, its "
                             "parameters %d" % (bucket.index(),
                                                buffer.numel(), offset))
-
-
-def _done(state, bucket):
-    if bucket.is_last():
-        state.steps += 1
-    future = torch.futures.Future()
-    future.set_result(bucket.buffer())
-    return future
+    return slices
 
 
 def _dense_average(rt, name, gradient, size):
@@ -128,15 +257,32 @@ def _dense_average(rt, name, gradient, size):
 class DenseState(_State):
     """Dense all-reduce of each bucket over the runtime (average)."""
 
-    def __init__(self, model, prefix="", process_group=None):
-        super().__init__(model, prefix, process_group)
+    def __init__(self, model, prefix="", process_group=None, overlap=True):
+        super().__init__(model, prefix, process_group, overlap)
 
 
 def dense_hook(state, bucket):
     buffer = bucket.buffer()
-    _check_tensor(buffer, "bucket %d" % bucket.index())
-    _dense_average(state.rt, b"ddp.dense", buffer, state.size)
-    return _done(state, bucket)
+    _check_tensor(buffer, "bucket %d" % bucket.index(), state.backend)
+    if not state.overlap or state.backend != "cpu":
+        return state.submit(bucket, lambda: _dense_average(
+            state.rt, b"ddp.dense", buffer, state.size))
+    # The runtime's started form (CPU backend): the all-reduce stays in
+    # flight while the communication thread starts the next buckets.
+    if bucket.is_last():
+        state.steps += 1
+
+    def start():
+        buffer.div_(state.size)
+        request = ctypes.c_void_p()
+        state.rt.call("gradcomm_dense_all_reduce_start_f32", b"ddp.dense",
+                      buffer.data_ptr(), buffer.numel(), REDUCTIONS["sum"],
+                      ctypes.byref(request))
+        return request
+
+    return _communication_thread().submit(
+        _Job(torch.futures.Future(), buffer, start=start,
+             finish=lambda: None))
 
 
 class ScaleComState(_State):
@@ -147,14 +293,15 @@ class ScaleComState(_State):
 
     def __init__(self, model, ratio=100.0, k=None, beta=1.0,
                  selection="exact", chunk_size=0, min_elements=1024,
-                 warmup_steps=0, prefix="", process_group=None):
+                 warmup_steps=0, prefix="", process_group=None,
+                 overlap=True):
         if selection not in SELECTIONS:
             raise ValueError("selection must be 'exact' or 'chunk'")
         if not 0 < beta <= 1:
             raise ValueError("beta must be in (0, 1]")
         if k is None and ratio < 1:
             raise ValueError("ratio must be >= 1")
-        super().__init__(model, prefix, process_group)
+        super().__init__(model, prefix, process_group, overlap)
         self.ratio, self.fixed_k, self.beta = ratio, k, beta
         self.selection, self.chunk_size = selection, chunk_size
         self.min_elements, self.warmup_steps = min_elements, warmup_steps
@@ -171,16 +318,21 @@ def _compress_per_parameter(state, bucket, compress):
     """Runs compress(name, gradient, out, count) on each parameter's slice
     of the bucket and copies `out` back; small parameters, and all of them
     during warm-up, are averaged densely instead."""
-    for parameter, gradient in _slices(bucket):
-        name = state.state_name(parameter)
-        count = gradient.numel()
-        if state.steps < state.warmup_steps or count < state.min_elements:
-            _dense_average(state.rt, name, gradient, state.size)
-            continue
-        out = torch.empty_like(gradient)
-        compress(name, gradient, out, count)
-        gradient.copy_(out)
-    return _done(state, bucket)
+    slices = [(state.state_name(parameter), gradient)
+              for parameter, gradient in _slices(state, bucket)]
+    warming_up = state.steps < state.warmup_steps
+
+    def run():
+        for name, gradient in slices:
+            count = gradient.numel()
+            if warming_up or count < state.min_elements:
+                _dense_average(state.rt, name, gradient, state.size)
+                continue
+            out = torch.empty_like(gradient)
+            compress(name, gradient, out, count)
+            gradient.copy_(out)
+
+    return state.submit(bucket, run)
 
 
 def scalecom_hook(state, bucket):
@@ -226,10 +378,11 @@ class GossipAverager(_State):
         self.seed, self.period = seed, period
 
     def step(self):
+        self.synchronize()  # no hook's communication may still run
         with torch.no_grad():
             for parameter in self.parameters:
                 _check_tensor(parameter.data, "parameter '%s'" %
-                              self.names[id(parameter)])
+                              self.names[id(parameter)], self.backend)
                 self.rt.call("gradcomm_gossip_exchange_f32",
                              self.state_name(parameter),
                              parameter.data.data_ptr(), parameter.numel(),
@@ -245,11 +398,18 @@ class ElasticAverager(_State):
     moves the center by the sum of those pulls (docs/gossip.md). alpha
     defaults to moving_rate / n. asynchronous=True keeps the center on rank
     0 and never waits for the other ranks (MPI-3 one-sided; launch with
-    MPI_THREAD_MULTIPLE, which the runtime asks for when it starts MPI).
+    MPI_THREAD_MULTIPLE, which the runtime asks for when it starts MPI);
+    center="sharded" with it splits each center over every rank instead.
     The centers are runtime state: state_dict() saves them."""
 
     def __init__(self, model, alpha=None, moving_rate=0.9, period=1,
-                 asynchronous=False, prefix="easgd/", process_group=None):
+                 asynchronous=False, center="rank0", prefix="easgd/",
+                 process_group=None):
+        if center not in ("rank0", "sharded"):
+            raise ValueError("center must be 'rank0' or 'sharded'")
+        if center == "sharded" and not asynchronous:
+            raise ValueError("center='sharded' needs asynchronous=True (the "
+                             "synchronous center is replicated)")
         super().__init__(model, prefix, process_group)
         if alpha is None:
             if not 0 < moving_rate <= 1:
@@ -263,14 +423,18 @@ class ElasticAverager(_State):
         self.parameters = [p for p in getattr(model, "module", model)
                            .parameters()]
         self.alpha, self.period = float(alpha), int(period)
-        self.function = ("gradcomm_elastic_average_async_f32" if asynchronous
-                         else "gradcomm_elastic_average_f32")
+        self.function = {
+            (False, "rank0"): "gradcomm_elastic_average_f32",
+            (True, "rank0"): "gradcomm_elastic_average_async_f32",
+            (True, "sharded"): "gradcomm_elastic_average_sharded_f32",
+        }[(bool(asynchronous), center)]
 
     def step(self):
+        self.synchronize()  # no hook's communication may still run
         with torch.no_grad():
             for parameter in self.parameters:
                 _check_tensor(parameter.data, "parameter '%s'" %
-                              self.names[id(parameter)])
+                              self.names[id(parameter)], self.backend)
                 self.rt.call(self.function, self.state_name(parameter),
                              parameter.data.data_ptr(), parameter.numel(),
                              self.alpha, self.period)

@@ -389,6 +389,17 @@ gradcomm_status gradcomm_elastic_average_async_f32(const char *state, float *x,
                                                    int64_t count, float alpha,
                                                    int64_t period);
 
+/// gradcomm_elastic_average_async_f32 with the center sharded: rank r's
+/// window holds elements [r count / n, (r + 1) count / n) of it, and each
+/// exchange visits the n parts one at a time, starting with this rank's
+/// own, so the center's traffic is spread over every rank's link instead
+/// of rank 0's. Same arguments, state and checkpoints; a state used with
+/// one placement cannot be used with the other (GRADCOMM_ERR_STATE).
+gradcomm_status gradcomm_elastic_average_sharded_f32(const char *state,
+                                                     float *x, int64_t count,
+                                                     float alpha,
+                                                     int64_t period);
+
 #define GRADCOMM_STALENESS_BINS 8
 
 /// The staleness histogram of asynchronous gossip state `state` on this

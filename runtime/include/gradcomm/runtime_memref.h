@@ -82,6 +82,10 @@ _mlir_ciface_gradcomm_rt_elastic_average_async_f32(const char *state,
                                                    gradcomm_unranked_memref *x,
                                                    float alpha, int64_t period);
 
+int32_t _mlir_ciface_gradcomm_rt_elastic_average_sharded_f32(
+    const char *state, gradcomm_unranked_memref *x, float alpha,
+    int64_t period);
+
 /// Stops the job when `status` is a failure: prints gradcomm_last_error()
 /// (op, rank, cause) to stderr and calls MPI_Abort. Generated code passes
 /// every status through it (convert-gradcomm-to-runtime{on-error=abort}).

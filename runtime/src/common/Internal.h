@@ -57,8 +57,10 @@ struct AsyncWindow {
   /// This rank's part of the window.
   char *base = nullptr;
   MPI_Aint bytes = 0;
-  /// Asynchronous EASGD: the window holds the center (on rank 0).
+  /// Asynchronous EASGD: the windows hold the center, on rank 0 alone or
+  /// one contiguous shard per rank (centerPart in Asynchronous.cpp).
   bool center = false;
+  bool sharded = false;
   /// Gossip: copies this rank pushed, and the last copy it mixed
   /// (sender, sequence), so a copy is never mixed twice.
   uint64_t pushes = 0;

@@ -295,31 +295,47 @@ int32_t _mlir_ciface_gradcomm_rt_gossip_async_f32(const char *state,
                                    mixing, static_cast<uint64_t>(seed), period);
 }
 
+namespace {
+
+/// The elastic averages' memref form: `operation` names the call in errors,
+/// `average` is the runtime entry point.
+using ElasticAverageFn = gradcomm_status (*)(const char *, float *, int64_t,
+                                             float, int64_t);
+int32_t elasticAverage(const char *operation, ElasticAverageFn average,
+                       const char *state, gradcomm_unranked_memref *x,
+                       float alpha, int64_t period) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
+  View<float> view;
+  if (gradcomm_status status = unpackReplica(operation, state, x, 0, view))
+    return status;
+  return average(state, view.data, view.count, alpha, period);
+}
+
+} // namespace
+
 int32_t
 _mlir_ciface_gradcomm_rt_elastic_average_f32(const char *state,
                                              gradcomm_unranked_memref *x,
                                              float alpha, int64_t period) {
-  if (gradcomm_status failed = stepFailure())
-    return failed;
-  View<float> view;
-  if (gradcomm_status status =
-          unpackReplica("elastic_average_f32", state, x, 0, view))
-    return status;
-  return gradcomm_elastic_average_f32(state, view.data, view.count, alpha,
-                                      period);
+  return elasticAverage("elastic_average_f32", gradcomm_elastic_average_f32,
+                        state, x, alpha, period);
 }
 
 int32_t _mlir_ciface_gradcomm_rt_elastic_average_async_f32(
     const char *state, gradcomm_unranked_memref *x, float alpha,
     int64_t period) {
-  if (gradcomm_status failed = stepFailure())
-    return failed;
-  View<float> view;
-  if (gradcomm_status status =
-          unpackReplica("elastic_average_async_f32", state, x, 0, view))
-    return status;
-  return gradcomm_elastic_average_async_f32(state, view.data, view.count, alpha,
-                                            period);
+  return elasticAverage("elastic_average_async_f32",
+                        gradcomm_elastic_average_async_f32, state, x, alpha,
+                        period);
+}
+
+int32_t _mlir_ciface_gradcomm_rt_elastic_average_sharded_f32(
+    const char *state, gradcomm_unranked_memref *x, float alpha,
+    int64_t period) {
+  return elasticAverage("elastic_average_sharded_f32",
+                        gradcomm_elastic_average_sharded_f32, state, x, alpha,
+                        period);
 }
 
 //===----------------------------------------------------------------------===//

@@ -6,7 +6,8 @@
 // the state's first (collective) call. Every rank's part starts with a
 // failure record, so a rank that fails later can tell every other rank
 // without a collective. Gossip adds a mailbox; asynchronous EASGD keeps the
-// center in rank 0's part.
+// center in rank 0's part, or sharded: elements [r c / n, (r + 1) c / n) of
+// it in rank r's part, so no rank serves every worker's traffic.
 //
 // Window locks are held only around one put, one read or one
 // read-modify-write, and never two at a time, so no rank can wait on a
@@ -185,7 +186,7 @@ ProgressPump pump;
 /// put lands in a part before it is ready.
 template <typename Initialize>
 gradcomm_status openWindow(const Call &call, const char *name, MPI_Aint bytes,
-                           bool center, gradcomm_status local,
+                           bool center, bool sharded, gradcomm_status local,
                            AsyncWindow *&window, Initialize &&initialize) {
   Context &ctx = context();
   auto it = ctx.windows.find(name);
@@ -194,11 +195,12 @@ gradcomm_status openWindow(const Call &call, const char *name, MPI_Aint bytes,
     // the others through their windows.
     if (local != GRADCOMM_OK)
       return spreadFailure(call, it->second, local);
-    if (it->second.bytes != bytes || it->second.center != center)
+    if (it->second.bytes != bytes || it->second.center != center ||
+        it->second.sharded != sharded)
       return call.fail(GRADCOMM_ERR_STATE,
                        "state '" + std::string(name) +
-                           "' is already used by another asynchronous op or "
-                           "with another size");
+                           "' is already used by another asynchronous op, "
+                           "another center placement or another size");
     window = &it->second;
     return GRADCOMM_OK;
   }
@@ -206,6 +208,7 @@ gradcomm_status openWindow(const Call &call, const char *name, MPI_Aint bytes,
   AsyncWindow fresh;
   fresh.bytes = bytes;
   fresh.center = center;
+  fresh.sharded = sharded;
   GRADCOMM_RETURN_IF_ERROR(
       call.mpi(MPI_Win_allocate(bytes, 1, MPI_INFO_NULL, ctx.comm, &fresh.base,
                                 &fresh.win),
@@ -249,16 +252,48 @@ gradcomm_status checkReplica(const Call &call, AsyncWindow &window,
                                              " (NaN or Inf); it was not sent"));
 }
 
-/// Element-wise atomic read of the center (a no-op accumulate) into
-/// `center`, inside a lock epoch on rank 0; complete after a flush.
-gradcomm_status readCenter(const Call &call, AsyncWindow &window, float *center,
-                           int n) {
+/// The elements [begin, end) of an asynchronous EASGD center of `count`
+/// elements that `host`'s window holds.
+struct CenterPart {
+  int64_t begin;
+  int64_t end;
+  int count() const { return static_cast<int>(end - begin); }
+};
+
+CenterPart centerPart(const AsyncWindow &window, int64_t count, int host) {
+  const int size = context().size;
+  if (!window.sharded)
+    return host == 0 ? CenterPart{0, count} : CenterPart{0, 0};
+  return {count * host / size, count * (host + 1) / size};
+}
+
+/// Element-wise atomic read of `host`'s part of the center (a no-op
+/// accumulate) into `center` (the part's first element), inside a lock
+/// epoch on `host`; complete after a flush.
+gradcomm_status readCenter(const Call &call, AsyncWindow &window, int host,
+                           float *center, int n) {
   // MPI_NO_OP ignores the origin: none is passed (a full-size one makes
   // MPICH 4.0 over UCX ship it and fail with "message truncated").
   return call.mpi(MPI_Get_accumulate(nullptr, 0, MPI_FLOAT, center, n,
-                                     MPI_FLOAT, 0, kMailOffset, n, MPI_FLOAT,
+                                     MPI_FLOAT, host, kMailOffset, n, MPI_FLOAT,
                                      MPI_NO_OP, window.win),
                   "MPI_Get_accumulate (center)");
+}
+
+/// Reads every part of the center into `center`, one host at a time.
+gradcomm_status readWholeCenter(const Call &call, AsyncWindow &window,
+                                float *center, int64_t count) {
+  for (int host = 0; host < context().size; ++host) {
+    CenterPart part = centerPart(window, count, host);
+    if (part.count() == 0)
+      continue;
+    GRADCOMM_RETURN_IF_ERROR(withLock(call, window, host, MPI_LOCK_SHARED, [&] {
+      GRADCOMM_RETURN_IF_ERROR(
+          readCenter(call, window, host, center + part.begin, part.count()));
+      return call.mpi(MPI_Win_flush(host, window.win), "MPI_Win_flush");
+    }));
+  }
+  return GRADCOMM_OK;
 }
 
 /// What every asynchronous call does before its exchange: adopt another
@@ -328,7 +363,8 @@ gradcomm_status gradcomm_gossip_async_f32(const char *stateName, float *x,
     }();
     AsyncWindow *window = nullptr;
     GRADCOMM_RETURN_IF_ERROR(openWindow(call, stateName, mailboxBytes(count),
-                                        /*center=*/false, local, window,
+                                        /*center=*/false, /*sharded=*/false,
+                                        local, window,
                                         [] { return GRADCOMM_OK; }));
     uint64_t step = 0;
     bool exchange = false;
@@ -395,70 +431,111 @@ gradcomm_status gradcomm_gossip_async_f32(const char *stateName, float *x,
   });
 }
 
+namespace {
+
+/// Asynchronous EASGD with the center on rank 0 or sharded: for each part
+/// of the center (starting with this rank's own, so that the workers do
+/// not all queue at the same host), read it, move toward it by
+/// e = alpha (x - c) and add e to it, one host's lock at a time.
+gradcomm_status elasticAverageAsync(const Call &call, const char *stateName,
+                                    float *x, int64_t count, float alpha,
+                                    int64_t period, bool sharded) {
+  GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+  const Context &ctx = context();
+  State *state = nullptr;
+  gradcomm_status local = [&] {
+    GRADCOMM_RETURN_IF_ERROR(validateCommon(call, stateName, x, count, period));
+    GRADCOMM_RETURN_IF_ERROR(requireElasticAlpha(call, alpha));
+    return lookupState(call, stateName, count, state);
+  }();
+  AsyncWindow layout;
+  layout.sharded = sharded;
+  const CenterPart own = centerPart(layout, count, ctx.rank);
+  const MPI_Aint ownBytes = static_cast<MPI_Aint>(sizeof(float)) * own.count();
+  AsyncWindow *window = nullptr;
+  GRADCOMM_RETURN_IF_ERROR(openWindow(
+      call, stateName, kMailOffset + ownBytes, /*center=*/true, sharded, local,
+      window, [&]() -> gradcomm_status {
+        // A fresh state: the center starts at the replicas' mean; a
+        // restored one at its checkpoint (the same on every rank).
+        float *center = state->data();
+        if (state->step == 0)
+          GRADCOMM_RETURN_IF_ERROR(meanOverRanks(call, x, count, center));
+        // A put to this rank's own part, not a store: MPICH 4.0.2 (ch4:ucx)
+        // serves other ranks' reads of ranks 1..n-1 from a copy that local
+        // stores, even under the lock, do not reach (they read zeros).
+        AsyncWindow &created = context().windows.at(stateName);
+        return withLock(call, created, ctx.rank, MPI_LOCK_EXCLUSIVE, [&] {
+          return call.mpi(MPI_Put(center + own.begin, own.count(), MPI_FLOAT,
+                                  ctx.rank, kMailOffset, own.count(), MPI_FLOAT,
+                                  created.win),
+                          "MPI_Put (center part)");
+        });
+      }));
+  uint64_t step = 0;
+  bool exchange = false;
+  GRADCOMM_RETURN_IF_ERROR(beginCall(call, *window, *state, stateName, x, count,
+                                     period, &step, &exchange));
+  if (!exchange)
+    return GRADCOMM_OK;
+  gradcomm_op_stats &stats = opStats(stateName);
+  const double start = now();
+  float *center = state->data();
+  static thread_local std::vector<float> elastic;
+  elastic.resize(count);
+  for (int offset = 0; offset < ctx.size; ++offset) {
+    const int host = (ctx.rank + offset) % ctx.size;
+    const CenterPart part = centerPart(*window, count, host);
+    if (part.count() == 0)
+      continue;
+    GRADCOMM_RETURN_IF_ERROR(
+        withLock(call, *window, host, MPI_LOCK_SHARED, [&] {
+          // Element-wise atomic read of the part, then this rank's elastic
+          // difference added to it.
+          GRADCOMM_RETURN_IF_ERROR(readCenter(
+              call, *window, host, center + part.begin, part.count()));
+          GRADCOMM_RETURN_IF_ERROR(
+              call.mpi(MPI_Win_flush(host, window->win), "MPI_Win_flush"));
+          for (int64_t i = part.begin; i < part.end; ++i) {
+            elastic[i] = alpha * (x[i] - center[i]);
+            x[i] = x[i] - elastic[i];
+          }
+          return call.mpi(MPI_Accumulate(elastic.data() + part.begin,
+                                         part.count(), MPI_FLOAT, host,
+                                         kMailOffset, part.count(), MPI_FLOAT,
+                                         MPI_SUM, window->win),
+                          "MPI_Accumulate (center)");
+        }));
+    stats.messages += 2;
+  }
+  const uint64_t bytes = sizeof(float) * static_cast<uint64_t>(count);
+  stats.value_bytes_sent += bytes;
+  stats.value_bytes_received += bytes;
+  stats.seconds += now() - start;
+  return GRADCOMM_OK;
+}
+
+} // namespace
+
 gradcomm_status gradcomm_elastic_average_async_f32(const char *stateName,
                                                    float *x, int64_t count,
                                                    float alpha,
                                                    int64_t period) {
   return guarded("elastic_average_async_f32", stateName, [&](const Call &call) {
-    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-    const Context &ctx = context();
-    State *state = nullptr;
-    gradcomm_status local = [&] {
-      GRADCOMM_RETURN_IF_ERROR(
-          validateCommon(call, stateName, x, count, period));
-      GRADCOMM_RETURN_IF_ERROR(requireElasticAlpha(call, alpha));
-      return lookupState(call, stateName, count, state);
-    }();
-    const MPI_Aint centerBytes =
-        ctx.rank == 0 ? static_cast<MPI_Aint>(sizeof(float)) * count : 0;
-    AsyncWindow *window = nullptr;
-    GRADCOMM_RETURN_IF_ERROR(openWindow(
-        call, stateName, kMailOffset + centerBytes, /*center=*/true, local,
-        window, [&]() -> gradcomm_status {
-          // A fresh state: the center starts at the replicas' mean; a
-          // restored one at its checkpoint (the same on every rank).
-          float *center = state->data();
-          if (state->step == 0)
-            GRADCOMM_RETURN_IF_ERROR(meanOverRanks(call, x, count, center));
-          if (ctx.rank == 0)
-            std::memcpy(context().windows.at(stateName).base + kMailOffset,
-                        center, static_cast<size_t>(centerBytes));
-          return GRADCOMM_OK;
-        }));
-    uint64_t step = 0;
-    bool exchange = false;
-    GRADCOMM_RETURN_IF_ERROR(beginCall(call, *window, *state, stateName, x,
-                                       count, period, &step, &exchange));
-    if (!exchange)
-      return GRADCOMM_OK;
-    gradcomm_op_stats &stats = opStats(stateName);
-    const double start = now();
-    float *center = state->data();
-    static thread_local std::vector<float> elastic;
-    elastic.resize(count);
-    const int n = static_cast<int>(count);
-    GRADCOMM_RETURN_IF_ERROR(withLock(call, *window, 0, MPI_LOCK_SHARED, [&] {
-      // Element-wise atomic read of the center, then this rank's elastic
-      // difference added to it.
-      GRADCOMM_RETURN_IF_ERROR(readCenter(call, *window, center, n));
-      GRADCOMM_RETURN_IF_ERROR(
-          call.mpi(MPI_Win_flush(0, window->win), "MPI_Win_flush"));
-      for (int64_t i = 0; i < count; ++i) {
-        elastic[i] = alpha * (x[i] - center[i]);
-        x[i] = x[i] - elastic[i];
-      }
-      return call.mpi(MPI_Accumulate(elastic.data(), n, MPI_FLOAT, 0,
-                                     kMailOffset, n, MPI_FLOAT, MPI_SUM,
-                                     window->win),
-                      "MPI_Accumulate (center)");
-    }));
-    const uint64_t bytes = sizeof(float) * static_cast<uint64_t>(count);
-    stats.messages += 2;
-    stats.value_bytes_sent += bytes;
-    stats.value_bytes_received += bytes;
-    stats.seconds += now() - start;
-    return GRADCOMM_OK;
+    return elasticAverageAsync(call, stateName, x, count, alpha, period,
+                               /*sharded=*/false);
   });
+}
+
+gradcomm_status gradcomm_elastic_average_sharded_f32(const char *stateName,
+                                                     float *x, int64_t count,
+                                                     float alpha,
+                                                     int64_t period) {
+  return guarded(
+      "elastic_average_sharded_f32", stateName, [&](const Call &call) {
+        return elasticAverageAsync(call, stateName, x, count, alpha, period,
+                                   /*sharded=*/true);
+      });
 }
 
 gradcomm_status gradcomm::refreshAsyncState(const Call &call,
@@ -467,11 +544,7 @@ gradcomm_status gradcomm::refreshAsyncState(const Call &call,
   auto it = context().windows.find(name);
   if (it == context().windows.end() || !it->second.center || state.count == 0)
     return GRADCOMM_OK;
-  return withLock(call, it->second, 0, MPI_LOCK_SHARED, [&] {
-    GRADCOMM_RETURN_IF_ERROR(readCenter(call, it->second, state.data(),
-                                        static_cast<int>(state.count)));
-    return call.mpi(MPI_Win_flush(0, it->second.win), "MPI_Win_flush");
-  });
+  return readWholeCenter(call, it->second, state.data(), state.count);
 }
 
 void gradcomm::releaseWindows() {

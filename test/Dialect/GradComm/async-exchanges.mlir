@@ -6,6 +6,9 @@
 // RUN: not gradcomm-opt %s --gradcomm-gossip="schedule=random" 2>&1 | FileCheck %s --check-prefix=SYNC-RANDOM
 // RUN: gradcomm-opt %s --gradcomm-gossip="mode=async schedule=random" --gradcomm-name-collectives --convert-gradcomm-to-runtime | FileCheck %s --check-prefix=LOWER-GOSSIP
 // RUN: gradcomm-opt %s --gradcomm-easgd="mode=async" --gradcomm-name-collectives --convert-gradcomm-to-runtime | FileCheck %s --check-prefix=LOWER-EASGD
+// RUN: gradcomm-opt %s --gradcomm-easgd="mode=async center=sharded" | FileCheck %s --check-prefix=SHARDED
+// RUN: gradcomm-opt %s --gradcomm-easgd="mode=async center=sharded" --gradcomm-name-collectives --convert-gradcomm-to-runtime | FileCheck %s --check-prefix=LOWER-SHARDED
+// RUN: not gradcomm-opt %s --gradcomm-easgd="center=sharded" 2>&1 | FileCheck %s --check-prefix=SYNC-SHARDED
 
 // GOSSIP: gradcomm.gossip_exchange {{.*}} schedule = random mixing = 5.000000e-01 seed = 0 period = 1 mode = async
 // EASGD: gradcomm.elastic_average {{.*}} alpha = 2.250000e-01 period = 2 mode = async
@@ -13,6 +16,10 @@
 // LOWER-GOSSIP: call @gradcomm_rt_gossip_async_f32
 // LOWER-GOSSIP-NOT: gradcomm_rt_gossip_exchange_f32
 // LOWER-EASGD: call @gradcomm_rt_elastic_average_async_f32
+// SHARDED: gradcomm.elastic_average {{.*}} period = 1 mode = async center = sharded : tensor<64xf32>
+// LOWER-SHARDED: call @gradcomm_rt_elastic_average_sharded_f32
+// LOWER-SHARDED-NOT: gradcomm_rt_elastic_average_async_f32
+// SYNC-SHARDED: gradcomm-easgd: option 'center=sharded' needs 'mode=async' (the synchronous center is replicated)
 
 shard.grid @grid(shape = 4)
 

@@ -510,6 +510,16 @@ func.func @period_zero(%x: tensor<16xf32>) {
 
 shard.grid @grid(shape = 4)
 gradcomm.state @c : tensor<16xf32>
+func.func @sharded_sync_center(%x: tensor<16xf32>) {
+  // expected-error @+1 {{'center = sharded' needs 'mode = async' (the synchronous center is replicated)}}
+  %r = gradcomm.elastic_average %x state @c on @grid grid_axes = [0] alpha = 0.2 period = 1 center = sharded : tensor<16xf32>
+  return
+}
+
+// -----
+
+shard.grid @grid(shape = 4)
+gradcomm.state @c : tensor<16xf32>
 func.func @overshoot(%x: tensor<16xf32>) {
   // expected-error @+1 {{'alpha' times the group size (the center's moving rate) must be <= 1, got 5.000000e-01 * 4}}
   %r = gradcomm.elastic_average %x state @c on @grid grid_axes = [0] alpha = 0.5 period = 1 : tensor<16xf32>

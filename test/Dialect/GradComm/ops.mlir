@@ -86,8 +86,11 @@ func.func @elastic_average(%x: tensor<32x32xf32>) -> tensor<32x32xf32> {
   // CHECK: gradcomm.elastic_average %{{.*}} alpha = 2.250000e-01 period = 1 mode = async : tensor<32x32xf32>
   %b = gradcomm.elastic_average %a state @w_easgd on @grid grid_axes = [0]
       alpha = 0.225 period = 1 mode = async : tensor<32x32xf32>
+  // CHECK: gradcomm.elastic_average %{{.*}} alpha = 2.250000e-01 period = 1 mode = async center = sharded : tensor<32x32xf32>
+  %s = gradcomm.elastic_average %b state @w_easgd on @grid grid_axes = [0]
+      alpha = 0.225 period = 1 mode = async center = sharded : tensor<32x32xf32>
   // CHECK: gradcomm.gossip_exchange %{{.*}} schedule = random mixing = 5.000000e-01 seed = 3 period = 1 mode = async : tensor<32x32xf32>
-  %c = gradcomm.gossip_exchange %b state @w_gossip on @grid grid_axes = [0]
+  %c = gradcomm.gossip_exchange %s state @w_gossip on @grid grid_axes = [0]
       schedule = random mixing = 0.5 seed = 3 period = 1 mode = async : tensor<32x32xf32>
   return %c : tensor<32x32xf32>
 }

@@ -289,6 +289,10 @@ LogicalResult ElasticAverageOp::verify() {
   int64_t period = getPeriodAttr().getInt();
   if (period < 1)
     return emitOpError() << "'period' must be >= 1, got " << period;
+  if (getCenter() == CenterPlacement::Sharded &&
+      getMode() != ExchangeMode::Async)
+    return emitOpError() << "'center = sharded' needs 'mode = async' (the "
+                            "synchronous center is replicated)";
   return success();
 }
 

@@ -55,6 +55,10 @@ LogicalResult EasgdRewritePass::validateOptions() {
   if (minElements < 0)
     return module.emitError() << kPass << ": option 'min-elements' must be "
                               << ">= 0, got " << int64_t(minElements);
+  if (center == CenterPlacement::Sharded && mode != ExchangeMode::Async)
+    return module.emitError() << kPass << ": option 'center=sharded' needs "
+                              << "'mode=async' (the synchronous center is "
+                              << "replicated)";
   return success();
 }
 
@@ -80,6 +84,7 @@ EasgdRewritePass::plan(shard::AllReduceOp op, const RewriteDecision &decision,
                            << " (the center's moving rate) must be <= 1";
   const int64_t chosenPeriod = decision.overrides.period.value_or(period);
   const ExchangeMode chosenMode = mode;
+  const CenterPlacement chosenCenter = center;
   auto grid = op.getGridAttr();
   auto axes = op.getGridAxesAttr();
   return ExchangeBuilder([=](OpBuilder &b, Location loc, Value updated,
@@ -94,11 +99,14 @@ EasgdRewritePass::plan(shard::AllReduceOp op, const RewriteDecision &decision,
         b, loc, updated.getType(), updated,
         FlatSymbolRefAttr::get(state.getSymNameAttr()), grid, axes,
         b.getF64FloatAttr(chosenAlpha), b.getI64IntegerAttr(chosenPeriod),
-        ExchangeModeAttr::get(b.getContext(), chosenMode));
+        ExchangeModeAttr::get(b.getContext(), chosenMode),
+        CenterPlacementAttr::get(b.getContext(), chosenCenter));
     std::string details =
         (", alpha = " + formatNumber(chosenAlpha) +
          ", period = " + std::to_string(chosenPeriod) +
          (chosenMode == ExchangeMode::Async ? ", mode = async" : "") +
+         (chosenCenter == CenterPlacement::Sharded ? ", center = sharded"
+                                                   : "") +
          ", center @" + state.getSymName())
             .str();
     return Exchange{average.getResult(), "elastically averaged", details};

@@ -141,6 +141,16 @@ def GradComm_ExchangeMode : I32EnumAttr<"ExchangeMode",
   let cppNamespace = "::mlir::gradcomm";
 }
 
+def GradComm_CenterPlacement : I32EnumAttr<"CenterPlacement",
+    "Where an asynchronous EASGD center lives", [
+  // All of it in rank 0's window: every worker's traffic goes to rank 0.
+  I32EnumAttrCase<"Rank0", 0, "rank0">,
+  // One contiguous shard per rank: the traffic is spread over every link.
+  I32EnumAttrCase<"Sharded", 1, "sharded">
+]> {
+  let cppNamespace = "::mlir::gradcomm";
+}
+
 def GradComm_Policy : I32EnumAttr<"Policy",
     "How one gradient all-reduce is communicated (gradcomm.policy)", [
   I32EnumAttrCase<"Dense", 0, "dense">,

@@ -358,7 +358,11 @@ def GradComm_ElasticAverageOp : GradComm_Op<"elastic_average", [
 
     With `mode = async` the center lives in rank 0's memory (an MPI-3
     window): each rank reads it, moves by `e = alpha (x_i - c)` and adds `e`
-    to it (an atomic accumulate), without waiting for the others.
+    to it (an atomic accumulate), without waiting for the others. With
+    `center = sharded` as well, rank r's memory holds elements
+    `[r N / n, (r + 1) N / n)` of the center (N elements) and each exchange
+    visits the parts one at a time, so rank 0's link does not carry every
+    worker's traffic. `center = sharded` needs `mode = async`.
 
     Example:
 
@@ -374,13 +378,15 @@ def GradComm_ElasticAverageOp : GradComm_Op<"elastic_average", [
     F64Attr:$alpha,
     DefaultValuedAttr<I64Attr, "1">:$period,
     DefaultValuedAttr<GradComm_ExchangeMode,
-                      "::mlir::gradcomm::ExchangeMode::Sync">:$mode
+                      "::mlir::gradcomm::ExchangeMode::Sync">:$mode,
+    DefaultValuedAttr<GradComm_CenterPlacement,
+                      "::mlir::gradcomm::CenterPlacement::Rank0">:$center
   ));
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $input `state` $state `on` $grid `grid_axes` `=` $grid_axes
     `alpha` `=` $alpha `period` `=` $period (`mode` `=` $mode^)?
-    attr-dict `:` type($input)
+    (`center` `=` $center^)? attr-dict `:` type($input)
   }];
   let hasVerifier = 1;
 }
