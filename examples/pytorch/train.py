@@ -10,6 +10,14 @@ statistics) on the test set (the last 10 % of the text).
   gradcomm-compile cnn.mlir -o libcnn.so --emit=shared --strategy=scalecom
   mpiexec.mpich -n 4 /usr/bin/python3 examples/pytorch/train.py \\
       --model cnn --library ./libcnn.so --manifest cnn.json --epochs 1
+
+For the gossip study (scripts/gossip_study.sh MODEL=cnn), as the C++
+Fashion-MNIST trainer: --time-budget S trains S seconds of training time
+(evaluations are not counted) and evaluates --eval-times times, evenly
+spaced, on --eval-samples test images, writing --log CSV; --straggler
+RANK:FACTOR makes that rank sleep (FACTOR - 1) times its fastest step so
+far before each step (plus --compute-ms on every rank); --stop-alone lets
+every rank keep its own clock (asynchronous strategies).
 """
 
 import argparse
@@ -109,6 +117,97 @@ def evaluate(spec, values, images, labels):
     return loss / len(labels), correct / len(labels)
 
 
+class TimeBudget:
+    """--time-budget: when to evaluate and stop, stragglers, the CSV log."""
+
+    def __init__(self, args, step, rank, ranks):
+        self.args, self.step, self.rank, self.ranks = args, step, rank, ranks
+        self.evaluations = max(1, args.eval_times)
+        self.next = 1
+        self.straggler = (-1, 1.0)
+        if args.straggler:
+            who, factor = args.straggler.split(":")
+            self.straggler = (int(who), float(factor))
+        # This rank's fastest step so far: a lower bound of its compute that
+        # time spent waiting for peers or locks cannot inflate.
+        self.compute = float("inf")
+        self.start = time.perf_counter()
+        self.log = None
+        if rank == 0 and args.log:
+            self.log = open(args.log, "w")
+            self.log.write("label,seed,ranks,step,epoch,wall_s,test_loss,"
+                           "test_acc,replica_acc_mean,replica_acc_min,"
+                           "replica_acc_max,elapsed_s\n")
+
+    def elapsed(self):
+        return time.perf_counter() - self.start
+
+    def due(self):
+        """Whether to evaluate now; synchronous strategies decide together
+        (their collectives need every rank at the same step)."""
+        due = np.array([float(self.elapsed() >= self.args.time_budget *
+                              self.next / self.evaluations)], np.float32)
+        if not self.args.stop_alone:
+            self.step.sum_over_ranks(due, b"train.due")
+        return due[0] > 0
+
+    def slow_down(self):
+        seconds = self.args.compute_ms * 1e-3
+        if self.rank == self.straggler[0]:
+            compute = self.args.compute_ms * 1e-3 or (
+                self.compute if self.compute < float("inf") else 0.0)
+            seconds += (self.straggler[1] - 1.0) * compute
+        if seconds > 0:
+            time.sleep(seconds)
+
+    def measured(self, seconds):
+        self.compute = min(self.compute, seconds)
+
+    def per_rank(self, value):
+        """Every rank's `value`, on every rank."""
+        slots = np.zeros(self.ranks, np.float32)
+        slots[self.rank] = value
+        return self.step.sum_over_ranks(slots, b"train.gather")
+
+    def record(self, spec, values, images, labels, steps, epoch, wall):
+        """Evaluates the averaged model (rank 0) and every replica on the
+        first --eval-samples test images; the clock stops meanwhile."""
+        began = time.perf_counter()
+        elapsed_here = self.elapsed()
+        samples = slice(0, self.args.eval_samples)
+        images, labels = images[samples], labels[samples]
+        _, replica = evaluate(spec, values, images, labels)
+        averaged = {}
+        for name, value in values.items():
+            if name in ("input", "target") or value.dtype != np.float32:
+                continue
+            averaged[name] = self.step.sum_over_ranks(
+                np.ascontiguousarray(value, np.float32).copy(),
+                b"train.average") / np.float32(self.ranks)
+        replicas = self.per_rank(replica)
+        elapsed = float(self.per_rank(elapsed_here).max())
+        if self.rank == 0:
+            loss, accuracy = evaluate(spec, averaged, images, labels)
+            if self.log:
+                self.log.write("%s,%d,%d,%d,%.4f,%.4f,%.6f,%.6f,%.6f,%.6f,"
+                               "%.6f,%.4f\n" % (
+                                   self.args.label, self.args.seed,
+                                   self.ranks, steps, epoch, wall, loss,
+                                   accuracy, replicas.mean(), replicas.min(),
+                                   replicas.max(), elapsed))
+                self.log.flush()
+            print("eval %s: step %d, %.2f s, averaged model accuracy %.4f, "
+                  "replicas %.4f-%.4f" % (self.args.label, steps, elapsed,
+                                          accuracy, replicas.min(),
+                                          replicas.max()), flush=True)
+        # Leave together, so no rank's clock holds rank 0's evaluation of
+        # the averaged model.
+        self.per_rank(0.0)
+        self.start += time.perf_counter() - began
+        self.next += 1
+        return self.next > self.evaluations
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="cnn")
@@ -123,7 +222,22 @@ def main():
     parser.add_argument("--optimizer-options", default="momentum=0.9",
                         help="comma-separated k=v of the export's optimizer "
                         "(initial state only)")
+    parser.add_argument("--time-budget", type=float, default=0.0,
+                        help="train this many seconds (not --epochs)")
+    parser.add_argument("--eval-times", type=int, default=8)
+    parser.add_argument("--eval-samples", type=int, default=2000)
+    parser.add_argument("--compute-ms", type=float, default=0.0)
+    parser.add_argument("--straggler", default="",
+                        help="RANK:FACTOR, that rank computes FACTOR times "
+                        "slower")
+    parser.add_argument("--stop-alone", action="store_true")
+    parser.add_argument("--log", default="")
     args = parser.parse_args()
+    if args.straggler and (":" not in args.straggler or
+                           float(args.straggler.split(":")[1]) < 1):
+        parser.error("--straggler takes RANK:FACTOR with FACTOR >= 1")
+    if args.time_budget and args.model == "transformer":
+        parser.error("--time-budget evaluates image classifiers only")
 
     step = CompiledStep(args.library, args.manifest)
     manifest = step.manifest
@@ -141,16 +255,36 @@ def main():
                            **{k: float(v) for k, v in options.items()})
     values = initial_values(spec.model, optimizer)
 
-    schedule = BatchSchedule(len(labels), batch, ranks, rank, args.epochs,
+    # A time budget runs until it is spent: the schedule only has to be
+    # long enough.
+    epochs = 1e6 if args.time_budget else args.epochs
+    schedule = BatchSchedule(len(labels), batch, ranks, rank, epochs,
                              args.seed)
-    wall, losses = 0.0, []
+    budget = None
+    if args.time_budget:
+        budget = TimeBudget(args, step, rank, ranks)
+        test_images, test_labels = load(args.data, "t10k")
+    wall, losses, taken = 0.0, [], 0
     for chosen in schedule:
+        if budget and budget.due() and budget.record(
+                spec, values, test_images, test_labels, taken,
+                taken / schedule.steps_per_epoch, wall):
+            break
+        if budget:
+            budget.slow_down()
         values["input"], values["target"] = images[chosen], labels[chosen]
         start = time.perf_counter()
         outputs = step(values)
-        wall += time.perf_counter() - start
+        seconds = time.perf_counter() - start
+        wall += seconds
+        if budget:
+            budget.measured(seconds)
         losses.append(float(outputs.pop("loss")[0]))
         values.update(outputs)
+        taken += 1
+    if budget:
+        step.close()
+        return 0
     step.close()
     if rank == 0:
         if args.model == "transformer":

@@ -128,6 +128,19 @@ class CompiledStep:
                     "gradcomm_rank")
         return value.value
 
+    def sum_over_ranks(self, array, name=b"runner.sum"):
+        """Sums a float32 numpy array over the step's ranks, in place (a
+        dense all-reduce of the runtime; collective: every rank calls it)."""
+        if array.dtype != np.float32 or not array.flags["C_CONTIGUOUS"]:
+            raise TypeError("sum_over_ranks takes a contiguous float32 array")
+        function = self.library.gradcomm_dense_all_reduce_f32
+        function.restype = ctypes.c_int
+        function.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int64,
+                             ctypes.c_int]
+        self._check(function(name, array.ctypes.data, array.size, 0),
+                    "gradcomm_dense_all_reduce_f32")
+        return array
+
     def __call__(self, inputs):
         arrays, descriptors = [], []
         for entry in self.manifest["inputs"]:

@@ -62,6 +62,10 @@ def parse(argv):
                         help="all-reduce kind for gradients and the loss")
     parser.add_argument("--function", default="step",
                         help="name of the exported function")
+    parser.add_argument("--local-loss", action="store_true",
+                        help="return each rank's own loss instead of "
+                        "all-reducing it (a step for the asynchronous "
+                        "strategies then has no collective that waits)")
     return parser.parse_args(argv)
 
 
@@ -82,7 +86,7 @@ def main(argv=None):
                                tuple(args.betas), args.eps)
         exported = export_step(spec, args.batch, args.ranks, optimizer,
                                args.lr, args.lr_input, args.reduction,
-                               args.function)
+                               args.function, args.local_loss)
         exported.write(args.output)
         print("gradcomm-export: wrote %s (%d inputs, %d outputs) in %.2f s"
               % (args.output, len(exported.manifest["inputs"]),

@@ -102,15 +102,21 @@ def _all_reduce(builder, value, reduction, runtime_name=None):
 
 
 def export_step(spec, batch, ranks, optimizer, lr=0.01, lr_input=False,
-                reduction="average", function="step"):
+                reduction="average", function="step", local_loss=False):
     """Exports the per-rank step for `ranks` ranks of `batch` samples each.
 
     reduction: 'average' all-reduces the local mean-loss gradients with
     `average`; 'sum' scales the local loss by 1/ranks and all-reduces with
     `sum`. Both give the gradient of the global-batch mean loss, and the
-    returned loss is the mean of the ranks' losses."""
+    returned loss is the mean of the ranks' losses, or with local_loss this
+    rank's own mean loss (no all-reduce: the asynchronous strategies'
+    steps then never wait for another rank)."""
     if reduction not in ("average", "sum"):
         raise ExportError("reduction must be 'average' or 'sum'")
+    if local_loss and reduction != "average":
+        raise ExportError("local_loss returns the rank's own mean loss: it "
+                          "needs reduction 'average' (with 'sum' the "
+                          "objective is scaled by 1/ranks)")
     if batch < 1 or ranks < 1:
         raise ExportError("batch and ranks must be positive")
     if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", function):
@@ -213,7 +219,10 @@ def export_step(spec, batch, ranks, optimizer, lr=0.01, lr_input=False,
                          "axis, and the loss (a metric).")
     reduced = [_all_reduce(builder, g, op) for g in grads]
     loss_vector = builder.reshape(loss, (1,))
-    reduced_loss = _all_reduce(builder, loss_vector, op, "loss")
+    if local_loss:
+        reduced_loss = loss_vector
+    else:
+        reduced_loss = _all_reduce(builder, loss_vector, op, "loss")
     builder.lines.append("  // Optimizer update (%s)." % optimizer.name)
     update_inputs = param_args + reduced + state_args
     if lr_input:
@@ -231,7 +240,8 @@ def export_step(spec, batch, ranks, optimizer, lr=0.01, lr_input=False,
 
     manifest = {
         "function": function, "ranks": ranks, "batch": batch,
-        "reduction": reduction, "optimizer": optimizer.name,
+        "reduction": reduction, "local_loss": bool(local_loss),
+        "optimizer": optimizer.name,
         "lr": None if lr_input else float(lr),
         "inputs": sig.manifest_entries([(a[0], a[1], a[2])
                                         for a in sig.args]),
