@@ -22,15 +22,21 @@
 # is real, not slept: COMPUTE_MS defaults to 0 there, and a straggler
 # sleeps (FACTOR - 1) times its fastest step.
 #
+# CLUSTER=RATE (root; e.g. 1gbit) runs every job on the emulated cluster of
+# bench/cluster/netns.sh (one network namespace per rank, links shaped to
+# RATE, MPICH over UCX tcp) instead of shared memory, and deletes the
+# namespaces when it ends.
+#
 #   RANKS="4 8" SEEDS="1 2 3" SECONDS_PER_RUN=5 COMPUTE_MS=10
 #   STRAGGLERS="1 2 4" STRATEGIES="dense gossip gossip-async easgd
 #   easgd-async scalecom-r100-exact" OUT=study-out BUILD_DIR=build
-#   [MODEL=mlp|cnn] scripts/gossip_study.sh
+#   EVAL_SAMPLES=2000 [MODEL=mlp|cnn] [CLUSTER=RATE] scripts/gossip_study.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ranks_list=${RANKS:-4 8}
 seeds=${SEEDS:-1 2 3}
 budget=${SECONDS_PER_RUN:-5}
+eval_samples=${EVAL_SAMPLES:-2000}
 model=${MODEL:-mlp}
 case $model in
 mlp) compute_ms=${COMPUTE_MS:-10} ;;
@@ -91,16 +97,34 @@ else
   done
 fi
 
+cluster=${CLUSTER:-}
+if [ -n "$cluster" ]; then
+  trap 'bash bench/cluster/netns.sh down >/dev/null 2>&1 || true' EXIT
+fi
+
+# launch <ranks> <command...>: on shared memory, or on the emulated cluster
+# (whose run ends a job that printed its last evaluation but hangs in
+# MPI_Finalize, openucx/ucx#8738).
+launch() {
+  local ranks=$1
+  shift
+  if [ -n "$cluster" ]; then
+    DONE_PATTERN='^summary' timeout 300 \
+      bash bench/cluster/netns.sh run "$ranks" "$@"
+  else
+    timeout 300 /usr/bin/mpiexec.mpich -n "$ranks" "$@"
+  fi
+}
+
 # run_one <ranks> <strategy> <seed> <log> <trainer options...>
 run_one() {
   local ranks=$1 strategy=$2 seed=$3 log=$4
   shift 4
   if [ "$model" = mlp ]; then
-    timeout 300 /usr/bin/mpiexec.mpich -n "$ranks" \
-      "$fm/fashion-mnist-np$ranks-$strategy" --seed "$seed" --log "$log" "$@"
+    launch "$ranks" "$fm/fashion-mnist-np$ranks-$strategy" --seed "$seed" \
+      --log "$log" "$@"
   else
-    timeout 300 /usr/bin/mpiexec.mpich -n "$ranks" /usr/bin/python3 \
-      examples/pytorch/train.py --model cnn \
+    launch "$ranks" /usr/bin/python3 examples/pytorch/train.py --model cnn \
       --library "$steps/cnn-np$ranks-$strategy.so" \
       --manifest "$steps/cnn-np$ranks-$strategy.json" --seed "$seed" \
       --log "$log" "$@"
@@ -109,6 +133,10 @@ run_one() {
 
 start=$SECONDS
 for ranks in $ranks_list; do
+  if [ -n "$cluster" ]; then
+    bash bench/cluster/netns.sh down >/dev/null 2>&1 || true
+    bash bench/cluster/netns.sh up "$ranks" "$cluster" >/dev/null
+  fi
   for factor in $stragglers; do
     straggler=()
     [ "$factor" != 1 ] && straggler=(--straggler "$((ranks - 1)):$factor")
@@ -119,7 +147,7 @@ for ranks in $ranks_list; do
       for seed in $seeds; do
         log="$out/runs/np$ranks-x$factor-$strategy-seed$seed.csv"
         if ! run_one "$ranks" "$strategy" "$seed" "$log" \
-          --time-budget "$budget" --eval-times 8 --eval-samples 2000 \
+          --time-budget "$budget" --eval-times 8 --eval-samples "$eval_samples" \
           --compute-ms "$compute_ms" "${straggler[@]}" "${alone[@]}" \
           --label "$strategy" >"$log.out" 2>&1; then
           echo "FAILED: np$ranks x$factor $strategy seed $seed ($log.out)"
@@ -135,4 +163,4 @@ for ranks in $ranks_list; do
 done
 echo "runs: $((SECONDS - start)) s"
 /usr/bin/python3 scripts/lib/gossip_study.py "$out" --target 0.70 \
-  --context "MODEL=$model RANKS=\"$ranks_list\" SEEDS=\"$seeds\" SECONDS_PER_RUN=$budget COMPUTE_MS=$compute_ms STRAGGLERS=\"$stragglers\"; $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
+  --context "MODEL=$model CLUSTER=${cluster:-none} EVAL_SAMPLES=$eval_samples RANKS=\"$ranks_list\" SEEDS=\"$seeds\" SECONDS_PER_RUN=$budget COMPUTE_MS=$compute_ms STRAGGLERS=\"$stragglers\"; $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"

@@ -284,6 +284,9 @@ def main():
         taken += 1
     if budget:
         step.close()
+        if rank == 0:
+            print("summary %s: %d steps on rank 0 in a %.1f s budget"
+                  % (args.label, taken, args.time_budget), flush=True)
         return 0
     step.close()
     if rank == 0:

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <random>
 
@@ -129,6 +130,41 @@ TEST(AsyncGossip, NeverMixesACopyTwice) {
     }
   }
   MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/// A copy whose sequence numbers disagree (torn: overwritten while it was
+/// read) is counted and never mixed. The exclusive locks make a real torn
+/// copy impossible here, so the pushes are torn on purpose
+/// (GRADCOMM_FAULT_TEAR_MAIL).
+TEST(AsyncGossip, RefusesATornCopy) {
+  World world;
+  if (world.size < 2)
+    GTEST_SKIP() << "needs two ranks";
+  const std::string name = uniqueName("torn");
+  const int64_t count = 16;
+  std::vector<float> x(count, static_cast<float>(world.rank));
+  const std::vector<float> before = x;
+  ASSERT_EQ(setenv("GRADCOMM_FAULT_TEAR_MAIL", "1", 1), 0);
+  for (int step = 0; step < 3; ++step) {
+    ASSERT_OK(gradcomm_gossip_async_f32(name.c_str(), x.data(), count,
+                                        GRADCOMM_SCHEDULE_RING, 0.5f, 0, 1));
+    MPI_Barrier(MPI_COMM_WORLD); // every push has landed before the reads
+  }
+  ASSERT_EQ(unsetenv("GRADCOMM_FAULT_TEAR_MAIL"), 0);
+  uint64_t histogram[GRADCOMM_STALENESS_BINS] = {}, torn = 0;
+  ASSERT_OK(gradcomm_stats_staleness(name.c_str(), histogram, &torn));
+  EXPECT_EQ(x, before) << "a torn copy was mixed";
+  // The first call's read can come before any push; the next two find one.
+  EXPECT_GE(torn, 2u);
+  for (uint64_t mixed : histogram)
+    EXPECT_EQ(mixed, 0u);
+  // Whole copies are mixed again once the pushes are whole.
+  ASSERT_OK(gradcomm_gossip_async_f32(name.c_str(), x.data(), count,
+                                      GRADCOMM_SCHEDULE_RING, 0.5f, 0, 1));
+  MPI_Barrier(MPI_COMM_WORLD);
+  ASSERT_OK(gradcomm_gossip_async_f32(name.c_str(), x.data(), count,
+                                      GRADCOMM_SCHEDULE_RING, 0.5f, 0, 1));
+  EXPECT_NE(x, before);
 }
 
 TEST(AsyncGossip, AFailureReachesEveryRank) {

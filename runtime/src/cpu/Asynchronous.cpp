@@ -386,8 +386,15 @@ gradcomm_status gradcomm_gossip_async_f32(const char *stateName, float *x,
                         0};
       std::memcpy(buffer.data(), &header, sizeof(header));
       std::memcpy(buffer.data() + sizeof(header), x, dataBytes);
-      std::memcpy(buffer.data() + sizeof(header) + dataBytes, &header.sequence,
-                  sizeof(header.sequence));
+      // GRADCOMM_FAULT_TEAR_MAIL=1 (tests only): the trailer disagrees with
+      // the header, as a copy overwritten while it was read would; the
+      // receiver must refuse it (AsyncGossip.RefusesATornCopy).
+      uint64_t trailer = header.sequence;
+      if (const char *tear = std::getenv("GRADCOMM_FAULT_TEAR_MAIL");
+          tear && std::string(tear) == "1")
+        trailer ^= 1;
+      std::memcpy(buffer.data() + sizeof(header) + dataBytes, &trailer,
+                  sizeof(trailer));
       GRADCOMM_RETURN_IF_ERROR(
           withLock(call, *window, peer, MPI_LOCK_EXCLUSIVE, [&] {
             return call.mpi(MPI_Put(buffer.data(), static_cast<int>(mailBytes),
