@@ -177,9 +177,12 @@ class TimeBudget:
         samples = slice(0, self.args.eval_samples)
         images, labels = images[samples], labels[samples]
         _, replica = evaluate(spec, values, images, labels)
+        # The model's parameters and buffers (not the optimizer's state).
+        model_names = {n for n, _ in list(spec.model.named_parameters()) +
+                       list(spec.model.named_buffers())}
         averaged = {}
         for name, value in values.items():
-            if name in ("input", "target") or value.dtype != np.float32:
+            if name not in model_names or value.dtype != np.float32:
                 continue
             averaged[name] = self.step.sum_over_ranks(
                 np.ascontiguousarray(value, np.float32).copy(),
@@ -233,9 +236,15 @@ def main():
     parser.add_argument("--stop-alone", action="store_true")
     parser.add_argument("--log", default="")
     args = parser.parse_args()
-    if args.straggler and (":" not in args.straggler or
-                           float(args.straggler.split(":")[1]) < 1):
-        parser.error("--straggler takes RANK:FACTOR with FACTOR >= 1")
+    if args.straggler:
+        try:
+            who, factor = args.straggler.split(":")
+            valid = int(who) >= 0 and float(factor) >= 1
+        except ValueError:
+            valid = False
+        if not valid:
+            parser.error("--straggler takes RANK:FACTOR with FACTOR >= 1, "
+                         "got '%s'" % args.straggler)
     if args.time_budget and args.model == "transformer":
         parser.error("--time-budget evaluates image classifiers only")
 
