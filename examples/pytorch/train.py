@@ -124,10 +124,7 @@ class TimeBudget:
         self.args, self.step, self.rank, self.ranks = args, step, rank, ranks
         self.evaluations = max(1, args.eval_times)
         self.next = 1
-        self.straggler = (-1, 1.0)
-        if args.straggler:
-            who, factor = args.straggler.split(":")
-            self.straggler = (int(who), float(factor))
+        self.straggler = args.straggler  # (rank, factor), parsed by main
         # This rank's fastest step so far: a lower bound of its compute that
         # time spent waiting for peers or locks cannot inflate.
         self.compute = float("inf")
@@ -236,15 +233,17 @@ def main():
     parser.add_argument("--stop-alone", action="store_true")
     parser.add_argument("--log", default="")
     args = parser.parse_args()
+    straggler = (-1, 1.0)
     if args.straggler:
         try:
             who, factor = args.straggler.split(":")
-            valid = int(who) >= 0 and float(factor) >= 1
+            straggler = (int(who), float(factor))
         except ValueError:
-            valid = False
-        if not valid:
+            straggler = (-1, 0.0)
+        if straggler[0] < 0 or straggler[1] < 1:
             parser.error("--straggler takes RANK:FACTOR with FACTOR >= 1, "
                          "got '%s'" % args.straggler)
+    args.straggler = straggler
     if args.time_budget and args.model == "transformer":
         parser.error("--time-budget evaluates image classifiers only")
 

@@ -64,12 +64,12 @@ def use_cuda(stream=None):
 
 class _Job:
     """One bucket's communication: `run()` (blocking runtime calls), or
-    `start()` returning the runtime's request and `finish()` run after its
-    wait; `future` completes with `result` or the failure."""
+    `start()` returning the runtime's request, which the communication
+    thread waits for; `future` completes with `result` or the failure."""
 
-    def __init__(self, future, result, run=None, start=None, finish=None):
+    def __init__(self, future, result, run=None, start=None):
         self.future, self.result = future, result
-        self.run, self.start, self.finish = run, start, finish
+        self.run, self.start = run, start
         self.request = None
 
 
@@ -115,10 +115,8 @@ class _CommunicationThread:
         job.future.set_result(job.result)
 
     def _wait(self, job):
-        def body():
-            self.rt.call("gradcomm_wait", ctypes.byref(job.request))
-            job.finish()
-        self._complete(job, body)
+        self._complete(job, lambda: self.rt.call(
+            "gradcomm_wait", ctypes.byref(job.request)))
 
     def _loop(self):
         in_flight = collections.deque()
@@ -181,18 +179,22 @@ class _State:
         if _communication is not None:
             _communication.synchronize()
 
-    def submit(self, bucket, run):
+    def submit(self, bucket, run, start=None):
         """The hook's future: `run()` on the communication thread (overlap)
-        or now, completed with the bucket's buffer. The step it belongs to
-        is counted here, when the hook is called, not when it runs."""
+        or now, completed with the bucket's buffer; with overlap, `start()`
+        (a started runtime call returning its request) is used instead when
+        given. The step it belongs to is counted here, when the hook is
+        called, not when it runs."""
         if bucket.is_last():
             self.steps += 1
-        job = _Job(torch.futures.Future(), bucket.buffer(), run=run)
         if self.overlap:
-            return _communication_thread().submit(job)
-        job.run()
-        job.future.set_result(job.result)
-        return job.future
+            return _communication_thread().submit(_Job(
+                torch.futures.Future(), bucket.buffer(),
+                run=None if start else run, start=start))
+        run()
+        future = torch.futures.Future()
+        future.set_result(bucket.buffer())
+        return future
 
     def state_name(self, parameter):
         name = self.names.get(id(parameter))
@@ -264,15 +266,10 @@ class DenseState(_State):
 def dense_hook(state, bucket):
     buffer = bucket.buffer()
     _check_tensor(buffer, "bucket %d" % bucket.index(), state.backend)
-    if not state.overlap or state.backend != "cpu":
-        return state.submit(bucket, lambda: _dense_average(
-            state.rt, b"ddp.dense", buffer, state.size))
-    # The runtime's started form (CPU backend): the all-reduce stays in
-    # flight while the communication thread starts the next buckets.
-    if bucket.is_last():
-        state.steps += 1
 
     def start():
+        # The runtime's started form: the all-reduce stays in flight while
+        # the communication thread starts the next buckets.
         buffer.div_(state.size)
         request = ctypes.c_void_p()
         state.rt.call("gradcomm_dense_all_reduce_start_f32", b"ddp.dense",
@@ -280,9 +277,10 @@ def dense_hook(state, bucket):
                       ctypes.byref(request))
         return request
 
-    return _communication_thread().submit(
-        _Job(torch.futures.Future(), buffer, start=start,
-             finish=lambda: None))
+    # The started form runs on the CPU backend only.
+    return state.submit(bucket, lambda: _dense_average(
+        state.rt, b"ddp.dense", buffer, state.size),
+        start=start if state.backend == "cpu" else None)
 
 
 class ScaleComState(_State):

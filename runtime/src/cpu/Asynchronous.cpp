@@ -260,37 +260,37 @@ struct CenterPart {
   int count() const { return static_cast<int>(end - begin); }
 };
 
-CenterPart centerPart(const AsyncWindow &window, int64_t count, int host) {
+CenterPart centerPart(bool sharded, int64_t count, int host) {
   const int size = context().size;
-  if (!window.sharded)
+  if (!sharded)
     return host == 0 ? CenterPart{0, count} : CenterPart{0, 0};
   return {count * host / size, count * (host + 1) / size};
 }
 
-/// Element-wise atomic read of `host`'s part of the center (a no-op
-/// accumulate) into `center` (the part's first element), inside a lock
-/// epoch on `host`; complete after a flush.
-gradcomm_status readCenter(const Call &call, AsyncWindow &window, int host,
-                           float *center, int n) {
+/// Element-wise atomic read of `host`'s `part` of the center (a no-op
+/// accumulate) into the same elements of `center`, inside a lock epoch on
+/// `host`; complete (flushed) when it returns.
+gradcomm_status readCenterPart(const Call &call, AsyncWindow &window, int host,
+                               CenterPart part, float *center) {
   // MPI_NO_OP ignores the origin: none is passed (a full-size one makes
   // MPICH 4.0 over UCX ship it and fail with "message truncated").
-  return call.mpi(MPI_Get_accumulate(nullptr, 0, MPI_FLOAT, center, n,
-                                     MPI_FLOAT, host, kMailOffset, n, MPI_FLOAT,
-                                     MPI_NO_OP, window.win),
-                  "MPI_Get_accumulate (center)");
+  GRADCOMM_RETURN_IF_ERROR(call.mpi(
+      MPI_Get_accumulate(nullptr, 0, MPI_FLOAT, center + part.begin,
+                         part.count(), MPI_FLOAT, host, kMailOffset,
+                         part.count(), MPI_FLOAT, MPI_NO_OP, window.win),
+      "MPI_Get_accumulate (center)"));
+  return call.mpi(MPI_Win_flush(host, window.win), "MPI_Win_flush");
 }
 
 /// Reads every part of the center into `center`, one host at a time.
 gradcomm_status readWholeCenter(const Call &call, AsyncWindow &window,
                                 float *center, int64_t count) {
   for (int host = 0; host < context().size; ++host) {
-    CenterPart part = centerPart(window, count, host);
+    CenterPart part = centerPart(window.sharded, count, host);
     if (part.count() == 0)
       continue;
     GRADCOMM_RETURN_IF_ERROR(withLock(call, window, host, MPI_LOCK_SHARED, [&] {
-      GRADCOMM_RETURN_IF_ERROR(
-          readCenter(call, window, host, center + part.begin, part.count()));
-      return call.mpi(MPI_Win_flush(host, window.win), "MPI_Win_flush");
+      return readCenterPart(call, window, host, part, center);
     }));
   }
   return GRADCOMM_OK;
@@ -455,9 +455,7 @@ gradcomm_status elasticAverageAsync(const Call &call, const char *stateName,
     GRADCOMM_RETURN_IF_ERROR(requireElasticAlpha(call, alpha));
     return lookupState(call, stateName, count, state);
   }();
-  AsyncWindow layout;
-  layout.sharded = sharded;
-  const CenterPart own = centerPart(layout, count, ctx.rank);
+  const CenterPart own = centerPart(sharded, count, ctx.rank);
   const MPI_Aint ownBytes = static_cast<MPI_Aint>(sizeof(float)) * own.count();
   AsyncWindow *window = nullptr;
   GRADCOMM_RETURN_IF_ERROR(openWindow(
@@ -492,17 +490,15 @@ gradcomm_status elasticAverageAsync(const Call &call, const char *stateName,
   elastic.resize(count);
   for (int offset = 0; offset < ctx.size; ++offset) {
     const int host = (ctx.rank + offset) % ctx.size;
-    const CenterPart part = centerPart(*window, count, host);
+    const CenterPart part = centerPart(sharded, count, host);
     if (part.count() == 0)
       continue;
     GRADCOMM_RETURN_IF_ERROR(
         withLock(call, *window, host, MPI_LOCK_SHARED, [&] {
           // Element-wise atomic read of the part, then this rank's elastic
           // difference added to it.
-          GRADCOMM_RETURN_IF_ERROR(readCenter(
-              call, *window, host, center + part.begin, part.count()));
           GRADCOMM_RETURN_IF_ERROR(
-              call.mpi(MPI_Win_flush(host, window->win), "MPI_Win_flush"));
+              readCenterPart(call, *window, host, part, center));
           for (int64_t i = part.begin; i < part.end; ++i) {
             elastic[i] = alpha * (x[i] - center[i]);
             x[i] = x[i] - elastic[i];
