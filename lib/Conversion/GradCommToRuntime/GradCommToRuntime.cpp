@@ -67,6 +67,7 @@ enum class RuntimeFn {
   Check,
   Record,
   ExpectGroupSize,
+  UseGroup,
   Rank,
   Size,
 };
@@ -118,6 +119,8 @@ const RuntimeFnSpec kRuntimeFns[] = {
     {RuntimeFn::Record, "gradcomm_rt_record", false, Kind::None, {Kind::I32}},
     {RuntimeFn::ExpectGroupSize, "gradcomm_rt_expect_group_size", false,
      Kind::None, {Kind::I64}},
+    {RuntimeFn::UseGroup, "gradcomm_rt_use_group", false, Kind::I32,
+     {Kind::Str}},
     {RuntimeFn::Rank, "gradcomm_rt_rank", false, Kind::I64, {}},
     {RuntimeFn::Size, "gradcomm_rt_size", false, Kind::I64, {}},
 };
@@ -240,7 +243,8 @@ class RuntimeCalls {
 public:
   RuntimeCalls(ConversionPatternRewriter &rewriter, Operation *op,
                RuntimeSymbols &symbols)
-      : rewriter(rewriter), loc(op->getLoc()), symbols(symbols) {}
+      : rewriter(rewriter), loc(op->getLoc()), symbols(symbols),
+        group(op->getAttrOfType<StringAttr>(attr::kRuntimeGroup)) {}
 
   /// A NUL-terminated constant string as `!llvm.ptr`.
   Value string(StringRef text) {
@@ -293,16 +297,16 @@ public:
   /// Calls `fn` (returns a status) and passes the status to the status
   /// handler: gradcomm_rt_check (stops the job if it failed) or
   /// gradcomm_rt_record (on-error=return).
+  /// A collective over part of its grid runs in its group: selected
+  /// before the call, every rank selected again after it.
   LogicalResult callChecked(RuntimeFn fn, ValueRange args) {
-    FailureOr<func::FuncOp> callee = symbols.declare(rewriter, loc, fn);
-    FailureOr<func::FuncOp> check =
-        symbols.declare(rewriter, loc, symbols.getStatusHandler());
-    if (failed(callee) || failed(check))
+    if (group &&
+        failed(callStatus(RuntimeFn::UseGroup, {string(group.getValue())})))
       return failure();
-    assert(TypeRange(args) == callee->getFunctionType().getInputs() &&
-           "arguments disagree with the runtime function table");
-    auto call = func::CallOp::create(rewriter, loc, *callee, args);
-    func::CallOp::create(rewriter, loc, *check, call.getResult(0));
+    if (failed(callStatus(fn, args)))
+      return failure();
+    if (group && failed(callStatus(RuntimeFn::UseGroup, {string("")})))
+      return failure();
     return success();
   }
 
@@ -319,9 +323,24 @@ public:
   }
 
 private:
+  LogicalResult callStatus(RuntimeFn fn, ValueRange args) {
+    FailureOr<func::FuncOp> callee = symbols.declare(rewriter, loc, fn);
+    FailureOr<func::FuncOp> check =
+        symbols.declare(rewriter, loc, symbols.getStatusHandler());
+    if (failed(callee) || failed(check))
+      return failure();
+    assert(TypeRange(args) == callee->getFunctionType().getInputs() &&
+           "arguments disagree with the runtime function table");
+    auto call = func::CallOp::create(rewriter, loc, *callee, args);
+    func::CallOp::create(rewriter, loc, *check, call.getResult(0));
+    return success();
+  }
+
   ConversionPatternRewriter &rewriter;
   Location loc;
   RuntimeSymbols &symbols;
+  /// The op's runtime group, when it communicates over part of its grid.
+  StringAttr group;
 };
 
 /// Base of the patterns: they share the run's RuntimeSymbols.
@@ -564,15 +583,6 @@ struct EraseDeclarationPattern : public OpConversionPattern<OpTy> {
   }
 };
 
-/// The one grid axis with more than one process (or -1): the runtime's
-/// group runs along it.
-int64_t communicatingAxis(shard::GridOp grid) {
-  for (auto [axis, size] : llvm::enumerate(grid.getShape()))
-    if (size != 1)
-      return axis;
-  return -1;
-}
-
 struct ProcessMultiIndexPattern
     : public RuntimePattern<shard::ProcessMultiIndexOp> {
   using RuntimePattern::RuntimePattern;
@@ -587,16 +597,39 @@ struct ProcessMultiIndexPattern
       for (int64_t axis = 0; axis < grid.getRank(); ++axis)
         axes.push_back(axis);
     SmallVector<Value> results;
+    Location loc = op.getLoc();
+    ArrayRef<int64_t> shape = grid.getShape();
+    bool severalAxes =
+        llvm::count_if(shape, [](int64_t size) { return size != 1; }) > 1;
+    if (severalAxes && llvm::any_of(shape, ShapedType::isDynamic))
+      return op.emitOpError()
+             << "cannot be lowered to the runtime: grid " << op.getGridAttr()
+             << " has several axes with more than one process and a dynamic "
+                "size";
     for (int64_t axis : axes) {
-      if (axis != communicatingAxis(grid)) {
-        results.push_back(
-            arith::ConstantIndexOp::create(rewriter, op.getLoc(), 0));
+      if (shape[axis] == 1) {
+        results.push_back(arith::ConstantIndexOp::create(rewriter, loc, 0));
         continue;
       }
       FailureOr<Value> rank = rt.callIndex(RuntimeFn::Rank);
       if (failed(rank))
         return failure();
-      results.push_back(*rank);
+      if (!severalAxes) {
+        results.push_back(*rank);
+        continue;
+      }
+      // Row-major: coordinate = (rank / (product of the later axes)) mod
+      // (this axis' size).
+      int64_t stride = 1;
+      for (int64_t later = axis + 1; later < grid.getRank(); ++later)
+        stride *= shape[later];
+      Value strideValue = arith::ConstantIndexOp::create(rewriter, loc, stride);
+      Value sizeValue =
+          arith::ConstantIndexOp::create(rewriter, loc, shape[axis]);
+      Value quotient =
+          arith::DivUIOp::create(rewriter, loc, *rank, strideValue);
+      results.push_back(
+          arith::RemUIOp::create(rewriter, loc, quotient, sizeValue));
     }
     rewriter.replaceOp(op, results);
     return success();
@@ -722,28 +755,51 @@ void mlir::gradcomm::populateGradCommToRuntimeConversionPatterns(
                EraseDeclarationPattern<shard::GridOp>>(context);
 }
 
-/// Checks that `grid`'s non-trivial axes are exactly `axes` and returns the
-/// group size (kDynamic if unknown).
-static FailureOr<int64_t> checkGroup(Operation *op, FlatSymbolRefAttr gridRef,
-                                     ArrayRef<int16_t> axes) {
+/// Where a collective runs: the processes of its grid (kDynamic if
+/// unknown), which the job must have, and the runtime group spec ("2x2:0")
+/// when it communicates over part of the grid (empty: every rank).
+struct CollectiveGroup {
+  int64_t gridProcesses = ShapedType::kDynamic;
+  std::string spec;
+};
+
+/// The group of a collective over `axes` of `gridRef`. Communicating over
+/// part of a grid needs its shape: the runtime splits the job by the
+/// coordinates outside the axes.
+static FailureOr<CollectiveGroup> collectiveGroup(Operation *op,
+                                                  FlatSymbolRefAttr gridRef,
+                                                  ArrayRef<int16_t> axes) {
   auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, gridRef);
   if (!grid)
     return op->emitOpError("refers to a missing grid");
-  int64_t size = 1;
+  CollectiveGroup group;
+  bool dynamic = false, partial = false;
+  int64_t processes = 1;
   for (auto [axis, axisSize] : llvm::enumerate(grid.getShape())) {
     bool reduced = llvm::is_contained(axes, static_cast<int16_t>(axis));
+    if (ShapedType::isDynamic(axisSize))
+      dynamic = true;
+    else
+      processes *= axisSize;
     if (!reduced && axisSize != 1)
-      return op->emitOpError()
-             << "communicates over part of grid " << gridRef << " (axis "
-             << axis << " of size " << axisSize
-             << " is not reduced over); the runtime's group is every rank, "
-                "so grid axes outside the group must have size 1";
-    if (reduced)
-      size = ShapedType::isDynamic(axisSize) || ShapedType::isDynamic(size)
-                 ? ShapedType::kDynamic
-                 : size * axisSize;
+      partial = true;
   }
-  return size;
+  if (!dynamic)
+    group.gridProcesses = processes;
+  if (!partial)
+    return group;
+  if (dynamic)
+    return op->emitOpError()
+           << "communicates over part of grid " << gridRef
+           << ", whose shape is not static; the runtime forms the group from "
+              "the grid's shape, so give every axis a size";
+  llvm::raw_string_ostream spec(group.spec);
+  llvm::interleave(grid.getShape(), spec, "x");
+  spec << ":";
+  SmallVector<int16_t> sorted(axes);
+  llvm::sort(sorted);
+  llvm::interleave(sorted, spec, ",");
+  return group;
 }
 
 LogicalResult ConvertGradCommToRuntimePass::prepare() {
@@ -768,7 +824,7 @@ LogicalResult ConvertGradCommToRuntimePass::prepare() {
     llvm::SmallSetVector<int64_t, 2> groupSizes;
     int64_t counter = 0;
     func.walk([&](Operation *op) {
-      FailureOr<int64_t> size = failure();
+      FailureOr<CollectiveGroup> group = failure();
       std::string name;
       if (auto reduce = dyn_cast<shard::AllReduceOp>(op)) {
         auto type = dyn_cast<RankedTensorType>(reduce.getInput().getType());
@@ -790,29 +846,33 @@ LogicalResult ConvertGradCommToRuntimePass::prepare() {
           ok = false;
           return;
         }
-        size = checkGroup(op, reduce.getGridAttr(), reduce.getGridAxes());
+        group = collectiveGroup(op, reduce.getGridAttr(), reduce.getGridAxes());
         name = (func.getName() + "_all_reduce_" + Twine(counter)).str();
       } else if (auto sparse = dyn_cast<SparseAllReduceOp>(op)) {
-        size = checkGroup(op, sparse.getGridAttr(), sparse.getGridAxes());
+        group = collectiveGroup(op, sparse.getGridAttr(), sparse.getGridAxes());
         name = (func.getName() + "_sparse_all_reduce_" + Twine(counter)).str();
       } else if (auto compress = dyn_cast<CltkCompressOp>(op)) {
-        size = checkGroup(op, compress.getGridAttr(), compress.getGridAxes());
+        group =
+            collectiveGroup(op, compress.getGridAttr(), compress.getGridAxes());
       } else if (auto local = dyn_cast<LocalTopkAllGatherOp>(op)) {
-        size = checkGroup(op, local.getGridAttr(), local.getGridAxes());
+        group = collectiveGroup(op, local.getGridAttr(), local.getGridAxes());
       } else if (auto gossip = dyn_cast<GossipExchangeOp>(op)) {
-        size = checkGroup(op, gossip.getGridAttr(), gossip.getGridAxes());
+        group = collectiveGroup(op, gossip.getGridAttr(), gossip.getGridAxes());
       } else if (auto elastic = dyn_cast<ElasticAverageOp>(op)) {
-        size = checkGroup(op, elastic.getGridAttr(), elastic.getGridAxes());
+        group =
+            collectiveGroup(op, elastic.getGridAttr(), elastic.getGridAxes());
       } else {
         return;
       }
       ++counter;
-      if (failed(size)) {
+      if (failed(group)) {
         ok = false;
         return;
       }
-      if (!ShapedType::isDynamic(*size))
-        groupSizes.insert(*size);
+      if (!ShapedType::isDynamic(group->gridProcesses))
+        groupSizes.insert(group->gridProcesses);
+      if (!group->spec.empty())
+        op->setAttr(attr::kRuntimeGroup, b.getStringAttr(group->spec));
       // IR that skipped gradcomm-name-collectives gets positional names.
       if (!name.empty() && !op->hasAttr(attr::kRuntimeName))
         op->setAttr(attr::kRuntimeName, b.getStringAttr(name));

@@ -149,9 +149,44 @@ gradcomm_status gradcomm_finalize(void);
 gradcomm_status gradcomm_set_backend(gradcomm_backend backend);
 gradcomm_status gradcomm_get_backend(gradcomm_backend *backend);
 
-/// This rank's index in, and the size of, the runtime's communicator.
+/// This rank's index in, and the size of, the runtime's communicator
+/// (every rank of the job, whichever group is active).
 gradcomm_status gradcomm_rank(int *rank);
 gradcomm_status gradcomm_size(int *size);
+
+/*===----------------------------------------------------------------------===*
+ * Groups: collectives among the ranks of some axes of a process grid.
+ *===----------------------------------------------------------------------===*/
+
+/// The ranks a collective runs among. NULL stands for every rank.
+typedef struct gradcomm_group_s *gradcomm_group;
+
+/// The group of this rank over `axes` of a row-major process grid of
+/// `shape` (`dims` axes, whose product must be the job's size): the ranks
+/// whose coordinates equal this rank's on every other axis, as the `shard`
+/// dialect defines a collective's process group. Ranks in the group are
+/// ordered by their coordinates on `axes`. On a 2x2 grid, axes {0} gives
+/// {0, 2} and {1, 3}; axes {1} gives {0, 1} and {2, 3}; axes {0, 1} every
+/// rank. Collective over every rank the first time a grid and axes are
+/// asked for (the ranks agree on them, then split the communicator); later
+/// calls with the same grid and axes return the same handle without
+/// communicating. Groups live until gradcomm_finalize. CPU backend only.
+gradcomm_status gradcomm_group_from_grid(const int64_t *shape, int32_t dims,
+                                         const int32_t *axes,
+                                         int32_t axis_count,
+                                         gradcomm_group *group);
+
+/// Makes `group` (NULL: every rank) the active group: every later
+/// collective call communicates among its ranks, with ranks and sizes
+/// counted in it, until the next gradcomm_group_use. Error messages of
+/// calls in a group name it and the rank in the job. Checkpoints, the
+/// counters' dump and the backend are job-wide whatever group is active.
+/// An asynchronous op's state stays in the group it was first used in.
+gradcomm_status gradcomm_group_use(gradcomm_group group);
+
+/// This rank's index in `group` (NULL: every rank) and the group's size;
+/// either pointer may be NULL.
+gradcomm_status gradcomm_group_rank(gradcomm_group group, int *rank, int *size);
 
 /// Dense all-reduce of `count` float32 values in place across the
 /// communicator: sum, or sum divided by the group size. `op_name` names the

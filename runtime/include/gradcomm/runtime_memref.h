@@ -100,9 +100,17 @@ void gradcomm_rt_record(int32_t status);
 /// guards gradcomm-guard-failed-steps puts around the step's writes).
 int32_t gradcomm_rt_step_ok(void);
 
-/// Stops the job unless the runtime's group has `expected` ranks: a step
-/// compiled for a grid of n processes must run on n.
+/// Stops the job unless the job has `expected` ranks: a step compiled for
+/// a grid of n processes must run on n.
 void gradcomm_rt_expect_group_size(int64_t expected);
+
+/// Makes the group `spec` the active one (gradcomm_group_use): "SHAPE:AXES"
+/// such as "2x2:0" (axis 0 of a 2x2 grid; made on first use,
+/// gradcomm_group_from_grid), or "" for every rank. Generated code selects
+/// a collective's group before the call and every rank after it. In a
+/// failed step (on-error=return) it returns the step's failure, and ""
+/// still selects every rank.
+int32_t gradcomm_rt_use_group(const char *spec);
 
 /// Every buffer compiled code allocates (finalize-memref-to-llvm with
 /// use-generic-functions): host memory on the CPU backend, device memory on

@@ -102,6 +102,7 @@ int MPI_Comm_rank(MPI_Comm comm, int *rank);
 int MPI_Comm_size(MPI_Comm comm, int *size);
 int MPI_Comm_compare(MPI_Comm a, MPI_Comm b, int *result);
 int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler handler);
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *out);
 int MPI_Comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info,
                         MPI_Comm *out);
 int MPI_Comm_free(MPI_Comm *comm);

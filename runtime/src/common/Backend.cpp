@@ -98,6 +98,8 @@ void gradcomm::releaseCudaBackend() {
 gradcomm_status gradcomm_set_backend(gradcomm_backend backend) {
   return guarded("set_backend", nullptr, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    // Job-wide, whichever group is active.
+    WorldScope world;
     Context &ctx = context();
     if (backend != GRADCOMM_BACKEND_CPU && backend != GRADCOMM_BACKEND_CUDA)
       return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
@@ -110,6 +112,12 @@ gradcomm_status gradcomm_set_backend(gradcomm_backend backend) {
                        "cannot switch backends with live state (" +
                            std::to_string(ctx.states.size()) +
                            " states); call gradcomm_finalize first");
+    if (backend == GRADCOMM_BACKEND_CUDA && !ctx.groups.empty())
+      return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                       "the CUDA backend communicates among every rank only "
+                       "(groups of grid axes need one NCCL communicator per "
+                       "group, not built yet); this process made " +
+                           std::to_string(ctx.groups.size()) + " groups");
     if (backend == GRADCOMM_BACKEND_CPU) {
       releaseCudaBackend();
       ctx.backend = backend;

@@ -82,6 +82,11 @@ static gradcomm_status bind(const Call &call, MPI_Comm comm, bool ownsMpi) {
       call.mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank"));
   GRADCOMM_RETURN_IF_ERROR(
       call.mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size"));
+  ctx.world.comm = comm;
+  ctx.world.rank = rank;
+  ctx.world.size = size;
+  ctx.world.sequence = 0;
+  ctx.active = nullptr;
   ctx.comm = comm;
   ctx.rank = rank;
   ctx.size = size;
@@ -134,8 +139,8 @@ gradcomm_status gradcomm_init_with_comm(MPI_Comm comm) {
                        "communicator");
     if (ctx.initialized) {
       int same = MPI_UNEQUAL;
-      GRADCOMM_RETURN_IF_ERROR(call.mpi(MPI_Comm_compare(ctx.comm, comm, &same),
-                                        "MPI_Comm_compare"));
+      GRADCOMM_RETURN_IF_ERROR(call.mpi(
+          MPI_Comm_compare(ctx.world.comm, comm, &same), "MPI_Comm_compare"));
       if (same == MPI_IDENT)
         return GRADCOMM_OK;
       return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
@@ -153,7 +158,9 @@ gradcomm_status gradcomm_finalize(void) {
     if (!ctx.initialized)
       return GRADCOMM_OK;
     bool ownsMpi = ctx.ownsMpi;
+    activateGroup(nullptr);
     releaseWindows();
+    releaseGroups();
     releaseCudaBackend();
     ctx = Context();
     if (ownsMpi)
@@ -167,7 +174,7 @@ gradcomm_status gradcomm_rank(int *rank) {
     if (!rank)
       return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT, "'rank' is null");
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-    *rank = context().rank;
+    *rank = context().world.rank;
     return GRADCOMM_OK;
   });
 }
@@ -177,7 +184,7 @@ gradcomm_status gradcomm_size(int *size) {
     if (!size)
       return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT, "'size' is null");
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-    *size = context().size;
+    *size = context().world.size;
     return GRADCOMM_OK;
   });
 }

@@ -18,9 +18,27 @@
 #include <exception>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
+
+/// A communicating group (runtime.h's gradcomm_group): every rank of the
+/// job, or the ranks that share this rank's coordinates on the grid axes
+/// outside a set of axes (src/common/Group.cpp).
+struct gradcomm_group_s {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+  int size = 1;
+  /// Collective calls that joined the agreement in this group.
+  uint64_t sequence = 0;
+  /// "the group over axes [0] of grid 2x2" (empty for every rank), for
+  /// messages.
+  std::string label;
+  /// The communicator is this group's own (MPI_Comm_split), freed at
+  /// gradcomm_finalize.
+  bool ownsComm = false;
+};
 
 namespace gradcomm {
 
@@ -61,6 +79,8 @@ struct AsyncWindow {
   /// one contiguous shard per rank (centerPart in Asynchronous.cpp).
   bool center = false;
   bool sharded = false;
+  /// The group the window was made in (nullptr: every rank).
+  gradcomm_group_s *group = nullptr;
   /// Gossip: copies this rank pushed, and the last copy it mixed
   /// (sender, sequence), so a copy is never mixed twice.
   uint64_t pushes = 0;
@@ -78,9 +98,18 @@ struct Context {
   bool initialized = false;
   /// True when the runtime called MPI_Init and so must call MPI_Finalize.
   bool ownsMpi = false;
+  /// The active group's communicator, this rank's index in it and its size
+  /// (with `sequence` below, copied in by activateGroup): every collective
+  /// communicates here.
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0;
   int size = 1;
+  /// Every rank of the job (the communicator the runtime was bound to).
+  gradcomm_group_s world;
+  /// The group gradcomm_group_use selected; nullptr: `world`.
+  gradcomm_group_s *active = nullptr;
+  /// Groups made by gradcomm_group_from_grid, by canonical spec ("2x2:0").
+  std::map<std::string, std::unique_ptr<gradcomm_group_s>> groups;
   bool consistencyCheck = true;
   gradcomm_nonfinite_policy nonFinitePolicy = GRADCOMM_NONFINITE_ERROR;
   /// The first failure of a compiled step's runtime calls
@@ -107,6 +136,39 @@ struct Context {
 };
 
 Context &context();
+
+/// Makes `group` (nullptr: every rank) the one collectives communicate in:
+/// copies its communicator, rank, size and sequence into the context and
+/// keeps the previous group's sequence.
+void activateGroup(gradcomm_group_s *group);
+
+/// `group` is the active group for the scope, the previous one after.
+class GroupScope {
+public:
+  explicit GroupScope(gradcomm_group_s *group) : saved(context().active) {
+    activateGroup(group);
+  }
+  ~GroupScope() { activateGroup(saved); }
+  GroupScope(const GroupScope &) = delete;
+  GroupScope &operator=(const GroupScope &) = delete;
+
+private:
+  gradcomm_group_s *saved;
+};
+
+/// For the job-wide calls (checkpoints, counters' dump, backend): every
+/// rank is the active group for the scope.
+class WorldScope : public GroupScope {
+public:
+  WorldScope() : GroupScope(nullptr) {}
+};
+
+/// "the group over axes [0] of grid 2x2", or "every rank" for nullptr.
+std::string groupLabel(const gradcomm_group_s *group);
+
+/// Frees the groups' own communicators (collective in each group), in spec
+/// order, and forgets them.
+void releaseGroups();
 
 /// One entry-point call: knows what to put in an error message.
 class Call {

@@ -364,12 +364,12 @@ void gradcomm_rt_expect_group_size(int64_t expected) {
   gradcomm_rt_check(
       guarded("expect_group_size", nullptr, [&](const Call &call) {
         GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-        if (context().size != expected)
+        if (context().world.size != expected)
           return call.fail(GRADCOMM_ERR_MISMATCH,
-                           "the step was compiled for a group of " +
+                           "the step was compiled for a grid of " +
                                std::to_string(expected) +
-                               " ranks but runs on " +
-                               std::to_string(context().size) +
+                               " processes but runs on " +
+                               std::to_string(context().world.size) +
                                "; recompile for this grid or launch " +
                                std::to_string(expected) + " ranks");
         return GRADCOMM_OK;

@@ -394,6 +394,8 @@ gradcomm_status reduceOne(const Call &call, int64_t &value, MPI_Op op) {
 gradcomm_status gradcomm_state_save(const char *path) {
   return guarded("state_save", nullptr, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    // Job-wide, whichever group is active.
+    WorldScope world;
     std::string target, previous, temporary;
     GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
       GRADCOMM_RETURN_IF_ERROR(requireName(call, "path", path));
@@ -443,6 +445,8 @@ gradcomm_status gradcomm_state_save(const char *path) {
 gradcomm_status gradcomm_state_restore(const char *path) {
   return guarded("state_restore", nullptr, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    // Job-wide, whichever group is active.
+    WorldScope world;
     Context &ctx = context();
     std::string target;
     GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {

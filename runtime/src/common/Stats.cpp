@@ -77,6 +77,8 @@ gradcomm_status gradcomm_stats_reset(void) {
 gradcomm_status gradcomm_stats_dump(const char *path) {
   return guarded("stats_dump", nullptr, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    // Job-wide, whichever group is active.
+    WorldScope world;
     GRADCOMM_RETURN_IF_ERROR(requireName(call, "path", path));
     const Context &ctx = context();
     std::string mine = rankJson();

@@ -53,11 +53,15 @@ gradcomm_status Call::fail(gradcomm_status status,
     message += opName;
     message += "'";
   }
-  if (ctx.initialized)
+  if (!ctx.initialized)
+    message += " (runtime not initialized)";
+  else
     message += " on rank " + std::to_string(ctx.rank) + " of " +
                std::to_string(ctx.size);
-  else
-    message += " (runtime not initialized)";
+  if (ctx.initialized && ctx.active)
+    message += " in " + ctx.active->label + " (rank " +
+               std::to_string(ctx.world.rank) + " of " +
+               std::to_string(ctx.world.size) + " in the job)";
   message += ": ";
   message += cause;
   lastError = std::move(message);

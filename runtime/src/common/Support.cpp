@@ -388,7 +388,8 @@ void gradcomm::abortJob(const char *message, int code) {
   // it a quarter of a second to forward the message first.
   struct timespec pause = {0, 250 * 1000 * 1000};
   nanosleep(&pause, nullptr);
-  MPI_Abort(context().initialized ? context().comm : MPI_COMM_WORLD, code);
+  MPI_Abort(context().initialized ? context().world.comm : MPI_COMM_WORLD,
+            code);
   std::_Exit(code); // MPI_Abort does not return; be sure.
 }
 

@@ -201,6 +201,12 @@ gradcomm_status openWindow(const Call &call, const char *name, MPI_Aint bytes,
                        "state '" + std::string(name) +
                            "' is already used by another asynchronous op, "
                            "another center placement or another size");
+    // The window's ranks are the ranks of the group it was made in.
+    if (it->second.group != ctx.active)
+      return call.fail(GRADCOMM_ERR_STATE,
+                       "state '" + std::string(name) + "' was made in " +
+                           groupLabel(it->second.group) + " and is used in " +
+                           groupLabel(ctx.active));
     window = &it->second;
     return GRADCOMM_OK;
   }
@@ -209,6 +215,7 @@ gradcomm_status openWindow(const Call &call, const char *name, MPI_Aint bytes,
   fresh.bytes = bytes;
   fresh.center = center;
   fresh.sharded = sharded;
+  fresh.group = ctx.active;
   GRADCOMM_RETURN_IF_ERROR(
       call.mpi(MPI_Win_allocate(bytes, 1, MPI_INFO_NULL, ctx.comm, &fresh.base,
                                 &fresh.win),
@@ -547,6 +554,8 @@ gradcomm_status gradcomm::refreshAsyncState(const Call &call,
   auto it = context().windows.find(name);
   if (it == context().windows.end() || !it->second.center || state.count == 0)
     return GRADCOMM_OK;
+  // The center's parts sit on the ranks of the window's group.
+  GroupScope scope(it->second.group);
   return readWholeCenter(call, it->second, state.data(), state.count);
 }
 

@@ -42,6 +42,9 @@ inline constexpr llvm::StringLiteral kPeriod = "gradcomm.period";
 /// counters; stamped by the rewrite passes and `gradcomm-name-collectives`,
 /// read by `convert-gradcomm-to-runtime`.
 inline constexpr llvm::StringLiteral kRuntimeName = "gradcomm.runtime_name";
+/// The runtime group ("2x2:0": grid shape, then the axes) of a collective
+/// over part of its grid; stamped and read by `convert-gradcomm-to-runtime`.
+inline constexpr llvm::StringLiteral kRuntimeGroup = "gradcomm.runtime_group";
 /// Marks a function `gradcomm-outline-kernels` created (unit).
 inline constexpr llvm::StringLiteral kKernel = "gradcomm.kernel";
 /// On the `scf.if` gradcomm-guard-failed-steps wraps a step's writes in.
