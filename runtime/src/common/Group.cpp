@@ -55,6 +55,14 @@ namespace {
 
 constexpr int32_t kMaxGridDims = 8;
 
+template <typename Number>
+std::string joined(const std::vector<Number> &numbers, const char *separator) {
+  std::string text;
+  for (size_t i = 0; i < numbers.size(); ++i)
+    text += (i ? separator : "") + std::to_string(numbers[i]);
+  return text;
+}
+
 /// A grid and the axes a group spans, validated: shape entries >= 1 whose
 /// product is the job's size, axes distinct, in range, sorted.
 struct GridAxes {
@@ -63,23 +71,12 @@ struct GridAxes {
 
   /// "2x2:0" (axes sorted): one group per distinct text.
   std::string spec() const {
-    std::string text;
-    for (size_t d = 0; d < shape.size(); ++d)
-      text += (d ? "x" : "") + std::to_string(shape[d]);
-    text += ":";
-    for (size_t i = 0; i < axes.size(); ++i)
-      text += (i ? "," : "") + std::to_string(axes[i]);
-    return text;
+    return joined(shape, "x") + ":" + joined(axes, ",");
   }
 
   std::string label() const {
-    std::string text = "the group over axes [";
-    for (size_t i = 0; i < axes.size(); ++i)
-      text += (i ? ", " : "") + std::to_string(axes[i]);
-    text += "] of grid ";
-    for (size_t d = 0; d < shape.size(); ++d)
-      text += (d ? "x" : "") + std::to_string(shape[d]);
-    return text;
+    return "the group over axes [" + joined(axes, ", ") + "] of grid " +
+           joined(shape, "x");
   }
 
   bool spans(int32_t axis) const {
@@ -139,8 +136,8 @@ gradcomm_status validateGrid(const Call &call, const int64_t *shape,
   const Context &ctx = context();
   if (processes != ctx.world.size)
     return call.fail(GRADCOMM_ERR_MISMATCH,
-                     "grid " + grid.spec().substr(0, grid.spec().find(':')) +
-                         " has " + std::to_string(processes) +
+                     "grid " + joined(grid.shape, "x") + " has " +
+                         std::to_string(processes) +
                          " processes but the job has " +
                          std::to_string(ctx.world.size) +
                          " ranks; launch that many or use another grid");
