@@ -271,6 +271,91 @@ TEST(ScaleCom, SparseAllReduceRefusesRepeatedIndices) {
   EXPECT_EQ(out, std::vector<float>(10, 7.0f));
 }
 
+// The started form: three tensors (exact and chunk selection, sum and
+// mean) started one after the other, so each one's selection runs while the
+// previous one's values are in flight, and waited for in reverse order,
+// give the blocking form's bits: outputs, memories and step counters.
+TEST(ScaleCom, StartedCallsMatchBlocking) {
+  World world;
+  struct Tensor {
+    int64_t count, k;
+    gradcomm_selection selection;
+    int64_t chunk;
+    gradcomm_reduction reduction;
+  };
+  const std::vector<Tensor> tensors = {
+      {777, 40, GRADCOMM_SELECT_EXACT, 0, GRADCOMM_REDUCE_AVERAGE},
+      {1000, 100, GRADCOMM_SELECT_CHUNK, 10, GRADCOMM_REDUCE_SUM},
+      {5, 5, GRADCOMM_SELECT_EXACT, 0, GRADCOMM_REDUCE_SUM}};
+  for (uint64_t step = 0; step < 4; ++step) {
+    std::vector<std::vector<float>> started(tensors.size());
+    std::vector<gradcomm_request> requests(tensors.size(), nullptr);
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      const Tensor &x = tensors[t];
+      std::vector<float> grad = gradient(15 + t, world.rank, step, x.count);
+      started[t].assign(x.count, 7.0f);
+      ASSERT_OK(gradcomm_scalecom_start_f32(
+          uniqueName("started" + std::to_string(t)).c_str(), grad.data(),
+          started[t].data(), x.count, x.k, x.selection, x.chunk, 0.5f,
+          x.reduction, &requests[t]));
+      ASSERT_NE(requests[t], nullptr);
+      // The gradient may be reused at once.
+      std::fill(grad.begin(), grad.end(), -1.0f);
+    }
+    for (size_t t = tensors.size(); t-- > 0;) {
+      const Tensor &x = tensors[t];
+      ASSERT_OK(gradcomm_wait(&requests[t]));
+      std::vector<float> grad = gradient(15 + t, world.rank, step, x.count);
+      std::vector<float> blocking(x.count);
+      const std::string name = uniqueName("blocking" + std::to_string(t));
+      ASSERT_OK(gradcomm_scalecom_f32(name.c_str(), grad.data(),
+                                      blocking.data(), x.count, x.k,
+                                      x.selection, x.chunk, 0.5f, x.reduction));
+      EXPECT_EQ(started[t], blocking) << "tensor " << t << " step " << step;
+      EXPECT_EQ(readMemory(uniqueName("started" + std::to_string(t)), x.count),
+                readMemory(name, x.count));
+    }
+  }
+  uint64_t steps = 0;
+  ASSERT_OK(gradcomm_state_step(uniqueName("started0").c_str(), &steps));
+  EXPECT_EQ(steps, 4u);
+  gradcomm_op_stats stats{};
+  ASSERT_OK(gradcomm_stats_get(uniqueName("started1").c_str(), &stats));
+  EXPECT_EQ(stats.calls, 4u);
+}
+
+// While a started call holds its state, the state cannot be used, reset,
+// restored or finalized; after the wait all of that works again.
+TEST(ScaleCom, AStartedCallHoldsItsState) {
+  World world;
+  const int64_t count = 300, k = 30;
+  const std::string name = uniqueName("held");
+  std::vector<float> grad = gradient(16, world.rank, 0, count), out(count),
+                     other(count);
+  gradcomm_request request = nullptr;
+  ASSERT_OK(gradcomm_scalecom_start_f32(name.c_str(), grad.data(), out.data(),
+                                        count, k, GRADCOMM_SELECT_EXACT, 0,
+                                        1.0f, GRADCOMM_REDUCE_SUM, &request));
+  EXPECT_EQ(gradcomm_scalecom_f32(name.c_str(), grad.data(), other.data(),
+                                  count, k, GRADCOMM_SELECT_EXACT, 0, 1.0f,
+                                  GRADCOMM_REDUCE_SUM),
+            GRADCOMM_ERR_STATE);
+  EXPECT_TRUE(
+      contains(gradcomm_last_error(), "has a started call not waited for yet"))
+      << gradcomm_last_error();
+  EXPECT_EQ(gradcomm_state_reset(name.c_str()), GRADCOMM_ERR_STATE);
+  EXPECT_EQ(gradcomm_finalize(), GRADCOMM_ERR_STATE);
+  EXPECT_TRUE(contains(gradcomm_last_error(),
+                       "1 started call(s) not waited for; gradcomm_wait for "
+                       "them before finalizing"))
+      << gradcomm_last_error();
+  ASSERT_OK(gradcomm_wait(&request));
+  ASSERT_OK(gradcomm_scalecom_f32(name.c_str(), grad.data(), other.data(),
+                                  count, k, GRADCOMM_SELECT_EXACT, 0, 1.0f,
+                                  GRADCOMM_REDUCE_SUM));
+  ASSERT_OK(gradcomm_state_reset(name.c_str()));
+}
+
 TEST(ScaleCom, NonFiniteGradientSkipsTheStepOnEveryRank) {
   World world;
   const int64_t count = 200, k = 10;

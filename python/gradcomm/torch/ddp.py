@@ -64,13 +64,14 @@ def use_cuda(stream=None):
 
 class _Job:
     """One bucket's communication: `run()` (blocking runtime calls), or
-    `start()` returning the runtime's request, which the communication
-    thread waits for; `future` completes with `result` or the failure."""
+    `start()` (started runtime calls) returning the function that waits for
+    them, which the communication thread calls later; `future` completes
+    with `result` or the failure."""
 
     def __init__(self, future, result, run=None, start=None):
         self.future, self.result = future, result
         self.run, self.start = run, start
-        self.request = None
+        self.wait = None
 
 
 class _CommunicationThread:
@@ -78,9 +79,10 @@ class _CommunicationThread:
     the hooks were called. DDP calls the hooks of a step in bucket order on
     every rank, so every rank issues its collectives in the same order,
     while the autograd thread goes on computing the next buckets' gradients
-    (overlap). Started dense all-reduces stay in flight until the queue is
-    empty or another kind of job comes, so neighbouring dense buckets
-    overlap each other too. The runtime is entered from this thread only
+    (overlap). Started jobs (dense all-reduces, ScaleCom) stay in flight
+    until the queue is empty or a blocking job comes, so neighbouring
+    buckets overlap each other too: the next bucket's selection runs while
+    this one's values are reduced. The runtime is entered from this thread only
     while jobs are queued or in flight; synchronize() waits for that."""
 
     def __init__(self):
@@ -115,8 +117,7 @@ class _CommunicationThread:
         job.future.set_result(job.result)
 
     def _wait(self, job):
-        self._complete(job, lambda: self.rt.call(
-            "gradcomm_wait", ctypes.byref(job.request)))
+        self._complete(job, job.wait)
 
     def _loop(self):
         in_flight = collections.deque()
@@ -131,7 +132,7 @@ class _CommunicationThread:
                 self._complete(job, job.run)
                 continue
             try:
-                job.request = job.start()
+                job.wait = job.start()
             except BaseException as error:
                 job.future.set_exception(error)
                 continue
@@ -182,8 +183,8 @@ class _State:
     def submit(self, bucket, run, start=None):
         """The hook's future: `run()` on the communication thread (overlap)
         or now, completed with the bucket's buffer; with overlap, `start()`
-        (a started runtime call returning its request) is used instead when
-        given. The step it belongs to is counted here, when the hook is
+        (started runtime calls; returns the function that waits for them)
+        is used instead when given. The step it belongs to is counted here, when the hook is
         called, not when it runs."""
         if bucket.is_last():
             self.steps += 1
@@ -256,6 +257,34 @@ def _dense_average(rt, name, gradient, size):
             gradient.numel(), REDUCTIONS["sum"])
 
 
+def _start_dense_average(rt, name, gradient, size):
+    """_dense_average started: returns the runtime's request."""
+    gradient.div_(size)
+    request = ctypes.c_void_p()
+    rt.call("gradcomm_dense_all_reduce_start_f32", name, gradient.data_ptr(),
+            gradient.numel(), REDUCTIONS["sum"], ctypes.byref(request))
+    return request
+
+
+def _waiter(rt, started):
+    """The function that waits for `started` [(request, gradient, out)] in
+    order and copies each `out` (if any) into its gradient; every request
+    is waited for even after a failure, which it raises at the end."""
+    def wait():
+        failure = None
+        for request, gradient, out in started:
+            try:
+                rt.call("gradcomm_wait", ctypes.byref(request))
+            except BaseException as error:
+                failure = failure or error
+                continue
+            if out is not None:
+                gradient.copy_(out)
+        if failure is not None:
+            raise failure
+    return wait
+
+
 class DenseState(_State):
     """Dense all-reduce of each bucket over the runtime (average)."""
 
@@ -270,12 +299,8 @@ def dense_hook(state, bucket):
     def start():
         # The runtime's started form: the all-reduce stays in flight while
         # the communication thread starts the next buckets.
-        buffer.div_(state.size)
-        request = ctypes.c_void_p()
-        state.rt.call("gradcomm_dense_all_reduce_start_f32", b"ddp.dense",
-                      buffer.data_ptr(), buffer.numel(), REDUCTIONS["sum"],
-                      ctypes.byref(request))
-        return request
+        return _waiter(state.rt, [(_start_dense_average(
+            state.rt, b"ddp.dense", buffer, state.size), None, None)])
 
     # The started form runs on the CPU backend only.
     return state.submit(bucket, lambda: _dense_average(
@@ -312,35 +337,69 @@ class ScaleComState(_State):
         return min(max(1, k), count), 0
 
 
-def _compress_per_parameter(state, bucket, compress):
+def _compress_per_parameter(state, bucket, compress, start_compress=None):
     """Runs compress(name, gradient, out, count) on each parameter's slice
     of the bucket and copies `out` back; small parameters, and all of them
-    during warm-up, are averaged densely instead."""
+    during warm-up, are averaged densely instead. With `start_compress`
+    (the same, started: returns the runtime's request), the bucket's calls
+    are started one after the other and waited for later (CPU backend)."""
     slices = [(state.state_name(parameter), gradient)
               for parameter, gradient in _slices(state, bucket)]
     warming_up = state.steps < state.warmup_steps
 
+    def dense(count):
+        return warming_up or count < state.min_elements
+
     def run():
         for name, gradient in slices:
             count = gradient.numel()
-            if warming_up or count < state.min_elements:
+            if dense(count):
                 _dense_average(state.rt, name, gradient, state.size)
                 continue
             out = torch.empty_like(gradient)
             compress(name, gradient, out, count)
             gradient.copy_(out)
 
-    return state.submit(bucket, run)
+    def start():
+        started = []
+        try:
+            for name, gradient in slices:
+                count = gradient.numel()
+                if dense(count):
+                    started.append((_start_dense_average(
+                        state.rt, name, gradient, state.size), None, None))
+                    continue
+                out = torch.empty_like(gradient)
+                started.append((start_compress(name, gradient, out, count),
+                                gradient, out))
+        except BaseException:
+            _waiter(state.rt, started)()  # what was started still ends
+            raise
+        return _waiter(state.rt, started)
+
+    use_start = start_compress is not None and state.backend == "cpu"
+    return state.submit(bucket, run, start=start if use_start else None)
 
 
 def scalecom_hook(state, bucket):
-    def compress(name, gradient, out, count):
+    def arguments(name, gradient, out, count):
         k, chunk = state.k_and_chunk(count)
-        state.rt.call("gradcomm_scalecom_f32", name, gradient.data_ptr(),
-                      out.data_ptr(), count, k, SELECTIONS[state.selection],
-                      chunk, state.beta, REDUCTIONS["average"])
+        return (name, gradient.data_ptr(), out.data_ptr(), count, k,
+                SELECTIONS[state.selection], chunk, state.beta,
+                REDUCTIONS["average"])
 
-    return _compress_per_parameter(state, bucket, compress)
+    def compress(name, gradient, out, count):
+        state.rt.call("gradcomm_scalecom_f32",
+                      *arguments(name, gradient, out, count))
+
+    def start_compress(name, gradient, out, count):
+        request = ctypes.c_void_p()
+        state.rt.call("gradcomm_scalecom_start_f32",
+                      *arguments(name, gradient, out, count),
+                      ctypes.byref(request))
+        return request
+
+    return _compress_per_parameter(state, bucket, compress, start_compress)
 
 
 class LocalTopkState(ScaleComState):

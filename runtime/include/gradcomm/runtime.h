@@ -196,8 +196,8 @@ gradcomm_status gradcomm_dense_all_reduce_f32(const char *op_name, float *data,
                                               int64_t count,
                                               gradcomm_reduction reduction);
 
-/// A dense all-reduce in flight: started by
-/// gradcomm_dense_all_reduce_start_f32, ended by gradcomm_wait.
+/// A call in flight: started by gradcomm_dense_all_reduce_start_f32 or
+/// gradcomm_scalecom_start_f32, ended by gradcomm_wait.
 typedef struct gradcomm_request_s *gradcomm_request;
 
 /// The non-blocking form of gradcomm_dense_all_reduce_f32, so a trainer
@@ -209,15 +209,16 @@ typedef struct gradcomm_request_s *gradcomm_request;
 /// `*request` set. `data` must not be read or written until
 /// gradcomm_wait returns. On error `*request` is NULL. CPU backend only
 /// (the CUDA backend returns GRADCOMM_ERR_UNSUPPORTED). Every started
-/// request must be waited for before gradcomm_finalize.
+/// request must be waited for before gradcomm_finalize (which otherwise
+/// returns GRADCOMM_ERR_STATE and finalizes nothing).
 gradcomm_status
 gradcomm_dense_all_reduce_start_f32(const char *op_name, float *data,
                                     int64_t count, gradcomm_reduction reduction,
                                     gradcomm_request *request);
 
-/// Waits (under the watchdog) for the request, divides by the group size
-/// for an average, counts it under its op name, frees the request and sets
-/// `*request` to NULL. Requests may be waited for in any order. A NULL
+/// Waits (under the watchdog) for the request, finishes the call (the
+/// average; ScaleCom's scatter into `out`), counts it under its op name,
+/// frees the request and sets `*request` to NULL. Requests may be waited for in any order. A NULL
 /// `*request` (never started, or already waited for) is
 /// GRADCOMM_ERR_INVALID_ARGUMENT.
 gradcomm_status gradcomm_wait(gradcomm_request *request);
@@ -313,6 +314,22 @@ gradcomm_status gradcomm_scalecom_f32(const char *state, const float *grad,
                                       gradcomm_selection selection,
                                       int64_t chunk_size, float beta,
                                       gradcomm_reduction reduction);
+
+/// The non-blocking form of gradcomm_scalecom_f32: the agreement, the
+/// leader's selection, the index broadcast and the fused gather + memory
+/// update run here (the state's memory and step move on now), then the
+/// value all-reduce is started and the call returns with `*request` set.
+/// gradcomm_wait completes it: the mean and the scatter into `out`, which
+/// holds zeros until then. So the selection of the next tensor overlaps the
+/// reduction of this one: start every tensor, then wait for each. `grad`
+/// may be reused at once; `out` must not be touched until the wait. The
+/// state may not be used again (nor reset, restored or finalized) before
+/// the wait: GRADCOMM_ERR_STATE. Same bits as the blocking form. CPU
+/// backend only.
+gradcomm_status gradcomm_scalecom_start_f32(
+    const char *state, const float *grad, float *out, int64_t count, int64_t k,
+    gradcomm_selection selection, int64_t chunk_size, float beta,
+    gradcomm_reduction reduction, gradcomm_request *request);
 
 /// The three ops of the dialect, for unfused code. `compress` writes the k
 /// leader indices (ascending) and this rank's values p[I];

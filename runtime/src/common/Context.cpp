@@ -157,6 +157,7 @@ gradcomm_status gradcomm_finalize(void) {
     Context &ctx = context();
     if (!ctx.initialized)
       return GRADCOMM_OK;
+    GRADCOMM_RETURN_IF_ERROR(requireNoRequestInFlight(call, "finalizing"));
     bool ownsMpi = ctx.ownsMpi;
     activateGroup(nullptr);
     releaseWindows();

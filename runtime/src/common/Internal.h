@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -63,6 +64,9 @@ struct State {
   /// The unfused compress of this step was skipped by the non-finite
   /// policy: the memory update that follows leaves memory and step alone.
   bool skippedStep = false;
+  /// A started ScaleCom (gradcomm_scalecom_start_f32) holds `indices` and
+  /// `values` until its wait.
+  bool inFlight = false;
 };
 
 /// Number of staleness bins of the asynchronous gossip's histogram.
@@ -133,6 +137,8 @@ struct Context {
   uint64_t sequence = 0;
   /// The checkpoint generation last saved or restored.
   uint64_t generation = 0;
+  /// Started calls not yet waited for (gradcomm_wait).
+  int64_t requestsInFlight = 0;
 };
 
 Context &context();
@@ -169,6 +175,28 @@ std::string groupLabel(const gradcomm_group_s *group);
 /// Frees the groups' own communicators (collective in each group), in spec
 /// order, and forgets them.
 void releaseGroups();
+
+} // namespace gradcomm
+
+/// A started call (runtime.h's gradcomm_request): its MPI requests and what
+/// gradcomm_wait still has to do once they completed.
+struct gradcomm_request_s {
+  std::string opName;
+  std::vector<MPI_Request> requests;
+  /// Runs once every request completed (the average, the scatter, the
+  /// counters); not when the call was skipped by the non-finite policy.
+  std::function<void()> finish;
+  /// Runs whatever happens to the wait (frees what the call holds).
+  std::function<void()> release;
+  /// The non-finite policy skipped it: nothing was sent.
+  bool skipped = false;
+  ~gradcomm_request_s() {
+    if (release)
+      release();
+  }
+};
+
+namespace gradcomm {
 
 /// One entry-point call: knows what to put in an error message.
 class Call {
@@ -320,6 +348,14 @@ gradcomm_op_stats &opStats(const char *name);
 /// Byte cost models of the collectives (docs/runtime.md).
 uint64_t allReduceBytes(uint64_t bytes, int size);
 uint64_t broadcastBytes(uint64_t bytes, int size);
+
+/// Hands a started call to the caller as a gradcomm_request, counted in
+/// Context::requestsInFlight until gradcomm_wait.
+gradcomm_request trackRequest(std::unique_ptr<gradcomm_request_s> started);
+
+/// GRADCOMM_ERR_STATE while started calls are not waited for: `what` (a
+/// checkpoint restore, finalize) would pull their buffers from under them.
+gradcomm_status requireNoRequestInFlight(const Call &call, const char *what);
 
 /// MPI collectives on counts above INT_MAX, split into several calls.
 gradcomm_status allReduceSum(const Call &call, float *data, int64_t count);

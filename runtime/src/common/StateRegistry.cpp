@@ -134,6 +134,8 @@ gradcomm_status gradcomm_state_declare(const char *name, int64_t count) {
 gradcomm_status gradcomm_state_reset(const char *name) {
   return guarded("state_reset", name, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    GRADCOMM_RETURN_IF_ERROR(
+        requireNoRequestInFlight(call, "resetting a state"));
     auto reset = [&](State &state) {
       state.step = 0;
       return setMemory(call, state, std::vector<float>(state.count, 0.0f));
@@ -452,7 +454,7 @@ gradcomm_status gradcomm_state_restore(const char *path) {
     GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
       GRADCOMM_RETURN_IF_ERROR(requireName(call, "path", path));
       target = rankPath(path);
-      return GRADCOMM_OK;
+      return requireNoRequestInFlight(call, "restoring a checkpoint");
     }));
     // This rank's candidates: its current file, else its previous one.
     Checkpoint current, previous;

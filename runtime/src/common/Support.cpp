@@ -244,6 +244,24 @@ gradcomm::checkConsistency(const Call &call,
   return agreed;
 }
 
+gradcomm_request
+gradcomm::trackRequest(std::unique_ptr<gradcomm_request_s> started) {
+  context().requestsInFlight += 1;
+  return started.release();
+}
+
+gradcomm_status gradcomm::requireNoRequestInFlight(const Call &call,
+                                                   const char *what) {
+  const int64_t inFlight = context().requestsInFlight;
+  if (inFlight == 0)
+    return GRADCOMM_OK;
+  return call.fail(GRADCOMM_ERR_STATE,
+                   std::to_string(inFlight) +
+                       " started call(s) not waited for; gradcomm_wait for "
+                       "them before " +
+                       what);
+}
+
 gradcomm_op_stats &gradcomm::opStats(const char *name) {
   return context().stats[name ? name : ""];
 }

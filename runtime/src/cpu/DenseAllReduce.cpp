@@ -13,19 +13,6 @@
 
 using namespace gradcomm;
 
-/// A started dense all-reduce: the MPI requests of its chunks (none when
-/// the non-finite policy skipped it) and what the wait still has to do.
-struct gradcomm_request_s {
-  std::string opName;
-  float *data = nullptr;
-  int64_t count = 0;
-  gradcomm_reduction reduction = GRADCOMM_REDUCE_SUM;
-  std::vector<MPI_Request> requests;
-  double start = 0;
-  /// The non-finite policy skipped it: zeroed, nothing sent, not counted.
-  bool skipped = false;
-};
-
 namespace {
 
 /// The blocking and started forms' common part: arguments, agreement and
@@ -123,15 +110,15 @@ gradcomm_dense_all_reduce_start_f32(const char *opName, float *data,
         beginDenseAllReduce(call, opName, data, count, reduction, &skipped));
     auto started = std::make_unique<gradcomm_request_s>();
     started->opName = opName ? opName : "";
-    started->data = data;
-    started->count = count;
     started->skipped = skipped;
-    started->reduction = reduction;
-    started->start = now();
+    const double start = now();
+    started->finish = [name = started->opName, data, count, reduction, start] {
+      finishDenseAllReduce(name.c_str(), data, count, reduction, start);
+    };
     if (!skipped)
       GRADCOMM_RETURN_IF_ERROR(
           startAllReduceSum(call, data, count, started->requests));
-    *request = started.release();
+    *request = trackRequest(std::move(started));
     return GRADCOMM_OK;
   });
 }
@@ -144,12 +131,12 @@ gradcomm_status gradcomm_wait(gradcomm_request *request) {
                        "no request: never started, or already waited for");
     std::unique_ptr<gradcomm_request_s> started(*request);
     *request = nullptr;
+    context().requestsInFlight -= 1;
     for (MPI_Request &chunk : started->requests)
       GRADCOMM_RETURN_IF_ERROR(
           waitYielding(call, chunk, "MPI_Iallreduce (started)"));
-    if (!started->skipped)
-      finishDenseAllReduce(started->opName.c_str(), started->data,
-                           started->count, started->reduction, started->start);
+    if (!started->skipped && started->finish)
+      started->finish();
     return GRADCOMM_OK;
   });
 }

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <numeric>
 
 using namespace gradcomm;
@@ -261,31 +262,95 @@ bool overlaps(const float *a, const float *b, int64_t count) {
 
 } // namespace
 
+namespace {
+
+/// The fused step's arguments, as the blocking and started forms take them.
+struct ScalecomCall {
+  CompressArgs args;
+  float *out;
+  float beta;
+  gradcomm_reduction reduction;
+};
+
+/// The blocking and started forms' common part: arguments and state, then
+/// (CPU) agreement, selection, index broadcast and the fused gather +
+/// memory update, which leaves this rank's k values in `state->values` and
+/// zeros in `out`; the state's step moves on. On the CUDA backend, only
+/// the arguments and state (cudaScalecom does the rest). `*skipped`: the
+/// non-finite policy zeroed `out` and changed nothing else.
+gradcomm_status beginScalecom(const Call &call, const ScalecomCall &c,
+                              State *&state, bool *skipped) {
+  const CompressArgs &args = c.args;
+  *skipped = false;
+  GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+  GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
+    GRADCOMM_RETURN_IF_ERROR(validateCompress(call, args));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", c.out));
+    GRADCOMM_RETURN_IF_ERROR(validateBeta(call, c.beta));
+    GRADCOMM_RETURN_IF_ERROR(requireReduction(call, c.reduction));
+    if (overlaps(args.grad, c.out, args.count))
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "'grad' and 'out' overlap");
+    GRADCOMM_RETURN_IF_ERROR(lookupState(call, args.state, args.count, state));
+    if (state->inFlight)
+      return call.fail(GRADCOMM_ERR_STATE,
+                       "state '" + std::string(args.state) +
+                           "' has a started call not waited for yet");
+    return GRADCOMM_OK;
+  }));
+  if (usingCuda())
+    return GRADCOMM_OK;
+  bool updated = false;
+  GRADCOMM_RETURN_IF_ERROR(selectAndBroadcast(
+      call, args, *state,
+      {{"beta", floatBits(c.beta)}, {"reduction", c.reduction}}, skipped,
+      c.beta, c.out, &updated));
+  if (*skipped)
+    return zeroBuffer(call, c.out, args.count);
+  if (!updated)
+    cpu::gatherAndUpdate(state->memory.data(), args.grad, args.count,
+                         state->indices.data(), args.k, c.beta,
+                         state->values.data(), c.out);
+  state->step += 1;
+  return GRADCOMM_OK;
+}
+
+/// After the value all-reduce: the mean, the scatter into `out` (zeroed by
+/// beginScalecom) and the counters.
+void finishScalecom(const ScalecomCall &c, State &state, double start) {
+  const CompressArgs &args = c.args;
+  if (c.reduction == GRADCOMM_REDUCE_AVERAGE) {
+    const float groupSize = static_cast<float>(context().size);
+    for (int64_t j = 0; j < args.k; ++j)
+      state.values[j] /= groupSize;
+  }
+  cpu::scatter(c.out, state.indices.data(), state.values.data(), args.k);
+  gradcomm_op_stats &stats = opStats(args.state);
+  stats.calls += 1;
+  countCompress(stats, args.k, args.count);
+  countValueReduce(stats, args.k);
+  stats.seconds += now() - start;
+}
+
+} // namespace
+
 gradcomm_status gradcomm_scalecom_f32(const char *stateName, const float *grad,
                                       float *out, int64_t count, int64_t k,
                                       gradcomm_selection selection,
                                       int64_t chunkSize, float beta,
                                       gradcomm_reduction reduction) {
   return guarded("scalecom_f32", stateName, [&](const Call &call) {
-    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-    CompressArgs args{stateName, grad, count, k, selection, chunkSize};
+    const ScalecomCall c{{stateName, grad, count, k, selection, chunkSize},
+                         out,
+                         beta,
+                         reduction};
+    const double start = now();
     State *state = nullptr;
-    GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
-      GRADCOMM_RETURN_IF_ERROR(validateCompress(call, args));
-      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
-      GRADCOMM_RETURN_IF_ERROR(validateBeta(call, beta));
-      GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
-      if (overlaps(grad, out, count))
-        return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                         "'grad' and 'out' overlap");
-      return lookupState(call, stateName, count, state);
-    }));
-
-    double start = now();
     bool skipped = false;
+    GRADCOMM_RETURN_IF_ERROR(beginScalecom(call, c, state, &skipped));
     if (usingCuda()) {
       GRADCOMM_RETURN_IF_ERROR(
-          cudaScalecom(call, args, *state, beta, reduction, out, &skipped));
+          cudaScalecom(call, c.args, *state, beta, reduction, out, &skipped));
       if (skipped)
         return GRADCOMM_OK;
       gradcomm_op_stats &stats = opStats(stateName);
@@ -295,27 +360,52 @@ gradcomm_status gradcomm_scalecom_f32(const char *stateName, const float *grad,
       stats.seconds += now() - start;
       return GRADCOMM_OK;
     }
-    bool updated = false;
-    GRADCOMM_RETURN_IF_ERROR(selectAndBroadcast(
-        call, args, *state,
-        {{"beta", floatBits(beta)}, {"reduction", reduction}}, &skipped, beta,
-        out, &updated));
     if (skipped)
-      return zeroBuffer(call, out, count);
-    if (!updated)
-      cpu::gatherAndUpdate(state->memory.data(), grad, count,
-                           state->indices.data(), k, beta, state->values.data(),
-                           out);
-    GRADCOMM_RETURN_IF_ERROR(
-        reduceValues(call, state->values.data(), k, reduction));
-    cpu::scatter(out, state->indices.data(), state->values.data(), k);
-    state->step += 1;
+      return GRADCOMM_OK;
+    GRADCOMM_RETURN_IF_ERROR(allReduceSum(call, state->values.data(), k));
+    finishScalecom(c, *state, start);
+    return GRADCOMM_OK;
+  });
+}
 
-    gradcomm_op_stats &stats = opStats(stateName);
-    stats.calls += 1;
-    countCompress(stats, k, count);
-    countValueReduce(stats, k);
-    stats.seconds += now() - start;
+gradcomm_status gradcomm_scalecom_start_f32(
+    const char *stateName, const float *grad, float *out, int64_t count,
+    int64_t k, gradcomm_selection selection, int64_t chunkSize, float beta,
+    gradcomm_reduction reduction, gradcomm_request *request) {
+  return guarded("scalecom_start_f32", stateName, [&](const Call &call) {
+    if (!request)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "request pointer is null");
+    *request = nullptr;
+    if (usingCuda())
+      return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                       "the started form runs on the CPU backend only; use "
+                       "gradcomm_scalecom_f32");
+    const ScalecomCall c{{stateName, grad, count, k, selection, chunkSize},
+                         out,
+                         beta,
+                         reduction};
+    const double start = now();
+    State *state = nullptr;
+    bool skipped = false;
+    GRADCOMM_RETURN_IF_ERROR(beginScalecom(call, c, state, &skipped));
+    auto started = std::make_unique<gradcomm_request_s>();
+    started->opName = stateName;
+    started->skipped = skipped;
+    if (!skipped) {
+      GRADCOMM_RETURN_IF_ERROR(
+          startAllReduceSum(call, state->values.data(), k, started->requests));
+      // The names the counters and messages use outlive the caller's
+      // string: keep a copy.
+      started->finish = [copy = c, name = started->opName, state,
+                         start]() mutable {
+        copy.args.state = name.c_str();
+        finishScalecom(copy, *state, start);
+      };
+      state->inFlight = true;
+      started->release = [state] { state->inFlight = false; };
+    }
+    *request = trackRequest(std::move(started));
     return GRADCOMM_OK;
   });
 }
