@@ -115,7 +115,8 @@ void mlir::gradcomm::buildScaleComPipeline(
 }
 
 void mlir::gradcomm::buildBufferizationPipeline(OpPassManager &pm,
-                                                StringRef onError) {
+                                                StringRef onError,
+                                                bool overlap) {
   pm.addPass(createNameCollectivesPass());
   ConvertGradCommToRuntimePassOptions toRuntime;
   toRuntime.onError = onError.str();
@@ -135,6 +136,10 @@ void mlir::gradcomm::buildBufferizationPipeline(OpPassManager &pm,
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addPass(createDropInPlaceResultsPass());
+  // Before the guards: the waits it places are runtime calls, never
+  // guarded.
+  if (overlap)
+    pm.addPass(createOverlapCollectivesPass());
   if (onError == "return")
     pm.addPass(createGuardFailedStepsPass());
 }
@@ -194,7 +199,7 @@ void mlir::gradcomm::buildLLVMLoweringPipeline(OpPassManager &pm,
 
 void mlir::gradcomm::buildLoweringPipeline(
     OpPassManager &pm, const LoweringPipelineOptions &options) {
-  buildBufferizationPipeline(pm, options.onError);
+  buildBufferizationPipeline(pm, options.onError, options.overlap);
   if (!options.stopAfterBufferization)
     buildLLVMLoweringPipeline(pm, options.exportCInterface);
 }
@@ -246,7 +251,7 @@ void mlir::gradcomm::buildCompilePipeline(OpPassManager &pm,
                                           bool partition,
                                           bool stopAfterBufferization) {
   buildRewritePipeline(pm, options, partition);
-  buildBufferizationPipeline(pm, options.onError);
+  buildBufferizationPipeline(pm, options.onError, options.overlap);
   if (!stopAfterBufferization)
     buildLLVMLoweringPipeline(pm, /*exportCInterface=*/true);
 }

@@ -106,6 +106,14 @@ static cl::opt<int64_t> bucketElements(
              "(gradcomm-bucket-all-reduces); 0, the default: off"),
     cl::init(0), cl::cat(category));
 
+static cl::opt<bool> overlap(
+    "overlap",
+    cl::desc("Start each dense all-reduce and fused ScaleCom step where it "
+             "is and wait for it where its result is first needed, so "
+             "computation and the next tensors' selection run while it is "
+             "in flight (gradcomm-overlap-collectives; CPU backend)"),
+    cl::init(false), cl::cat(category));
+
 enum class Emit { Mlir, Llvm, Obj, Shared };
 static cl::opt<Emit>
     emit("emit", cl::desc("What to write"), cl::init(Emit::Obj),
@@ -690,6 +698,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.bucketElements = bucketElements;
+  options.overlap = overlap;
   if (failed(applyPipelineFlags(*pipelineFlags, options)))
     return 1;
 

@@ -237,6 +237,12 @@ struct LoweringPipelineOptions
       llvm::cl::desc("A failed runtime call: 'abort' the job, or 'return' "
                      "from the step (gradcomm_take_step_status)"),
       llvm::cl::init("abort")};
+  Option<bool> overlap{
+      *this, "overlap",
+      llvm::cl::desc("Start dense all-reduces and fused ScaleCom steps "
+                     "where they are and wait where their result is first "
+                     "needed (gradcomm-overlap-collectives)"),
+      llvm::cl::init(false)};
 };
 
 /// From tensor IR with gradcomm ops and shard.all_reduce (the output of the
@@ -250,9 +256,11 @@ void buildLoweringPipeline(OpPassManager &pm,
 /// arith on tensors to linalg, One-Shot Bufferize (function boundaries
 /// included, identity layouts) and gradcomm-drop-in-place-results: memref IR
 /// with the signatures trainers call (what the C header declares).
-/// `onError` is convert-gradcomm-to-runtime's option ("abort", "return").
+/// `onError` is convert-gradcomm-to-runtime's option ("abort", "return");
+/// `overlap` adds gradcomm-overlap-collectives after bufferization.
 void buildBufferizationPipeline(OpPassManager &pm,
-                                llvm::StringRef onError = "abort");
+                                llvm::StringRef onError = "abort",
+                                bool overlap = false);
 
 /// The rest, to the LLVM dialect: C interfaces (optional), buffer
 /// deallocation, gradcomm-outline-kernels, and the standard lowering of
@@ -280,6 +288,8 @@ struct CompileOptions {
   /// gradcomm-bucket-all-reduces after the rewrite, with this limit (0:
   /// off).
   int64_t bucketElements = 0;
+  /// gradcomm-overlap-collectives after bufferization.
+  bool overlap = false;
   ScaleComPipelineOptions scalecom;
   GossipPipelineOptions gossip;
   EasgdPipelineOptions easgd;

@@ -86,6 +86,22 @@ int32_t _mlir_ciface_gradcomm_rt_elastic_average_sharded_f32(
     const char *state, gradcomm_unranked_memref *x, float alpha,
     int64_t period);
 
+/// The started forms generated code calls when collectives overlap
+/// computation (gradcomm-overlap-collectives): the same arguments as the
+/// blocking forms; the request is kept under the op (dense) or state
+/// (ScaleCom) name until gradcomm_rt_wait_f32(name, buffer), where
+/// `buffer` is the buffer the call writes (passed only so that nothing
+/// frees or reuses it before the wait). In a failed step a wait returns
+/// the step's failure; a started call still completes.
+int32_t _mlir_ciface_gradcomm_rt_dense_all_reduce_start_f32(
+    const char *op_name, gradcomm_unranked_memref *data, int32_t reduction);
+int32_t _mlir_ciface_gradcomm_rt_scalecom_start_f32(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *out, int64_t k, int32_t selection,
+    int64_t chunk_size, float beta, int32_t reduction);
+int32_t _mlir_ciface_gradcomm_rt_wait_f32(const char *name,
+                                          gradcomm_unranked_memref *buffer);
+
 /// Stops the job when `status` is a failure: prints gradcomm_last_error()
 /// (op, rank, cause) to stderr and calls MPI_Abort. Generated code passes
 /// every status through it (convert-gradcomm-to-runtime{on-error=abort}).

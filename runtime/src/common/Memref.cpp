@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <set>
 
 using namespace gradcomm;
@@ -139,6 +140,97 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_f32(const char *state,
                                static_cast<gradcomm_selection>(selection),
                                chunkSize, beta,
                                static_cast<gradcomm_reduction>(reduction));
+}
+
+namespace {
+
+/// The started calls of compiled code, by op (dense) or state (ScaleCom)
+/// name, until gradcomm_rt_wait_f32.
+std::map<std::string, gradcomm_request> &compiledRequests() {
+  static std::map<std::string, gradcomm_request> requests;
+  return requests;
+}
+
+/// Keeps `request` under `name` for the wait.
+gradcomm_status keepRequest(const char *operation, const char *name,
+                            gradcomm_request request) {
+  if (compiledRequests().emplace(name, request).second)
+    return GRADCOMM_OK;
+  gradcomm_wait(&request);
+  return guarded(operation, name, [&](const Call &call) {
+    return call.fail(GRADCOMM_ERR_INTERNAL,
+                     "started again before its wait (the compiled step "
+                     "starts each op once per wait)");
+  });
+}
+
+} // namespace
+
+int32_t _mlir_ciface_gradcomm_rt_dense_all_reduce_start_f32(
+    const char *opName, gradcomm_unranked_memref *data, int32_t reduction) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
+  View<float> view;
+  gradcomm_status status =
+      guarded("dense_all_reduce_start_f32", opName, [&](const Call &call) {
+        GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+        return validateCollectively(call, [&] {
+          GRADCOMM_RETURN_IF_ERROR(requireName(call, "op name", opName));
+          return unpack(call, "data", data, view);
+        });
+      });
+  if (status != GRADCOMM_OK)
+    return status;
+  gradcomm_request request = nullptr;
+  GRADCOMM_RETURN_IF_ERROR(gradcomm_dense_all_reduce_start_f32(
+      opName, view.data, view.count, static_cast<gradcomm_reduction>(reduction),
+      &request));
+  return keepRequest("dense_all_reduce_start_f32", opName, request);
+}
+
+int32_t _mlir_ciface_gradcomm_rt_scalecom_start_f32(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *out, int64_t k, int32_t selection,
+    int64_t chunkSize, float beta, int32_t reduction) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
+  View<float> g, o;
+  gradcomm_status status =
+      guarded("scalecom_start_f32", state, [&](const Call &call) {
+        GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+        return validateCollectively(
+            call, [&] { return unpackGradAndOut(call, grad, out, g, o); });
+      });
+  if (status != GRADCOMM_OK)
+    return status;
+  gradcomm_request request = nullptr;
+  GRADCOMM_RETURN_IF_ERROR(gradcomm_scalecom_start_f32(
+      state, g.data, o.data, g.count, k,
+      static_cast<gradcomm_selection>(selection), chunkSize, beta,
+      static_cast<gradcomm_reduction>(reduction), &request));
+  return keepRequest("scalecom_start_f32", state, request);
+}
+
+int32_t _mlir_ciface_gradcomm_rt_wait_f32(const char *name,
+                                          gradcomm_unranked_memref *buffer) {
+  (void)buffer; // Only keeps the buffer alive (and ordered) to here.
+  auto it = name ? compiledRequests().find(name) : compiledRequests().end();
+  if (it == compiledRequests().end()) {
+    // A failed step started nothing after its failure.
+    if (gradcomm_status failed = stepFailure())
+      return failed;
+    return guarded("wait", name, [&](const Call &call) {
+      return call.fail(GRADCOMM_ERR_INTERNAL,
+                       "nothing was started under this name");
+    });
+  }
+  gradcomm_request request = it->second;
+  compiledRequests().erase(it);
+  // A started call always completes, even in a step that failed since.
+  gradcomm_status waited = gradcomm_wait(&request);
+  if (gradcomm_status failed = stepFailure())
+    return failed;
+  return waited;
 }
 
 int32_t _mlir_ciface_gradcomm_rt_cltk_compress_f32(

@@ -653,6 +653,48 @@ def GuardFailedStepsPass
   ];
 }
 
+def OverlapCollectivesPass
+    : Pass<"gradcomm-overlap-collectives", "::mlir::ModuleOp"> {
+  let summary = "Start dense all-reduces and fused ScaleCom steps where they "
+                "are, wait for them where their result is first needed";
+  let description = [{
+    On buffers (after bufferization), in every function: each
+    `gradcomm_rt_dense_all_reduce_f32` and fused `gradcomm_rt_scalecom_f32`
+    call becomes its started form (`gradcomm_rt_*_start_f32`, same
+    arguments, at the same place) and a `gradcomm_rt_wait_f32(name,
+    buffer)` as late as the block allows: just before the first operation
+    that touches the buffer the call writes (the reduced data; ScaleCom's
+    output), or that the pass cannot see into (a call of another function,
+    a terminator). Each status goes to the same handler as the original
+    call's (`gradcomm_rt_check` or `gradcomm_rt_record`). The computation in
+    between (the rest of the backward pass, the next tensors' selection)
+    then runs while the reduction is in flight, and several reductions are
+    in flight together. Collectives are still started in program order, so
+    every rank starts them in the same order.
+
+    Two buffers are apart when both come from different allocations in the
+    function (through casts, subviews and other views); function arguments
+    and buffers of unknown origin may alias each other. The wait takes the
+    written buffer as an operand, so deallocation passes keep it alive until
+    then.
+
+    ```mlir
+    %s = call @gradcomm_rt_dense_all_reduce_f32(%name, %g, %c0)
+    call @gradcomm_rt_check(%s) : (i32) -> ()
+    linalg.generic ... outs(%other : memref<4xf32>)
+    linalg.generic ins(%g_view ...) ...
+    // becomes
+    %s = call @gradcomm_rt_dense_all_reduce_start_f32(%name, %g, %c0)
+    call @gradcomm_rt_check(%s) : (i32) -> ()
+    linalg.generic ... outs(%other : memref<4xf32>)
+    %w = call @gradcomm_rt_wait_f32(%name, %g)
+    call @gradcomm_rt_check(%w) : (i32) -> ()
+    linalg.generic ins(%g_view ...) ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def ExportCInterfacePass
     : Pass<"gradcomm-export-c-interface", "::mlir::ModuleOp"> {
   let summary = "Give every public function a C interface "
