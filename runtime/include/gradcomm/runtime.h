@@ -218,10 +218,9 @@ gradcomm_dense_all_reduce_start_f32(const char *op_name, float *data,
 
 /// Waits (under the watchdog) for the request, finishes the call (the
 /// average; ScaleCom's scatter into `out`), counts it under its op name,
-/// frees the request and sets `*request` to NULL. Requests may be waited for in
-/// any order. A NULL
-/// `*request` (never started, or already waited for) is
-/// GRADCOMM_ERR_INVALID_ARGUMENT.
+/// frees the request and sets `*request` to NULL. Requests may be waited
+/// for in any order. A NULL `*request` (never started, or already waited
+/// for) is GRADCOMM_ERR_INVALID_ARGUMENT.
 gradcomm_status gradcomm_wait(gradcomm_request *request);
 
 /// The watchdog: a collective that waits more than `seconds` for its peers
