@@ -133,6 +133,42 @@ TEST(Gossip, ExchangesWithTheScheduledPeer) {
   }
 }
 
+// The started form: three tensors' exchanges (one with period 2, so some
+// steps do not exchange) in flight together, waited for in reverse order,
+// give the blocking form's bits and counters.
+TEST(Gossip, StartedExchangesMatchBlocking) {
+  World world;
+  const std::vector<int64_t> counts = {5, 1000, 33333};
+  const std::vector<int64_t> periods = {1, 2, 1};
+  for (uint64_t step = 0; step < 4; ++step) {
+    std::vector<std::vector<float>> started(counts.size());
+    std::vector<gradcomm_request> requests(counts.size(), nullptr);
+    for (size_t t = 0; t < counts.size(); ++t) {
+      started[t] = gradient(30 + t, world.rank, step, counts[t]);
+      ASSERT_OK(gradcomm_gossip_exchange_start_f32(
+          uniqueName("started" + std::to_string(t)).c_str(), started[t].data(),
+          counts[t], GRADCOMM_SCHEDULE_MATCHING, 0.25f, 9, periods[t],
+          &requests[t]));
+      ASSERT_NE(requests[t], nullptr);
+    }
+    for (size_t t = counts.size(); t-- > 0;) {
+      ASSERT_OK(gradcomm_wait(&requests[t]));
+      std::vector<float> blocking =
+          gradient(30 + t, world.rank, step, counts[t]);
+      ASSERT_OK(gradcomm_gossip_exchange_f32(
+          uniqueName("blocking" + std::to_string(t)).c_str(), blocking.data(),
+          counts[t], GRADCOMM_SCHEDULE_MATCHING, 0.25f, 9, periods[t]));
+      EXPECT_EQ(started[t], blocking) << "tensor " << t << " step " << step;
+    }
+  }
+  gradcomm_op_stats started{}, blocking{};
+  ASSERT_OK(gradcomm_stats_get(uniqueName("started1").c_str(), &started));
+  ASSERT_OK(gradcomm_stats_get(uniqueName("blocking1").c_str(), &blocking));
+  EXPECT_EQ(started.calls, 4u);
+  EXPECT_EQ(started.messages, blocking.messages);
+  EXPECT_EQ(started.value_bytes_sent, blocking.value_bytes_sent);
+}
+
 TEST(Gossip, PreservesTheMeanOfReplicas) {
   World world;
   const int64_t count = 500;

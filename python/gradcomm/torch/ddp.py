@@ -437,14 +437,29 @@ class GossipAverager(_State):
     def step(self):
         self.synchronize()  # no hook's communication may still run
         with torch.no_grad():
+            arguments = []
             for parameter in self.parameters:
                 _check_tensor(parameter.data, "parameter '%s'" %
                               self.names[id(parameter)], self.backend)
-                self.rt.call("gradcomm_gossip_exchange_f32",
-                             self.state_name(parameter),
-                             parameter.data.data_ptr(), parameter.numel(),
-                             SCHEDULES[self.schedule], self.mixing, self.seed,
-                             self.period)
+                arguments.append((
+                    self.state_name(parameter), parameter.data.data_ptr(),
+                    parameter.numel(), SCHEDULES[self.schedule], self.mixing,
+                    self.seed, self.period))
+            if self.backend != "cpu":
+                for call in arguments:
+                    self.rt.call("gradcomm_gossip_exchange_f32", *call)
+            else:
+                # Every parameter's exchange in flight at once: one
+                # latency per step, not one per parameter.
+                started = []
+                try:
+                    for call in arguments:
+                        request = ctypes.c_void_p()
+                        self.rt.call("gradcomm_gossip_exchange_start_f32",
+                                     *call, ctypes.byref(request))
+                        started.append((request, None, None))
+                finally:
+                    _waiter(self.rt, started)()
         self.steps += 1
 
 

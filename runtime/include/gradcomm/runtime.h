@@ -381,6 +381,16 @@ gradcomm_status gradcomm_gossip_exchange_f32(const char *state, float *x,
                                              float mixing, uint64_t seed,
                                              int64_t period);
 
+/// The non-blocking form of gradcomm_gossip_exchange_f32: the agreement
+/// and the non-finite policy run here and the exchange with the peer is
+/// posted both ways; gradcomm_wait completes it and mixes. `x` must not be
+/// touched until the wait. Start the exchanges of every tensor, then wait
+/// for each: their latencies overlap. Same bits as the blocking form. CPU
+/// backend only.
+gradcomm_status gradcomm_gossip_exchange_start_f32(
+    const char *state, float *x, int64_t count, gradcomm_schedule schedule,
+    float mixing, uint64_t seed, int64_t period, gradcomm_request *request);
+
 /// (1/n) sum_i ||x_i - mean(x)||^2 over the ranks (collective).
 gradcomm_status gradcomm_consensus_distance_f32(const float *x, int64_t count,
                                                 double *distance);

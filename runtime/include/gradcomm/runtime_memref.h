@@ -99,6 +99,9 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_start_f32(
     const char *state, gradcomm_unranked_memref *grad,
     gradcomm_unranked_memref *out, int64_t k, int32_t selection,
     int64_t chunk_size, float beta, int32_t reduction);
+int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_start_f32(
+    const char *state, gradcomm_unranked_memref *x, int32_t schedule,
+    float mixing, int64_t seed, int64_t period);
 int32_t _mlir_ciface_gradcomm_rt_wait_f32(const char *name,
                                           gradcomm_unranked_memref *buffer);
 

@@ -190,6 +190,10 @@ struct gradcomm_request_s {
   std::function<void()> release;
   /// The non-finite policy skipped it: nothing was sent.
   bool skipped = false;
+  /// What the requests are and whom they wait for (-1: the group), for
+  /// the watchdog's message.
+  const char *what = "MPI_Iallreduce (started)";
+  int peer = -1;
   ~gradcomm_request_s() {
     if (release)
       release();
@@ -348,6 +352,11 @@ gradcomm_op_stats &opStats(const char *name);
 /// Byte cost models of the collectives (docs/runtime.md).
 uint64_t allReduceBytes(uint64_t bytes, int size);
 uint64_t broadcastBytes(uint64_t bytes, int size);
+
+/// The started forms' first checks: a request pointer (set to NULL) and
+/// the CPU backend (`blocking` names the form to use on CUDA).
+gradcomm_status requireStartable(const Call &call, gradcomm_request *request,
+                                 const char *blocking);
 
 /// Hands a started call to the caller as a gradcomm_request, counted in
 /// Context::requestsInFlight until gradcomm_wait.

@@ -371,6 +371,22 @@ int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_f32(
       mixing, static_cast<uint64_t>(seed), period);
 }
 
+int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_start_f32(
+    const char *state, gradcomm_unranked_memref *x, int32_t schedule,
+    float mixing, int64_t seed, int64_t period) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
+  View<float> view;
+  if (gradcomm_status status =
+          unpackReplica("gossip_exchange_start_f32", state, x, seed, view))
+    return status;
+  gradcomm_request request = nullptr;
+  GRADCOMM_RETURN_IF_ERROR(gradcomm_gossip_exchange_start_f32(
+      state, view.data, view.count, static_cast<gradcomm_schedule>(schedule),
+      mixing, static_cast<uint64_t>(seed), period, &request));
+  return keepRequest("gossip_exchange_start_f32", state, request);
+}
+
 int32_t _mlir_ciface_gradcomm_rt_gossip_async_f32(const char *state,
                                                   gradcomm_unranked_memref *x,
                                                   int32_t schedule,

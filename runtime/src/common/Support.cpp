@@ -244,6 +244,20 @@ gradcomm::checkConsistency(const Call &call,
   return agreed;
 }
 
+gradcomm_status gradcomm::requireStartable(const Call &call,
+                                           gradcomm_request *request,
+                                           const char *blocking) {
+  if (!request)
+    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT, "request pointer is null");
+  *request = nullptr;
+  if (usingCuda())
+    return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                     std::string("the started form runs on the CPU backend "
+                                 "only; use ") +
+                         blocking);
+  return GRADCOMM_OK;
+}
+
 gradcomm_request
 gradcomm::trackRequest(std::unique_ptr<gradcomm_request_s> started) {
   context().requestsInFlight += 1;

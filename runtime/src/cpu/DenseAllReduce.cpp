@@ -97,14 +97,8 @@ gradcomm_dense_all_reduce_start_f32(const char *opName, float *data,
                                     int64_t count, gradcomm_reduction reduction,
                                     gradcomm_request *request) {
   return guarded("dense_all_reduce_start_f32", opName, [&](const Call &call) {
-    if (!request)
-      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                       "request pointer is null");
-    *request = nullptr;
-    if (usingCuda())
-      return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                       "the started form runs on the CPU backend only; use "
-                       "gradcomm_dense_all_reduce_f32");
+    GRADCOMM_RETURN_IF_ERROR(
+        requireStartable(call, request, "gradcomm_dense_all_reduce_f32"));
     bool skipped = false;
     GRADCOMM_RETURN_IF_ERROR(
         beginDenseAllReduce(call, opName, data, count, reduction, &skipped));
@@ -134,7 +128,7 @@ gradcomm_status gradcomm_wait(gradcomm_request *request) {
     context().requestsInFlight -= 1;
     for (MPI_Request &chunk : started->requests)
       GRADCOMM_RETURN_IF_ERROR(
-          waitYielding(call, chunk, "MPI_Iallreduce (started)"));
+          waitYielding(call, chunk, started->what, started->peer));
     if (!started->skipped && started->finish)
       started->finish();
     return GRADCOMM_OK;

@@ -13,6 +13,8 @@
 #include "Schedule.h"
 
 #include <climits>
+#include <memory>
+#include <vector>
 
 using namespace gradcomm;
 
@@ -52,79 +54,142 @@ gradcomm_status gradcomm_gossip_peer(gradcomm_schedule schedule, uint64_t seed,
   });
 }
 
+namespace {
+
+/// The blocking and started exchanges' common part: arguments, state,
+/// agreement and the non-finite policy, then the step counter moves on.
+/// `*peer` is the schedule's peer, or -1 when this rank does not exchange
+/// this time (a skipped call, a step between periods, no partner).
+gradcomm_status beginGossip(const Call &call, const char *stateName, float *x,
+                            int64_t count, gradcomm_schedule schedule,
+                            float mixing, uint64_t seed, int64_t period,
+                            int *peer) {
+  *peer = -1;
+  GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+  const Context &ctx = context();
+  State *state = nullptr;
+  GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
+    GRADCOMM_RETURN_IF_ERROR(
+        requireReplica(call, stateName, x, count, INT_MAX, period));
+    GRADCOMM_RETURN_IF_ERROR(
+        validateSchedule(call, schedule, ctx.size, /*pairing=*/true));
+    GRADCOMM_RETURN_IF_ERROR(requireMixing(call, mixing));
+    return lookupState(call, stateName, 0, state);
+  }));
+  // A replica holding NaN/Inf would spread it to its peer: under the
+  // error and skip policies the exchange does not happen on any rank.
+  std::vector<CheckField> fields = {
+      {"count", count},
+      {"schedule", schedule},
+      {"mixing", floatBits(mixing)},
+      {"seed", static_cast<int64_t>(seed)},
+      {"period", period},
+      {"step", static_cast<int64_t>(state->step)}};
+  // Mixing is a convex combination: only NaN and Inf count.
+  gradcomm_status agreed = checkConsistencyOfInput(
+      call, x, count, inputLimit(/*summed=*/false), fields);
+  if (skippedNonFinite(agreed, stateName))
+    return GRADCOMM_OK; // the replica and the step counter as they were
+  GRADCOMM_RETURN_IF_ERROR(agreed);
+  opStats(stateName).calls += 1;
+  uint64_t step = state->step;
+  state->step += 1;
+  if (step % period != 0)
+    return GRADCOMM_OK;
+  // The schedule advances once per exchange, so period > 1 still cycles
+  // through every hypercube dimension.
+  *peer = schedulePeer(schedule, seed, step / period, ctx.rank, ctx.size);
+  return GRADCOMM_OK;
+}
+
+/// Posts the paired exchange both ways: this replica to `peer`, the peer's
+/// into `received`. Both sides post in the same order, so several
+/// exchanges in flight with one peer match up in order.
+gradcomm_status postExchange(const Call &call, float *x, float *received,
+                             int64_t count, int peer, MPI_Request requests[2]) {
+  const Context &ctx = context();
+  GRADCOMM_RETURN_IF_ERROR(
+      call.mpi(MPI_Irecv(received, static_cast<int>(count), MPI_FLOAT, peer, 0,
+                         ctx.comm, &requests[0]),
+               "MPI_Irecv"));
+  return call.mpi(MPI_Isend(x, static_cast<int>(count), MPI_FLOAT, peer, 0,
+                            ctx.comm, &requests[1]),
+                  "MPI_Isend");
+}
+
+void countExchange(const char *stateName, int64_t count, double start) {
+  gradcomm_op_stats &stats = opStats(stateName);
+  stats.messages += 1;
+  stats.value_bytes_sent += sizeof(float) * count;
+  stats.value_bytes_received += sizeof(float) * count;
+  stats.seconds += now() - start;
+}
+
+} // namespace
+
 gradcomm_status gradcomm_gossip_exchange_f32(const char *stateName, float *x,
                                              int64_t count,
                                              gradcomm_schedule schedule,
                                              float mixing, uint64_t seed,
                                              int64_t period) {
   return guarded("gossip_exchange_f32", stateName, [&](const Call &call) {
-    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-    const Context &ctx = context();
-    State *state = nullptr;
-    GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
-      GRADCOMM_RETURN_IF_ERROR(
-          requireReplica(call, stateName, x, count, INT_MAX, period));
-      GRADCOMM_RETURN_IF_ERROR(
-          validateSchedule(call, schedule, ctx.size, /*pairing=*/true));
-      GRADCOMM_RETURN_IF_ERROR(requireMixing(call, mixing));
-      return lookupState(call, stateName, 0, state);
-    }));
-    // A replica holding NaN/Inf would spread it to its peer: under the
-    // error and skip policies the exchange does not happen on any rank.
-    std::vector<CheckField> fields = {
-        {"count", count},
-        {"schedule", schedule},
-        {"mixing", floatBits(mixing)},
-        {"seed", static_cast<int64_t>(seed)},
-        {"period", period},
-        {"step", static_cast<int64_t>(state->step)}};
-    // Mixing is a convex combination: only NaN and Inf count.
-    gradcomm_status agreed = checkConsistencyOfInput(
-        call, x, count, inputLimit(/*summed=*/false), fields);
-    if (skippedNonFinite(agreed, stateName))
-      return GRADCOMM_OK; // the replica and the step counter as they were
-    GRADCOMM_RETURN_IF_ERROR(agreed);
-
-    double start = now();
-    gradcomm_op_stats &stats = opStats(stateName);
-    stats.calls += 1;
-    uint64_t step = state->step;
-    state->step += 1;
-    if (step % period != 0)
-      return GRADCOMM_OK;
-    // The schedule advances once per exchange, so period > 1 still cycles
-    // through every hypercube dimension.
-    int peer = schedulePeer(schedule, seed, step / period, ctx.rank, ctx.size);
+    int peer = -1;
+    GRADCOMM_RETURN_IF_ERROR(beginGossip(call, stateName, x, count, schedule,
+                                         mixing, seed, period, &peer));
     if (peer < 0)
       return GRADCOMM_OK;
+    const double start = now();
     if (usingCuda()) {
       char error[kErrorSize] = {0};
       GRADCOMM_RETURN_IF_ERROR(cudaStatus(
-          call, ctx.cuda->gossip(x, count, peer, mixing, error), error));
+          call, context().cuda->gossip(x, count, peer, mixing, error), error));
     } else {
       static thread_local std::vector<float> received;
       received.resize(count);
-      // A paired exchange, posted both ways, then waited for without
-      // monopolizing the core.
+      // Posted both ways, then waited for without monopolizing the core.
       MPI_Request requests[2];
       GRADCOMM_RETURN_IF_ERROR(
-          call.mpi(MPI_Irecv(received.data(), static_cast<int>(count),
-                             MPI_FLOAT, peer, 0, ctx.comm, &requests[0]),
-                   "MPI_Irecv"));
-      GRADCOMM_RETURN_IF_ERROR(
-          call.mpi(MPI_Isend(x, static_cast<int>(count), MPI_FLOAT, peer, 0,
-                             ctx.comm, &requests[1]),
-                   "MPI_Isend"));
+          postExchange(call, x, received.data(), count, peer, requests));
       GRADCOMM_RETURN_IF_ERROR(
           waitYielding(call, requests[0], "MPI_Irecv", peer));
       GRADCOMM_RETURN_IF_ERROR(
           waitYielding(call, requests[1], "MPI_Isend", peer));
       cpu::mix(x, received.data(), count, mixing);
     }
-    stats.messages += 1;
-    stats.value_bytes_sent += sizeof(float) * count;
-    stats.value_bytes_received += sizeof(float) * count;
-    stats.seconds += now() - start;
+    countExchange(stateName, count, start);
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_gossip_exchange_start_f32(
+    const char *stateName, float *x, int64_t count, gradcomm_schedule schedule,
+    float mixing, uint64_t seed, int64_t period, gradcomm_request *request) {
+  return guarded("gossip_exchange_start_f32", stateName, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(
+        requireStartable(call, request, "gradcomm_gossip_exchange_f32"));
+    int peer = -1;
+    GRADCOMM_RETURN_IF_ERROR(beginGossip(call, stateName, x, count, schedule,
+                                         mixing, seed, period, &peer));
+    auto started = std::make_unique<gradcomm_request_s>();
+    started->opName = stateName;
+    // Nothing to exchange this time: a request that completes at once.
+    started->skipped = peer < 0;
+    if (peer >= 0) {
+      // The peer's replica lands in the request's own buffer: several
+      // exchanges may be in flight.
+      auto received = std::make_shared<std::vector<float>>(count);
+      started->requests.resize(2);
+      started->what = "MPI_Irecv/MPI_Isend (started gossip exchange)";
+      started->peer = peer;
+      GRADCOMM_RETURN_IF_ERROR(postExchange(call, x, received->data(), count,
+                                            peer, started->requests.data()));
+      started->finish = [name = started->opName, x, count, mixing, received,
+                         start = now()] {
+        cpu::mix(x, received->data(), count, mixing);
+        countExchange(name.c_str(), count, start);
+      };
+    }
+    *request = trackRequest(std::move(started));
     return GRADCOMM_OK;
   });
 }

@@ -373,14 +373,8 @@ gradcomm_status gradcomm_scalecom_start_f32(
     int64_t k, gradcomm_selection selection, int64_t chunkSize, float beta,
     gradcomm_reduction reduction, gradcomm_request *request) {
   return guarded("scalecom_start_f32", stateName, [&](const Call &call) {
-    if (!request)
-      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                       "request pointer is null");
-    *request = nullptr;
-    if (usingCuda())
-      return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                       "the started form runs on the CPU backend only; use "
-                       "gradcomm_scalecom_f32");
+    GRADCOMM_RETURN_IF_ERROR(
+        requireStartable(call, request, "gradcomm_scalecom_f32"));
     const ScalecomCall c{{stateName, grad, count, k, selection, chunkSize},
                          out,
                          beta,
