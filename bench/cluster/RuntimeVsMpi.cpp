@@ -13,15 +13,18 @@
 //   gossip            gradcomm_gossip_exchange_f32 (matching schedule),
 // and prints each one's median wall time (the slowest rank's), its CPU
 // time (process CPU seconds per call, the mean over ranks) and its ratio
-// to its raw baseline. A "small" line does the same for 100 tensors of
-// 10,000 elements in a row. Bytes: the runtime's counters per call, and,
-// when GRADCOMM_BENCH_IFACE names a network interface (eth0 in a
-// namespace), that interface's transmitted bytes per call, both summed
-// over the ranks. A
-// benchmark, never a test (docs/performance.md).
+// to its raw baseline. The small.c_str() lines do the same for 100 tensors
+// of 10,000 elements in a row: one call each, every call started before
+// the first wait, one batched call (dense), and gossip and ScaleCom
+// blocking against started (all ratios to raw MPI_Allreduce per tensor). Bytes:
+// the runtime's counters per call, and, when GRADCOMM_BENCH_IFACE names a
+// network interface (eth0 in a namespace), that interface's transmitted bytes
+// per call, both summed over the ranks. A benchmark, never a test
+// (docs/performance.md).
 //
 // Usage: mpiexec -n N gradcomm-runtime-vs-mpi [sizes, default
 //            65536,1000000,25000000] [repetitions, default 5]
+//            [small tensors, default 100x10000]
 //
 //===----------------------------------------------------------------------===//
 
@@ -191,10 +194,11 @@ void runSize(int64_t count, int repetitions) {
   report(size, "gossip", gossip, sendrecv);
 }
 
-/// 100 tensors of 10,000 elements, one call each: latency, not bandwidth.
-void runSmallTensors(int repetitions) {
-  constexpr int kTensors = 100;
-  constexpr int64_t kCount = 10000;
+/// Many small tensors (default 100 of 10,000 elements), one call each:
+/// latency, not bandwidth.
+void runSmallTensors(int repetitions, int kTensors, int64_t kCount) {
+  const std::string small =
+      std::to_string(kTensors) + "x" + std::to_string(kCount);
   std::vector<std::vector<float>> data(kTensors, gradient(kCount, worldRank));
   std::vector<std::string> names;
   for (int t = 0; t < kTensors; ++t)
@@ -204,7 +208,7 @@ void runSmallTensors(int repetitions) {
       MPI_Allreduce(MPI_IN_PLACE, tensor.data(), kCount, MPI_FLOAT, MPI_SUM,
                     MPI_COMM_WORLD);
   });
-  report("100x10000", "raw-allreduce", raw, raw);
+  report(small.c_str(), "raw-allreduce", raw, raw);
   for (int checked : {1, 0}) {
     check(gradcomm_set_consistency_check(checked), "set_consistency_check");
     Timing dense = measure(repetitions, kTensors, names, [&] {
@@ -213,9 +217,80 @@ void runSmallTensors(int repetitions) {
                                             kCount, GRADCOMM_REDUCE_SUM),
               "small dense");
     });
-    report("100x10000", checked ? "dense" : "dense-nocheck", dense, raw);
+    report(small.c_str(), checked ? "dense" : "dense-nocheck", dense, raw);
   }
   check(gradcomm_set_consistency_check(1), "set_consistency_check");
+  // Every tensor started before the first wait.
+  std::vector<gradcomm_request> requests(kTensors);
+  Timing started = measure(repetitions, kTensors, names, [&] {
+    for (int t = 0; t < kTensors; ++t)
+      check(gradcomm_dense_all_reduce_start_f32(
+                names[t].c_str(), data[t].data(), kCount, GRADCOMM_REDUCE_SUM,
+                &requests[t]),
+            "small dense start");
+    for (auto &request : requests)
+      check(gradcomm_wait(&request), "small dense wait");
+  });
+  report(small.c_str(), "dense-started", started, raw);
+  // One batched call (run-time buckets of 64K elements).
+  std::vector<float *> pointers;
+  for (auto &tensor : data)
+    pointers.push_back(tensor.data());
+  std::vector<int64_t> counts(kTensors, kCount);
+  Timing many = measure(repetitions, kTensors, {"small-many"}, [&] {
+    check(gradcomm_dense_all_reduce_many_f32("small-many", pointers.data(),
+                                             counts.data(), kTensors,
+                                             GRADCOMM_REDUCE_SUM),
+          "small many");
+  });
+  report(small.c_str(), "dense-many", many, raw);
+  if (worldSize < 2)
+    return;
+  // Gossip and ScaleCom per tensor: blocking against every tensor started
+  // first (ScaleCom: the next tensor's selection while this one's values
+  // are reduced).
+  auto perTensor =
+      [&](const char *label, bool start,
+          const std::function<gradcomm_status(int, gradcomm_request *)> &call) {
+        Timing timing = measure(repetitions, kTensors, {}, [&] {
+          for (int t = 0; t < kTensors; ++t)
+            check(call(t, start ? &requests[t] : nullptr), label);
+          if (start)
+            for (auto &request : requests)
+              check(gradcomm_wait(&request), label);
+        });
+        report(small.c_str(), label, timing, raw);
+      };
+  for (bool start : {false, true}) {
+    perTensor(start ? "gossip-started" : "gossip", start,
+              [&](int t, gradcomm_request *request) {
+                const std::string name = "gossip-" + names[t];
+                return request ? gradcomm_gossip_exchange_start_f32(
+                                     name.c_str(), data[t].data(), kCount,
+                                     GRADCOMM_SCHEDULE_MATCHING, 0.5f, 0, 1,
+                                     request)
+                               : gradcomm_gossip_exchange_f32(
+                                     name.c_str(), data[t].data(), kCount,
+                                     GRADCOMM_SCHEDULE_MATCHING, 0.5f, 0, 1);
+              });
+  }
+  std::vector<std::vector<float>> out(kTensors, std::vector<float>(kCount));
+  for (bool start : {false, true}) {
+    perTensor(start ? "scalecom-started" : "scalecom", start,
+              [&](int t, gradcomm_request *request) {
+                const std::string name =
+                    (request ? "scalecom-s-" : "scalecom-b-") + names[t];
+                return request
+                           ? gradcomm_scalecom_start_f32(
+                                 name.c_str(), data[t].data(), out[t].data(),
+                                 kCount, kCount / 100, GRADCOMM_SELECT_EXACT, 0,
+                                 1.0f, GRADCOMM_REDUCE_AVERAGE, request)
+                           : gradcomm_scalecom_f32(
+                                 name.c_str(), data[t].data(), out[t].data(),
+                                 kCount, kCount / 100, GRADCOMM_SELECT_EXACT, 0,
+                                 1.0f, GRADCOMM_REDUCE_AVERAGE);
+              });
+  }
 }
 
 std::vector<int64_t> parseSizes(const char *text) {
@@ -256,7 +331,15 @@ int main(int argc, char **argv) {
                 worldSize, repetitions);
   for (int64_t count : sizes)
     runSize(count, repetitions);
-  runSmallTensors(repetitions);
+  int tensors = 100;
+  long long count = 10000;
+  if (argc > 3 &&
+      (std::sscanf(argv[3], "%dx%lld", &tensors, &count) != 2 || tensors < 1 ||
+       tensors > 100000 || count < 1 || count > (1ll << 24)))
+    fail(std::string("small tensors are TENSORSxCOUNT, e.g. 100x10000; got "
+                     "'") +
+         argv[3] + "'");
+  runSmallTensors(repetitions, tensors, count);
   if (worldRank == 0)
     std::printf("done\n");
   std::fflush(stdout);

@@ -216,6 +216,21 @@ gradcomm_dense_all_reduce_start_f32(const char *op_name, float *data,
                                     int64_t count, gradcomm_reduction reduction,
                                     gradcomm_request *request);
 
+/// Run-time bucketing: the dense all-reduce of `tensors` buffers
+/// (`data[t]`, `counts[t]` elements each) as one call. One agreement
+/// covers the batch (the number of tensors and every count, in order; the
+/// non-finite policy applies to the batch as a whole); tensors below 4096
+/// elements are packed into shared buckets of at most 64K elements, larger
+/// ones are reduced in place, and every bucket and tensor is in flight at
+/// once. So many small tensors pay a few MPI calls' latency instead of two
+/// collectives each. Sums of the same values as separate calls (with 3 or
+/// more ranks MPI may add a bucket in another order than a lone tensor:
+/// equal up to rounding, identical on every rank). CPU backend only.
+gradcomm_status
+gradcomm_dense_all_reduce_many_f32(const char *op_name, float *const *data,
+                                   const int64_t *counts, int64_t tensors,
+                                   gradcomm_reduction reduction);
+
 /// Waits (under the watchdog) for the request, finishes the call (the
 /// average; ScaleCom's scatter into `out`), counts it under its op name,
 /// frees the request and sets `*request` to NULL. Requests may be waited
