@@ -9,7 +9,8 @@
 #   bench/cluster/runtime_vs_mpi.sh [build-dir] [ranks, default "2 4"]
 #       environment: SIZES (default 65536,1000000,25000000; 100000000 for
 #       the largest model), REPS (default 5), RATE (default 1gbit),
-#       CLUSTER (default 1; 0: shared memory only)
+#       CLUSTER (default 1; 0: shared memory only), SMALL (the many-small-
+#       tensors case, TENSORSxCOUNT, default 100x10000)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=$(realpath "${1:-build}")
@@ -18,12 +19,13 @@ sizes=${SIZES:-65536,1000000,25000000}
 reps=${REPS:-5}
 rate=${RATE:-1gbit}
 cluster=${CLUSTER:-1}
+small=${SMALL:-100x10000}
 bench=$build/bench/calibrate/gradcomm-runtime-vs-mpi
 ninja -C "$build" gradcomm-runtime-vs-mpi >/dev/null
 echo "machine: $(nproc) cores; $(lscpu | grep -E '^(L2|L3) cache' | tr -s ' ' | paste -sd ';')"
 for n in $ranks; do
   echo "== $n ranks, shared memory"
-  timeout 1800 /usr/bin/mpiexec.mpich -n "$n" "$bench" "$sizes" "$reps"
+  timeout 1800 /usr/bin/mpiexec.mpich -n "$n" "$bench" "$sizes" "$reps" "$small"
 done
 [ "$cluster" = 1 ] || exit 0
 trap 'bash bench/cluster/netns.sh down' EXIT
@@ -31,5 +33,5 @@ for n in $ranks; do
   echo "== $n ranks, emulated cluster, $rate links"
   bash bench/cluster/netns.sh up "$n" "$rate"
   DONE_PATTERN='^done' timeout 3600 bash bench/cluster/netns.sh run "$n" \
-    env GRADCOMM_BENCH_IFACE=eth0 "$bench" "$sizes" "$reps"
+    env GRADCOMM_BENCH_IFACE=eth0 "$bench" "$sizes" "$reps" "$small"
 done

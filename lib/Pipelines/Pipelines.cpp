@@ -118,6 +118,9 @@ void mlir::gradcomm::buildBufferizationPipeline(OpPassManager &pm,
                                                 StringRef onError,
                                                 bool overlap) {
   pm.addPass(createNameCollectivesPass());
+  // Each reduction right after its gradient (names are already stamped).
+  if (overlap)
+    pm.addPass(createHoistCollectivesPass());
   ConvertGradCommToRuntimePassOptions toRuntime;
   toRuntime.onError = onError.str();
   pm.addPass(createConvertGradCommToRuntimePass(toRuntime));

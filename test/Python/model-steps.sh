@@ -4,6 +4,8 @@
 #   - dense on 1 and on 4 ranks: the parameters after 5 steps equal
 #     PyTorch's data-parallel step within 1e-5 (relative to each tensor's
 #     largest magnitude) on every rank;
+#   - dense on 4 ranks compiled with --overlap (reductions hoisted to their
+#     gradients, waits at their uses): the same bits as without;
 #   - ScaleCom on 4 ranks: the replicas stay bit-identical (3 steps);
 #   - gossip on 4 ranks, plain SGD: the replicas differ and their mean
 #     equals PyTorch's step (1 step from identical replicas; mixing keeps
@@ -46,6 +48,9 @@ for ranks in 1 4; do
 done
 "$bin/gradcomm-compile" np1.mlir -o libdense1.so --emit=shared --strategy=dense
 "$bin/gradcomm-compile" np4.mlir -o libdense4.so --emit=shared --strategy=dense
+# Reductions started right after their gradients, waited for at their use.
+"$bin/gradcomm-compile" np4.mlir -o libdense4-overlap.so --emit=shared \
+  --strategy=dense --overlap
 "$bin/gradcomm-compile" np4.mlir -o libscalecom4.so --emit=shared \
   --strategy=scalecom --ratio=10 --min-elements=64
 "$bin/gradcomm-export" "$root/examples/pytorch/models.py:$model" \
@@ -55,6 +60,9 @@ done
 
 step dense1 1 5 np1.json --check --optimizer-options "$options"
 step dense4 4 5 np4.json --check --optimizer-options "$options"
+step dense4-overlap 4 5 np4.json --optimizer-options "$options"
+"$python" "$here/model_step.py" identical --out out-dense4-overlap \
+  --other out-dense4
 step scalecom4 4 3 np4.json --optimizer-options "$options"
 "$python" "$here/model_step.py" replicas --out out-scalecom4
 step gossip4 4 1 np4-sgd.json

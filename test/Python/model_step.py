@@ -184,6 +184,25 @@ def replicas(args):
     return 0
 
 
+def identical(args):
+    """The outputs in --out equal those in --other bit for bit, rank by
+    rank (two compilations of one step)."""
+    mine, other = rank_files(args.out), rank_files(args.other)
+    if len(mine) != len(other):
+        print("%d ranks in %s, %d in %s" % (len(mine), args.out, len(other),
+                                            args.other))
+        return 1
+    for r, (a, b) in enumerate(zip(mine, other)):
+        for name, value in a.items():
+            if name not in b or value.tobytes() != b[name].tobytes():
+                print("rank %d: %s differs between %s and %s"
+                      % (r, name, args.out, args.other))
+                return 1
+    print("%s and %s bit-identical (%d ranks, %d tensors)"
+          % (args.out, args.other, len(mine), len(mine[0])))
+    return 0
+
+
 def mean(args):
     manifest = load_manifest(args.manifest, args)
     ranks = rank_files(args.out)
@@ -202,19 +221,22 @@ def mean(args):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["run", "replicas", "mean"])
+    parser.add_argument("mode", choices=["run", "replicas", "mean",
+                                         "identical"])
     parser.add_argument("--model")
     parser.add_argument("--library")
     parser.add_argument("--manifest")
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--other", help="identical: the other outputs")
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--tolerance", type=float, default=1e-5)
     parser.add_argument("--optimizer-options", default="{}",
                         help="JSON keyword arguments of gradcomm.torch.optim"
                         ".make (must match the export)")
     args = parser.parse_args()
-    return {"run": run, "replicas": replicas, "mean": mean}[args.mode](args)
+    return {"run": run, "replicas": replicas, "mean": mean,
+            "identical": identical}[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -653,6 +653,36 @@ def GuardFailedStepsPass
   ];
 }
 
+def HoistCollectivesPass
+    : Pass<"gradcomm-hoist-collectives", "::mlir::ModuleOp"> {
+  let summary = "Move each gradient all-reduce and ScaleCom compress up to "
+                "where its input is ready";
+  let description = [{
+    On tensors, before `convert-gradcomm-to-runtime`: every `shard.all_reduce`
+    and `gradcomm.cltk_compress` moves up its block past the operations
+    without memory effects that do not compute its operands (the rest of the
+    backward pass, other all-reduces), so it sits right after the operation
+    that produces its gradient. An exported step reduces every gradient at
+    the end of the backward pass; with `gradcomm-overlap-collectives` the
+    reduction of the last layers' gradients then starts while the earlier
+    layers' gradients are still being computed. Operations with memory
+    effects (other ScaleCom ops, which read and write their state) are not
+    crossed. The collectives' order changes the same way on every rank (one
+    compiled program). `gradcomm-compile --overlap` runs it after
+    `gradcomm-name-collectives`, so positional names do not change.
+
+    ```mlir
+    %g1 = linalg.generic ... // gradient of layer 1
+    %h = linalg.generic ...  // the rest of the backward pass
+    %r1 = shard.all_reduce %g1 on @grid grid_axes = [0] reduction = sum
+    // becomes
+    %g1 = linalg.generic ...
+    %r1 = shard.all_reduce %g1 on @grid grid_axes = [0] reduction = sum
+    %h = linalg.generic ...
+    ```
+  }];
+}
+
 def OverlapCollectivesPass
     : Pass<"gradcomm-overlap-collectives", "::mlir::ModuleOp"> {
   let summary = "Start dense all-reduces, fused ScaleCom steps and gossip "
