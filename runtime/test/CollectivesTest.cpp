@@ -298,6 +298,22 @@ TEST(Stats, ScaleComBytesFollowTheCostModel) {
   EXPECT_EQ(stats.value_bytes_sent, 3 * (2 * 4 * k * (n - 1) / n));
   EXPECT_GE(stats.seconds, 0.0);
 
+  // Chunk selection sends each index's offset inside its chunk: 1 byte for
+  // chunks of 100, 2 bytes for chunks of 1000.
+  for (int64_t chunk : {100, 1000}) {
+    const std::string chunked = name + "_chunk" + std::to_string(chunk);
+    const int64_t chunks = (count + chunk - 1) / chunk;
+    std::vector<float> grad = gradient(41, world.rank, 0, count), out(count);
+    ASSERT_OK(gradcomm_scalecom_f32(chunked.c_str(), grad.data(), out.data(),
+                                    count, chunks, GRADCOMM_SELECT_CHUNK, chunk,
+                                    1.0f, GRADCOMM_REDUCE_AVERAGE));
+    gradcomm_op_stats chunkStats;
+    ASSERT_OK(gradcomm_stats_get(chunked.c_str(), &chunkStats));
+    const uint64_t width = chunk <= 256 ? 1 : 2;
+    EXPECT_EQ(chunkStats.index_bytes_sent, width * chunks * (n - 1) / n)
+        << "chunk " << chunk;
+  }
+
   std::string path = ::testing::TempDir() + "gradcomm_stats_np" +
                      std::to_string(world.size) + ".json";
   ASSERT_OK(gradcomm_stats_dump(path.c_str()));

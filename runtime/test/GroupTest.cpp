@@ -189,6 +189,26 @@ TEST(Group, AGridOfAnotherSizeFailsEveryRank) {
             GRADCOMM_ERR_INVALID_ARGUMENT);
 }
 
+// Ranks asking for different groups fail alike instead of splitting the
+// job wrongly, even with the consistency check switched off.
+TEST(Group, RanksAskingForDifferentGroupsFailAlike) {
+  Grid grid;
+  if (grid.cols() < 2 || grid.rows() < 2)
+    GTEST_SKIP() << "needs a grid with two non-trivial axes (4 ranks)";
+  ASSERT_OK(gradcomm_set_consistency_check(0));
+  // A 2-axis spec nobody asked for before: the cache cannot answer.
+  int64_t shape[3] = {grid.rows(), grid.cols(), 1};
+  int32_t axis = grid.rank == 0 ? 0 : 1;
+  gradcomm_group group = nullptr;
+  gradcomm_status status = gradcomm_group_from_grid(shape, 3, &axis, 1, &group);
+  std::string message = gradcomm_last_error();
+  ASSERT_OK(gradcomm_set_consistency_check(1));
+  EXPECT_EQ(status, GRADCOMM_ERR_MISMATCH) << message;
+  EXPECT_TRUE(contains(message, "ranks disagree on the grid and axes"))
+      << message;
+  EXPECT_EQ(group, nullptr);
+}
+
 TEST(Group, ADisagreementInsideAGroupNamesTheGroup) {
   Grid grid;
   if (grid.cols() < 2)

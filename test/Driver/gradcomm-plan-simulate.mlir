@@ -29,14 +29,14 @@
 // CHECK:      simulated: 20 steps of 50.0 ms compute, stragglers 0.00 at 4.00x, seed 1, agreement on; latency 10.00 us, link 0.125 GB/s
 // CHECK-NEXT: ms per step (mean over ranks)
 // CHECK-NEXT: ranks dense scalecom-r100 local-topk-r100 gossip gossip-async easgd-p4 easgd-async-p4
-// CHECK-NEXT: 2 83.749 52.852 58.212 84.980 84.969 58.876 58.847
-// CHECK-NEXT: 16 113.414 53.707 72.600 85.015 91.335 66.344 227.024
-// CHECK-NEXT: 1024 117.938 54.306 1101.557 85.085 94.818 67.581 15479.755
+// CHECK-NEXT: 2 83.749 52.600 58.212 84.980 84.969 58.876 58.847
+// CHECK-NEXT: 16 113.414 53.370 72.600 85.015 91.335 66.344 227.024
+// CHECK-NEXT: 1024 117.938 54.364 1101.557 85.085 94.818 67.581 15479.755
 // CHECK-NEXT: MB sent per rank per step
 // CHECK-NEXT: ranks
-// CHECK-NEXT: 2 4.2111 0.0636 0.1267
-// CHECK-NEXT: 16 7.8967 0.1204 1.8965
-// CHECK-NEXT: 1024 8.4173 0.1317 129.2336
+// CHECK-NEXT: 2 4.2111 0.0478 0.1267
+// CHECK-NEXT: 16 7.8967 0.0908 1.8965
+// CHECK-NEXT: 1024 8.4173 0.1001 129.2336
 // CHECK:      ms a rank waits per step
 // CHECK-NEXT: ranks
 // CHECK-NEXT: 2 0.000 0.000 0.000 {{[0-9.]+}} 0.000 0.000 0.000
@@ -57,9 +57,11 @@
 // SLOW-NEXT: 16 163.414 139.076
 
 // The exact selection's passes (40 B per element more at the default
-// 20 GB/s: 2.1 ms for the 1M + 4096 elements) on top of the chunk path.
+// 20 GB/s: 2.1 ms for the 1M + 4096 elements) on top of the chunk path,
+// whose indices travel as 1-byte offsets inside their chunks (exact: 4
+// bytes).
 // EXACT: ranks scalecom-r100 scalecom-r100-exact
-// EXACT-NEXT: 2 51.155 53.261
+// EXACT-NEXT: 2 51.130 53.261
 
 // BAD-STRATEGY: gradcomm-plan: --strategies: unknown strategy 'allgather'
 // BAD-RATE: gradcomm-plan: --straggler-rate must be in [0, 1]

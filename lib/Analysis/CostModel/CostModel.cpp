@@ -304,7 +304,13 @@ Prediction mlir::gradcomm::predictScaleCom(const ClusterModel &model,
                                            bool exactSelection) {
   const int64_t n = model.ranks;
   const double k = static_cast<double>(selected(elements, ratio));
-  const double indices = k * indexBytes(elements), values = 4.0 * k;
+  // Chunk selection (chunks of `ratio` elements) sends each index's offset
+  // inside its chunk: 1 byte for chunks of up to 256, 2 up to 65536.
+  const double width = exactSelection   ? indexBytes(elements)
+                       : ratio <= 256   ? 1
+                       : ratio <= 65536 ? 2
+                                        : indexBytes(elements);
+  const double indices = k * width, values = 4.0 * k;
   Prediction p;
   p.seconds =
       broadcastSeconds(model, indices) + allReduceSeconds(model, values) +

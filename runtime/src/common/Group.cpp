@@ -149,15 +149,20 @@ gradcomm_status validateGrid(const Call &call, const int64_t *shape,
 /// agree first, whatever the consistency check's setting.
 gradcomm_status agreeOnGrid(const Call &call, const GridAxes &grid,
                             gradcomm_status local) {
-  if (!context().consistencyCheck)
-    return agreeOnStatus(call, local);
   // FNV-1a of the spec text: equal texts, equal grids.
   uint64_t hash = 1469598103934665603ull;
   for (char c : grid.spec())
     hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  return checkConsistency(
+  // The check runs even when the trainer switched it off for its
+  // collectives.
+  Context &ctx = context();
+  const bool checking = ctx.consistencyCheck;
+  ctx.consistencyCheck = true;
+  gradcomm_status agreed = checkConsistency(
       call, {{"the grid and axes", static_cast<int64_t>(hash >> 1)}}, false,
       local);
+  ctx.consistencyCheck = checking;
+  return agreed;
 }
 
 /// This rank's group of `grid`'s axes: split the job by the coordinates

@@ -390,6 +390,15 @@ gradcomm_status broadcastIndices(const Call &call, int64_t *data, int64_t count,
                                  int root, int64_t bound);
 /// Bytes per index on the wire for indices below `bound`: 4 or 8.
 int indexBytes(int64_t bound);
+/// Chunk selection's indices from `root` (index j lies in chunk j of
+/// `chunkSize` elements): only each index's offset inside its chunk
+/// travels, as 1 byte (chunks of at most 256) or 2 (at most 65536), else
+/// as broadcastIndices sends them.
+gradcomm_status broadcastChunkIndices(const Call &call, int64_t *data,
+                                      int64_t count, int root, int64_t bound,
+                                      int64_t chunkSize);
+/// Bytes per index on the wire for chunk selection (broadcastChunkIndices).
+int chunkIndexBytes(int64_t bound, int64_t chunkSize);
 
 /// The watchdog fired: records and prints GRADCOMM_ERR_TIMEOUT, aborts.
 [[noreturn]] void timedOut(const Call &call, const char *what, int peer,

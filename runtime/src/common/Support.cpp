@@ -365,6 +365,46 @@ gradcomm_status gradcomm::broadcastIndices(const Call &call, int64_t *data,
   return GRADCOMM_OK;
 }
 
+int gradcomm::chunkIndexBytes(int64_t bound, int64_t chunkSize) {
+  return chunkSize <= 256 ? 1 : chunkSize <= 65536 ? 2 : indexBytes(bound);
+}
+
+namespace {
+
+template <typename Offset>
+gradcomm_status broadcastOffsets(const Call &call, int64_t *data, int64_t count,
+                                 int root, int64_t chunkSize,
+                                 MPI_Datatype type) {
+  static thread_local std::vector<Offset> offsets;
+  offsets.resize(count);
+  if (context().rank == root)
+    for (int64_t j = 0; j < count; ++j)
+      offsets[j] = static_cast<Offset>(data[j] - j * chunkSize);
+  GRADCOMM_RETURN_IF_ERROR(
+      broadcastChunked(call, offsets.data(), count, type, root));
+  for (int64_t j = 0; j < count; ++j)
+    data[j] = j * chunkSize + offsets[j];
+  return GRADCOMM_OK;
+}
+
+} // namespace
+
+gradcomm_status gradcomm::broadcastChunkIndices(const Call &call, int64_t *data,
+                                                int64_t count, int root,
+                                                int64_t bound,
+                                                int64_t chunkSize) {
+  switch (chunkIndexBytes(bound, chunkSize)) {
+  case 1:
+    return broadcastOffsets<uint8_t>(call, data, count, root, chunkSize,
+                                     MPI_UINT8_T);
+  case 2:
+    return broadcastOffsets<uint16_t>(call, data, count, root, chunkSize,
+                                      MPI_UINT16_T);
+  default:
+    return broadcastIndices(call, data, count, root, bound);
+  }
+}
+
 gradcomm_status gradcomm::waitYielding(const Call &call, MPI_Request &request,
                                        const char *what, int peer) {
   // A blocking MPI call busy-polls: with more ranks than cores (4 ranks on

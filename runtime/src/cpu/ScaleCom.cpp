@@ -149,16 +149,23 @@ gradcomm_status selectAndBroadcast(const Call &call, const CompressArgs &args,
                        args.chunkSize, state.indices.data());
     }
   }
+  if (args.selection == GRADCOMM_SELECT_CHUNK)
+    return broadcastChunkIndices(call, state.indices.data(), args.k, leader,
+                                 args.count, args.chunkSize);
   return broadcastIndices(call, state.indices.data(), args.k, leader,
                           args.count);
 }
 
-/// The index broadcast's bytes: int32 indices for tensors below 2^31
-/// elements on the CPU backend (the CUDA backend sends int64).
-void countCompress(gradcomm_op_stats &stats, int64_t k, int64_t count) {
+/// The index broadcast's bytes on the CPU backend: offsets inside their
+/// chunks (1 or 2 bytes) for chunk selection, int32 indices for tensors
+/// below 2^31 elements (the CUDA backend sends int64).
+void countCompress(gradcomm_op_stats &stats, const CompressArgs &args) {
   const Context &ctx = context();
-  const int width = usingCuda() ? 8 : indexBytes(count);
-  uint64_t bytes = broadcastBytes(width * k, ctx.size);
+  const int width = usingCuda() ? 8
+                    : args.selection == GRADCOMM_SELECT_CHUNK
+                        ? chunkIndexBytes(args.count, args.chunkSize)
+                        : indexBytes(args.count);
+  uint64_t bytes = broadcastBytes(width * args.k, ctx.size);
   stats.messages += 1;
   stats.index_bytes_sent += bytes;
   stats.index_bytes_received += bytes;
@@ -327,7 +334,7 @@ void finishScalecom(const ScalecomCall &c, State &state, double start) {
   cpu::scatter(c.out, state.indices.data(), state.values.data(), args.k);
   gradcomm_op_stats &stats = opStats(args.state);
   stats.calls += 1;
-  countCompress(stats, args.k, args.count);
+  countCompress(stats, args);
   countValueReduce(stats, args.k);
   stats.seconds += now() - start;
 }
@@ -355,7 +362,7 @@ gradcomm_status gradcomm_scalecom_f32(const char *stateName, const float *grad,
         return GRADCOMM_OK;
       gradcomm_op_stats &stats = opStats(stateName);
       stats.calls += 1;
-      countCompress(stats, k, count);
+      countCompress(stats, c.args);
       countValueReduce(stats, k);
       stats.seconds += now() - start;
       return GRADCOMM_OK;
@@ -448,7 +455,7 @@ gradcomm_status gradcomm_cltk_compress_f32(const char *stateName,
     }
     gradcomm_op_stats &stats = opStats(stateName);
     stats.calls += 1;
-    countCompress(stats, k, count);
+    countCompress(stats, args);
     stats.seconds += now() - start;
     return GRADCOMM_OK;
   });
