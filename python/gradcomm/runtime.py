@@ -100,6 +100,9 @@ _SIGNATURES = {
         ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int,
         ctypes.c_float, ctypes.c_uint64, ctypes.c_int64,
         ctypes.POINTER(ctypes.c_void_p)],
+    "gradcomm_local_topk_all_gather_start_f32": [
+        ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+        ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)],
     "gradcomm_wait": [ctypes.POINTER(ctypes.c_void_p)],
     "gradcomm_set_backend": [ctypes.c_int],
     "gradcomm_get_backend": [ctypes.POINTER(ctypes.c_int)],

@@ -77,6 +77,48 @@ TEST(LocalTopk, MatchesReferenceAndReportsBuildUp) {
             8u * (world.size - 1) * k * sizeof(float));
 }
 
+// The started form: three tensors in flight together, waited for in
+// reverse order, give the blocking form's bits and memories; a held state
+// refuses another call and a checkpoint until the wait.
+TEST(LocalTopk, StartedCallsMatchBlocking) {
+  World world;
+  const std::vector<int64_t> counts = {500, 3000, 64};
+  for (uint64_t step = 0; step < 3; ++step) {
+    std::vector<std::vector<float>> started(counts.size());
+    std::vector<gradcomm_request> requests(counts.size(), nullptr);
+    for (size_t t = 0; t < counts.size(); ++t) {
+      std::vector<float> grad = gradient(50 + t, world.rank, step, counts[t]);
+      started[t].assign(counts[t], 9.0f);
+      ASSERT_OK(gradcomm_local_topk_all_gather_start_f32(
+          uniqueName("started" + std::to_string(t)).c_str(), grad.data(),
+          started[t].data(), counts[t], counts[t] / 10, GRADCOMM_REDUCE_AVERAGE,
+          &requests[t]));
+    }
+    const std::string held = uniqueName("started0");
+    std::vector<float> grad = gradient(50, world.rank, step, counts[0]),
+                       other(counts[0]);
+    EXPECT_EQ(gradcomm_local_topk_all_gather_f32(
+                  held.c_str(), grad.data(), other.data(), counts[0],
+                  counts[0] / 10, GRADCOMM_REDUCE_AVERAGE, nullptr),
+              GRADCOMM_ERR_STATE);
+    EXPECT_EQ(gradcomm_state_save("/nonexistent/never-written"),
+              GRADCOMM_ERR_STATE);
+    for (size_t t = counts.size(); t-- > 0;) {
+      ASSERT_OK(gradcomm_wait(&requests[t]));
+      std::vector<float> grad = gradient(50 + t, world.rank, step, counts[t]);
+      std::vector<float> blocking(counts[t]);
+      const std::string name = uniqueName("blocking" + std::to_string(t));
+      ASSERT_OK(gradcomm_local_topk_all_gather_f32(
+          name.c_str(), grad.data(), blocking.data(), counts[t], counts[t] / 10,
+          GRADCOMM_REDUCE_AVERAGE, nullptr));
+      EXPECT_EQ(started[t], blocking) << "tensor " << t << " step " << step;
+    }
+  }
+  gradcomm_op_stats stats{};
+  ASSERT_OK(gradcomm_stats_get(uniqueName("started1").c_str(), &stats));
+  EXPECT_EQ(stats.calls, 3u);
+}
+
 TEST(LocalTopk, Errors) {
   std::vector<float> grad(10, 1.0f), out(10);
   EXPECT_EQ(gradcomm_local_topk_all_gather_f32("ltk", grad.data(), out.data(),

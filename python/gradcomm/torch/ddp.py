@@ -413,7 +413,15 @@ def local_topk_hook(state, bucket):
                       gradient.data_ptr(), out.data_ptr(), count, k,
                       REDUCTIONS["average"], None)
 
-    return _compress_per_parameter(state, bucket, compress)
+    def start_compress(name, gradient, out, count):
+        k, _ = state.k_and_chunk(count)
+        request = ctypes.c_void_p()
+        state.rt.call("gradcomm_local_topk_all_gather_start_f32", name,
+                      gradient.data_ptr(), out.data_ptr(), count, k,
+                      REDUCTIONS["average"], ctypes.byref(request))
+        return request
+
+    return _compress_per_parameter(state, bucket, compress, start_compress)
 
 
 class GossipAverager(_State):

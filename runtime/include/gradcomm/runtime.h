@@ -346,6 +346,17 @@ gradcomm_status gradcomm_scalecom_start_f32(
     gradcomm_selection selection, int64_t chunk_size, float beta,
     gradcomm_reduction reduction, gradcomm_request *request);
 
+/// The non-blocking form of gradcomm_local_topk_all_gather_f32 (without
+/// the union size): the local selection, the agreement and the
+/// error-feedback pass run here, the all-gathers of values and indices are
+/// started; gradcomm_wait sums the blocks into `out` (zeros until then) and
+/// counts. The state is held until the wait (GRADCOMM_ERR_STATE for any
+/// other use, a checkpoint, a reset or finalize). Same bits as the blocking
+/// form. CPU backend only.
+gradcomm_status gradcomm_local_topk_all_gather_start_f32(
+    const char *state, const float *grad, float *out, int64_t count, int64_t k,
+    gradcomm_reduction reduction, gradcomm_request *request);
+
 /// The three ops of the dialect, for unfused code. `compress` writes the k
 /// leader indices (ascending) and this rank's values p[I];
 /// `sparse_all_reduce` reduces values across ranks and scatters them into

@@ -406,7 +406,8 @@ gradcomm_status gradcomm_state_save(const char *path) {
       temporary = target + ".tmp";
       GRADCOMM_RETURN_IF_ERROR(requireRegularOrMissing(call, target));
       GRADCOMM_RETURN_IF_ERROR(requireRegularOrMissing(call, previous));
-      return requireRegularOrMissing(call, temporary);
+      GRADCOMM_RETURN_IF_ERROR(requireRegularOrMissing(call, temporary));
+      return requireNoRequestInFlight(call, "saving a checkpoint");
     }));
     // Asynchronous EASGD centers live in rank 0's window: saved as they
     // are now.
