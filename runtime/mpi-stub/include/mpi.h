@@ -67,6 +67,8 @@ typedef struct MPI_Status {
 /* A datatype's handle is its size in bytes times 16 plus a kind. */
 #define MPI_BYTE ((MPI_Datatype)(1 * 16 + 0))
 #define MPI_CHAR ((MPI_Datatype)(1 * 16 + 1))
+#define MPI_UINT8_T ((MPI_Datatype)(1 * 16 + 8))
+#define MPI_UINT16_T ((MPI_Datatype)(2 * 16 + 9))
 #define MPI_INT ((MPI_Datatype)(4 * 16 + 2))
 #define MPI_INT32_T ((MPI_Datatype)(4 * 16 + 3))
 #define MPI_FLOAT ((MPI_Datatype)(4 * 16 + 4))
