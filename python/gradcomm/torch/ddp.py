@@ -79,11 +79,12 @@ class _CommunicationThread:
     the hooks were called. DDP calls the hooks of a step in bucket order on
     every rank, so every rank issues its collectives in the same order,
     while the autograd thread goes on computing the next buckets' gradients
-    (overlap). Started jobs (dense all-reduces, ScaleCom) stay in flight
+    (overlap). Started jobs (dense, ScaleCom, local top-k) stay in flight
     until the queue is empty or a blocking job comes, so neighbouring
     buckets overlap each other too: the next bucket's selection runs while
-    this one's values are reduced. The runtime is entered from this thread only
-    while jobs are queued or in flight; synchronize() waits for that."""
+    this one's values are reduced. The runtime is entered from this thread
+    only while jobs are queued or in flight; synchronize() waits for
+    that."""
 
     def __init__(self):
         self.queue = queue.Queue()
@@ -184,8 +185,8 @@ class _State:
         """The hook's future: `run()` on the communication thread (overlap)
         or now, completed with the bucket's buffer; with overlap, `start()`
         (started runtime calls; returns the function that waits for them)
-        is used instead when given. The step it belongs to is counted here, when the hook is
-        called, not when it runs."""
+        is used instead when given. The step it belongs to is counted here,
+        when the hook is called, not when it runs."""
         if bucket.is_last():
             self.steps += 1
         if self.overlap:
