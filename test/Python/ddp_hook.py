@@ -304,7 +304,11 @@ def test_overlap():
             ("scalecom_hook", ddp.scalecom_hook,
              lambda m, overlap: ddp.ScaleComState(
                  m, ratio=RATIO, min_elements=MIN_ELEMENTS,
-                 prefix="overlap%d/" % overlap, overlap=overlap))):
+                 prefix="overlap%d/" % overlap, overlap=overlap)),
+            ("local_topk_hook", ddp.local_topk_hook,
+             lambda m, overlap: ddp.LocalTopkState(
+                 m, ratio=RATIO, min_elements=MIN_ELEMENTS,
+                 prefix="topk%d/" % overlap, overlap=overlap))):
         finals = []
         for overlap in (False, True):
             model = make_model()
