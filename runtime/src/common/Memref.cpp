@@ -95,6 +95,34 @@ gradcomm_status unpackGradAndOut(const Call &call,
   return GRADCOMM_OK;
 }
 
+/// The dense all-reduce's buffer, unpacked as one collective step: a bad
+/// descriptor on one rank fails every rank. `named`: the op name keys a
+/// started call, so it may not be null.
+gradcomm_status unpackDense(const char *operation, const char *opName,
+                            const gradcomm_unranked_memref *data,
+                            View<float> &view, bool named = false) {
+  return guarded(operation, opName, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    return validateCollectively(call, [&] {
+      if (named)
+        GRADCOMM_RETURN_IF_ERROR(requireName(call, "op name", opName));
+      return unpack(call, "data", data, view);
+    });
+  });
+}
+
+/// ScaleCom's gradient and output, unpacked as one collective step.
+gradcomm_status unpackScalecom(const char *operation, const char *state,
+                               const gradcomm_unranked_memref *grad,
+                               const gradcomm_unranked_memref *out,
+                               View<float> &g, View<float> &o) {
+  return guarded(operation, state, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    return validateCollectively(
+        call, [&] { return unpackGradAndOut(call, grad, out, g, o); });
+  });
+}
+
 } // namespace
 
 int32_t _mlir_ciface_gradcomm_rt_dense_all_reduce_f32(
@@ -102,17 +130,8 @@ int32_t _mlir_ciface_gradcomm_rt_dense_all_reduce_f32(
   if (gradcomm_status failed = stepFailure())
     return failed;
   View<float> view;
-  gradcomm_status status =
-      guarded("dense_all_reduce_f32", opName, [&](const Call &call) {
-        GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-        // A bad descriptor on one rank fails every rank.
-        return validateCollectively(call, [&] {
-          GRADCOMM_RETURN_IF_ERROR(unpack(call, "data", data, view));
-          return GRADCOMM_OK;
-        });
-      });
-  if (status != GRADCOMM_OK)
-    return status;
+  GRADCOMM_RETURN_IF_ERROR(
+      unpackDense("dense_all_reduce_f32", opName, data, view));
   return gradcomm_dense_all_reduce_f32(
       opName, view.data, view.count,
       static_cast<gradcomm_reduction>(reduction));
@@ -127,15 +146,8 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_f32(const char *state,
   if (gradcomm_status failed = stepFailure())
     return failed;
   View<float> g, o;
-  gradcomm_status status =
-      guarded("scalecom_f32", state, [&](const Call &call) {
-        GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-        // A bad descriptor on one rank fails every rank.
-        return validateCollectively(
-            call, [&] { return unpackGradAndOut(call, grad, out, g, o); });
-      });
-  if (status != GRADCOMM_OK)
-    return status;
+  GRADCOMM_RETURN_IF_ERROR(
+      unpackScalecom("scalecom_f32", state, grad, out, g, o));
   return gradcomm_scalecom_f32(state, g.data, o.data, g.count, k,
                                static_cast<gradcomm_selection>(selection),
                                chunkSize, beta,
@@ -171,16 +183,8 @@ int32_t _mlir_ciface_gradcomm_rt_dense_all_reduce_start_f32(
   if (gradcomm_status failed = stepFailure())
     return failed;
   View<float> view;
-  gradcomm_status status =
-      guarded("dense_all_reduce_start_f32", opName, [&](const Call &call) {
-        GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-        return validateCollectively(call, [&] {
-          GRADCOMM_RETURN_IF_ERROR(requireName(call, "op name", opName));
-          return unpack(call, "data", data, view);
-        });
-      });
-  if (status != GRADCOMM_OK)
-    return status;
+  GRADCOMM_RETURN_IF_ERROR(unpackDense("dense_all_reduce_start_f32", opName,
+                                       data, view, /*named=*/true));
   gradcomm_request request = nullptr;
   GRADCOMM_RETURN_IF_ERROR(gradcomm_dense_all_reduce_start_f32(
       opName, view.data, view.count, static_cast<gradcomm_reduction>(reduction),
@@ -195,14 +199,8 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_start_f32(
   if (gradcomm_status failed = stepFailure())
     return failed;
   View<float> g, o;
-  gradcomm_status status =
-      guarded("scalecom_start_f32", state, [&](const Call &call) {
-        GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-        return validateCollectively(
-            call, [&] { return unpackGradAndOut(call, grad, out, g, o); });
-      });
-  if (status != GRADCOMM_OK)
-    return status;
+  GRADCOMM_RETURN_IF_ERROR(
+      unpackScalecom("scalecom_start_f32", state, grad, out, g, o));
   gradcomm_request request = nullptr;
   GRADCOMM_RETURN_IF_ERROR(gradcomm_scalecom_start_f32(
       state, g.data, o.data, g.count, k,
