@@ -44,10 +44,11 @@ std::string gradcomm::groupLabel(const gradcomm_group_s *group) {
 void gradcomm::releaseGroups() {
   Context &ctx = context();
   // Every rank frees its groups in spec order; each free is collective in
-  // its own group only, so the orders cannot cross.
+  // its own group only, so the orders cannot cross. (Every rank's group is
+  // the context's `world`, never kept here: each kept group owns its
+  // communicator.)
   for (auto &[spec, group] : ctx.groups)
-    if (group->ownsComm)
-      MPI_Comm_free(&group->comm);
+    MPI_Comm_free(&group->comm);
   ctx.groups.clear();
 }
 
@@ -185,7 +186,6 @@ gradcomm_status splitGroup(const Call &call, const GridAxes &grid,
       call.mpi(MPI_Comm_split(ctx.world.comm, static_cast<int>(color),
                               static_cast<int>(key), &group.comm),
                "MPI_Comm_split"));
-  group.ownsComm = true;
   GRADCOMM_RETURN_IF_ERROR(
       call.mpi(MPI_Comm_set_errhandler(group.comm, MPI_ERRORS_RETURN),
                "MPI_Comm_set_errhandler"));

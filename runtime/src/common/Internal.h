@@ -36,9 +36,6 @@ struct gradcomm_group_s {
   /// "the group over axes [0] of grid 2x2" (empty for every rank), for
   /// messages.
   std::string label;
-  /// The communicator is this group's own (MPI_Comm_split), freed at
-  /// gradcomm_finalize.
-  bool ownsComm = false;
 };
 
 namespace gradcomm {
