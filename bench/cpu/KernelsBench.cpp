@@ -60,6 +60,16 @@ void BM_Copy(benchmark::State &state) {
   setBytes(state, 8);
 }
 
+/// The floor of every selection: one read of m and g (the non-finite scan
+/// of m + g, a max-reduction). 8 B per element.
+void BM_ScanSum(benchmark::State &state) {
+  const int64_t n = state.range(0);
+  std::vector<float> m = randomVector(n, 12), g = randomVector(n, 13);
+  for (auto _ : state)
+    benchmark::DoNotOptimize(maxMagnitudeKeySum(m.data(), g.data(), n));
+  setBytes(state, 8);
+}
+
 /// Leader, chunk selection: select + gather + low-pass update + zero the
 /// output in one pass. Reads m, g; writes m, out: 16 B per element.
 void BM_FusedChunk(benchmark::State &state) {
@@ -220,6 +230,7 @@ void sizes(benchmark::internal::Benchmark *b) {
 } // namespace
 
 BENCHMARK(BM_Copy)->Apply(sizes);
+BENCHMARK(BM_ScanSum)->Apply(sizes);
 BENCHMARK(BM_FusedChunk)->Apply(sizes);
 BENCHMARK(BM_FusedUpdate)->Apply(sizes);
 BENCHMARK(BM_ExactSelect)->Apply(sizes);

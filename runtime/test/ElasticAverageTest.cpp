@@ -195,6 +195,62 @@ TEST(ElasticAverage, CheckpointResumesBitForBit) {
   ASSERT_OK(gradcomm_finalize());
 }
 
+// The started form: three centers' exchanges (one with period 2, so some
+// calls do not exchange) in flight together, waited for in reverse order,
+// give the blocking form's replicas, centers and counters bit for bit.
+TEST(ElasticAverage, StartedExchangesMatchBlocking) {
+  World world;
+  const std::vector<int64_t> counts = {7, 1000, 33333};
+  const std::vector<int64_t> periods = {1, 2, 1};
+  const float alpha = 0.5f / static_cast<float>(world.size);
+  std::vector<std::vector<float>> started(counts.size()), blocking;
+  for (size_t t = 0; t < counts.size(); ++t)
+    started[t] = gradient(44 + t, world.rank, 0, counts[t]);
+  blocking = started;
+  auto name = [](const char *form, size_t t) {
+    return uniqueName(form + std::to_string(t));
+  };
+  for (uint64_t step = 0; step < 4; ++step) {
+    std::vector<gradcomm_request> requests(counts.size(), nullptr);
+    for (size_t t = 0; t < counts.size(); ++t) {
+      localStep(started[t], step, world.rank);
+      ASSERT_OK(gradcomm_elastic_average_start_f32(
+          name("started", t).c_str(), started[t].data(), counts[t], alpha,
+          periods[t], &requests[t]));
+      ASSERT_NE(requests[t], nullptr);
+    }
+    // A state whose exchange is in flight refuses another call (on every
+    // rank, and without advancing its counter).
+    if (step == 0)
+      EXPECT_EQ(gradcomm_elastic_average_f32(name("started", 1).c_str(),
+                                             started[1].data(), counts[1],
+                                             alpha, periods[1]),
+                GRADCOMM_ERR_STATE);
+    for (size_t t = counts.size(); t-- > 0;) {
+      ASSERT_OK(gradcomm_wait(&requests[t]));
+      localStep(blocking[t], step, world.rank);
+      ASSERT_OK(gradcomm_elastic_average_f32(name("blocking", t).c_str(),
+                                             blocking[t].data(), counts[t],
+                                             alpha, periods[t]));
+      EXPECT_EQ(started[t], blocking[t]) << "tensor " << t << " step " << step;
+    }
+  }
+  for (size_t t = 0; t < counts.size(); ++t) {
+    std::vector<float> centerStarted(counts[t]), centerBlocking(counts[t]);
+    ASSERT_OK(gradcomm_state_read(name("started", t).c_str(),
+                                  centerStarted.data(), counts[t]));
+    ASSERT_OK(gradcomm_state_read(name("blocking", t).c_str(),
+                                  centerBlocking.data(), counts[t]));
+    EXPECT_EQ(centerStarted, centerBlocking) << "tensor " << t;
+    gradcomm_op_stats a{}, b{};
+    ASSERT_OK(gradcomm_stats_get(name("started", t).c_str(), &a));
+    ASSERT_OK(gradcomm_stats_get(name("blocking", t).c_str(), &b));
+    EXPECT_EQ(a.calls, b.calls) << "tensor " << t;
+    EXPECT_EQ(a.messages, b.messages) << "tensor " << t;
+    EXPECT_EQ(a.value_bytes_sent, b.value_bytes_sent) << "tensor " << t;
+  }
+}
+
 TEST(ElasticAverage, Errors) {
   World world;
   std::vector<float> x(8, 1.0f);

@@ -88,12 +88,32 @@ TEST(SelectExact, SampledPathMatchesFullSort) {
     EXPECT_EQ(runExact(m, g, k), referenceTopk(m, g, k)) << "k " << k;
 }
 
+TEST(SelectExact, SampledPathBreaksTiesByIndex) {
+  // Seven distinct magnitudes over the whole input: the cutoff key is
+  // shared by thousands of survivors, and only the lowest indices of those
+  // may be taken.
+  const int64_t n = 3 * cpu::kSampledSelectMinElements + 5;
+  std::vector<float> m(n, 0.0f), g(n);
+  for (int64_t i = 0; i < n; ++i)
+    g[i] = static_cast<float>((i * 5) % 7) * ((i % 2) ? -0.25f : 0.25f);
+  for (int64_t k : {int64_t(10), n / 100, n / 7 + 3, n / 2})
+    EXPECT_EQ(runExact(m, g, k), referenceTopk(m, g, k)) << "k " << k;
+}
+
+TEST(SelectExact, SmallerSampleOnLargeInputs) {
+  // From 4M elements the sample is 1/256 of the input.
+  const int64_t n = (int64_t(1) << 22) + 3;
+  ASSERT_LT(cpu::sampleBlockLength(n) * cpu::kSampleBlocks, n / 200);
+  std::vector<float> m = gradient(14, 0, 0, n), g = gradient(15, 0, 0, n);
+  EXPECT_EQ(runExact(m, g, n / 100), referenceTopk(m, g, n / 100));
+}
+
 TEST(SelectExact, MisleadingSampleFallsBackAndStaysExact) {
   // Big values exactly where the sample looks: the estimated threshold is
   // too high, fewer than k survive, and the radix select must take over.
   const int64_t n = 2 * cpu::kSampledSelectMinElements;
   std::vector<float> m(n, 0.0f), g = gradient(13, 0, 0, n);
-  const int64_t blockLength = n / cpu::kSampleFraction / cpu::kSampleBlocks;
+  const int64_t blockLength = cpu::sampleBlockLength(n);
   for (int64_t block = 0; block < cpu::kSampleBlocks; ++block)
     for (int64_t j = 0; j < blockLength; ++j)
       g[block * (n / cpu::kSampleBlocks) + j] += 100.0f;
@@ -110,7 +130,7 @@ TEST(SelectExact, SparseGradients) {
   for (int64_t nonZeros : {int64_t(50), int64_t(3000)}) {
     std::vector<float> m(n, 0.0f), g(n, 0.0f);
     std::vector<float> values = gradient(31, 0, 0, nonZeros);
-    const int64_t blockLength = n / cpu::kSampleFraction / cpu::kSampleBlocks;
+    const int64_t blockLength = cpu::sampleBlockLength(n);
     const int64_t stride = n / cpu::kSampleBlocks;
     for (int64_t j = 0; j < nonZeros; ++j) {
       // Past each sampled block, inside the gap before the next one.

@@ -440,6 +440,17 @@ gradcomm_status gradcomm_elastic_average_f32(const char *state, float *x,
                                              int64_t count, float alpha,
                                              int64_t period);
 
+/// gradcomm_elastic_average_f32 started: the agreement, the center's
+/// initialization (the state's first call, blocking) and the counter happen
+/// here, and an exchange's all-reduce is started; gradcomm_wait applies the
+/// update to x and the center. Until then x must not be written and the
+/// state refuses other calls. Same bits as the blocking form. CPU backend
+/// only.
+gradcomm_status gradcomm_elastic_average_start_f32(const char *state, float *x,
+                                                   int64_t count, float alpha,
+                                                   int64_t period,
+                                                   gradcomm_request *request);
+
 /*===----------------------------------------------------------------------===*
  * Asynchronous gossip and EASGD (docs/gossip.md): MPI-3 one-sided
  * operations; no rank waits for another after the first call.

@@ -252,6 +252,11 @@ gradcomm_status guarded(const char *operation, const char *opName,
 gradcomm_status lookupState(const Call &call, const char *name, int64_t count,
                             State *&state);
 
+/// lookupState for a call that will use the state: also fails
+/// (GRADCOMM_ERR_STATE) while a started call holds it.
+gradcomm_status lookupIdleState(const Call &call, const char *name,
+                                int64_t count, State *&state);
+
 /// True when the CUDA backend is selected.
 inline bool usingCuda() { return context().backend == GRADCOMM_BACKEND_CUDA; }
 

@@ -46,6 +46,16 @@ gradcomm_status gradcomm::lookupState(const Call &call, const char *name,
   return GRADCOMM_OK;
 }
 
+gradcomm_status gradcomm::lookupIdleState(const Call &call, const char *name,
+                                          int64_t count, State *&state) {
+  GRADCOMM_RETURN_IF_ERROR(lookupState(call, name, count, state));
+  if (state->inFlight)
+    return call.fail(GRADCOMM_ERR_STATE,
+                     "state '" + std::string(name) +
+                         "' has a started call not waited for yet");
+  return GRADCOMM_OK;
+}
+
 gradcomm_status
 gradcomm::checkConsistencyOfInput(const Call &call, const float *input,
                                   int64_t count, float limit,

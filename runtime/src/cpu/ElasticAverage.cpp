@@ -17,68 +17,140 @@
 
 using namespace gradcomm;
 
+namespace {
+
+/// The blocking and started forms' common part: arguments, state, the
+/// agreement, the center's initialization on the state's first call and
+/// the counter. `*exchange`: this call is a period's exchange;
+/// `*skipped`: the non-finite policy skipped it (nothing changed).
+gradcomm_status beginElasticAverage(const Call &call, const char *stateName,
+                                    const float *x, int64_t count, float alpha,
+                                    int64_t period, State *&state,
+                                    bool *exchange, bool *skipped) {
+  *exchange = *skipped = false;
+  GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+  const Context &ctx = context();
+  GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
+    GRADCOMM_RETURN_IF_ERROR(
+        requireReplica(call, stateName, x, count, INT_MAX, period));
+    GRADCOMM_RETURN_IF_ERROR(requireElasticAlpha(call, alpha));
+    if (usingCuda())
+      return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                       "elastic averaging runs on the CPU backend only");
+    return lookupIdleState(call, stateName, count, state);
+  }));
+  std::vector<CheckField> fields = {
+      {"count", count},
+      {"alpha", floatBits(alpha)},
+      {"period", period},
+      {"step", static_cast<int64_t>(state->step)}};
+  // The differences are summed over the ranks.
+  gradcomm_status agreed = checkConsistencyOfInput(
+      call, x, count, inputLimit(/*summed=*/true), fields);
+  if ((*skipped = skippedNonFinite(agreed, stateName)))
+    return GRADCOMM_OK; // replica, center and counter as they were
+  GRADCOMM_RETURN_IF_ERROR(agreed);
+
+  gradcomm_op_stats &stats = opStats(stateName);
+  stats.calls += 1;
+  const uint64_t step = state->step;
+  const uint64_t bytes = sizeof(float) * static_cast<uint64_t>(count);
+  if (step == 0) {
+    // The center starts at the mean of the replicas (their common
+    // initialization, when they share one). Once per state, so the
+    // started form does it blocking too.
+    GRADCOMM_RETURN_IF_ERROR(meanOverRanks(call, x, count, state->data()));
+    stats.messages += 1;
+    stats.value_bytes_sent += allReduceBytes(bytes, ctx.size);
+    stats.value_bytes_received += allReduceBytes(bytes, ctx.size);
+  }
+  state->step += 1;
+  *exchange = step % period == 0;
+  if (*exchange) {
+    stats.messages += 1;
+    stats.value_bytes_sent += allReduceBytes(bytes, ctx.size);
+    stats.value_bytes_received += allReduceBytes(bytes, ctx.size);
+  }
+  return GRADCOMM_OK;
+}
+
+/// sum[i] = x[i] - c[i]: this rank's difference, summed over the ranks.
+void differences(const float *x, const float *center, int64_t count,
+                 float *sum) {
+  for (int64_t i = 0; i < count; ++i)
+    sum[i] = x[i] - center[i];
+}
+
+/// The exchange's update once the summed differences have arrived. This
+/// rank's own difference is recomputed (x and c have not changed), so no
+/// second buffer is written.
+void applyElasticUpdate(float *x, float *center, const float *sum,
+                        int64_t count, float alpha) {
+  for (int64_t i = 0; i < count; ++i) {
+    const float difference = x[i] - center[i];
+    x[i] = x[i] - alpha * difference;
+    center[i] = center[i] + alpha * sum[i];
+  }
+}
+
+} // namespace
+
 gradcomm_status gradcomm_elastic_average_f32(const char *stateName, float *x,
                                              int64_t count, float alpha,
                                              int64_t period) {
   return guarded("elastic_average_f32", stateName, [&](const Call &call) {
-    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-    const Context &ctx = context();
+    const double start = now();
     State *state = nullptr;
-    GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
-      GRADCOMM_RETURN_IF_ERROR(
-          requireReplica(call, stateName, x, count, INT_MAX, period));
-      GRADCOMM_RETURN_IF_ERROR(requireElasticAlpha(call, alpha));
-      if (usingCuda())
-        return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                         "elastic averaging runs on the CPU backend only");
-      return lookupState(call, stateName, count, state);
-    }));
-    std::vector<CheckField> fields = {
-        {"count", count},
-        {"alpha", floatBits(alpha)},
-        {"period", period},
-        {"step", static_cast<int64_t>(state->step)}};
-    // The differences are summed over the ranks.
-    gradcomm_status agreed = checkConsistencyOfInput(
-        call, x, count, inputLimit(/*summed=*/true), fields);
-    if (skippedNonFinite(agreed, stateName))
-      return GRADCOMM_OK; // replica, center and counter as they were
-    GRADCOMM_RETURN_IF_ERROR(agreed);
-
-    double start = now();
-    gradcomm_op_stats &stats = opStats(stateName);
-    stats.calls += 1;
-    const uint64_t step = state->step;
-    float *center = state->data();
-    const uint64_t bytes = sizeof(float) * static_cast<uint64_t>(count);
-    if (step == 0) {
-      // The center starts at the mean of the replicas (their common
-      // initialization, when they share one).
-      GRADCOMM_RETURN_IF_ERROR(meanOverRanks(call, x, count, center));
-      stats.messages += 1;
-      stats.value_bytes_sent += allReduceBytes(bytes, ctx.size);
-      stats.value_bytes_received += allReduceBytes(bytes, ctx.size);
-    }
-    state->step += 1;
-    if (step % period == 0) {
-      // The sum of the ranks' differences; nothing is updated until it has
-      // arrived, and this rank's own difference is recomputed then (x and
-      // c have not changed), so no second buffer is written.
+    bool exchange = false, skipped = false;
+    GRADCOMM_RETURN_IF_ERROR(beginElasticAverage(
+        call, stateName, x, count, alpha, period, state, &exchange, &skipped));
+    if (skipped)
+      return GRADCOMM_OK;
+    if (exchange) {
       static thread_local std::vector<float> sum;
       sum.resize(count);
-      for (int64_t i = 0; i < count; ++i)
-        sum[i] = x[i] - center[i];
+      differences(x, state->data(), count, sum.data());
       GRADCOMM_RETURN_IF_ERROR(allReduceSum(call, sum.data(), count));
-      for (int64_t i = 0; i < count; ++i) {
-        const float difference = x[i] - center[i];
-        x[i] = x[i] - alpha * difference;
-        center[i] = center[i] + alpha * sum[i];
-      }
-      stats.messages += 1;
-      stats.value_bytes_sent += allReduceBytes(bytes, ctx.size);
-      stats.value_bytes_received += allReduceBytes(bytes, ctx.size);
+      applyElasticUpdate(x, state->data(), sum.data(), count, alpha);
     }
-    stats.seconds += now() - start;
+    opStats(stateName).seconds += now() - start;
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_elastic_average_start_f32(const char *stateName,
+                                                   float *x, int64_t count,
+                                                   float alpha, int64_t period,
+                                                   gradcomm_request *request) {
+  return guarded("elastic_average_start_f32", stateName, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(
+        requireStartable(call, request, "gradcomm_elastic_average_f32"));
+    const double start = now();
+    State *state = nullptr;
+    bool exchange = false, skipped = false;
+    GRADCOMM_RETURN_IF_ERROR(beginElasticAverage(
+        call, stateName, x, count, alpha, period, state, &exchange, &skipped));
+    auto started = std::make_unique<gradcomm_request_s>();
+    started->opName = stateName;
+    started->skipped = skipped;
+    if (exchange && !skipped) {
+      // The differences go into the request's own buffer: several calls
+      // may be in flight.
+      auto sum = std::make_shared<std::vector<float>>(count);
+      differences(x, state->data(), count, sum->data());
+      started->what = "MPI_Iallreduce (started elastic average)";
+      GRADCOMM_RETURN_IF_ERROR(
+          startAllReduceSum(call, sum->data(), count, started->requests));
+      started->finish = [name = started->opName, state, x, count, alpha, sum,
+                         start] {
+        applyElasticUpdate(x, state->data(), sum->data(), count, alpha);
+        opStats(name.c_str()).seconds += now() - start;
+      };
+      // The center is read by the update at the wait.
+      state->inFlight = true;
+      started->release = [state] { state->inFlight = false; };
+    }
+    *request = trackRequest(std::move(started));
     return GRADCOMM_OK;
   });
 }

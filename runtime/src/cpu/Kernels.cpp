@@ -64,40 +64,42 @@ uint32_t gradcomm::cpu::maxMagnitudeKeySum(const float *m, const float *g,
   return largest;
 }
 
-/// Larger key first; equal keys: lower index first.
-static bool betterCandidate(const std::pair<uint32_t, int64_t> &a,
-                            const std::pair<uint32_t, int64_t> &b) {
-  return a.first != b.first ? a.first > b.first : a.second < b.second;
+/// Picks the best k of the survivors (in ascending index order) and writes
+/// their indices ascending. The k-th largest key is found on a copy of the
+/// keys alone; every survivor above it is taken, and of those equal to it
+/// the lowest indices (ties go to the lower index), in one in-order pass,
+/// so no sort.
+static void takeBest(const std::vector<uint32_t> &keys,
+                     const std::vector<int64_t> &survivorIndices, int64_t count,
+                     std::vector<uint32_t> &keyCopy, int64_t k,
+                     int64_t *indices) {
+  keyCopy.assign(keys.begin(), keys.begin() + count);
+  std::nth_element(keyCopy.begin(), keyCopy.begin() + (k - 1), keyCopy.end(),
+                   std::greater<uint32_t>());
+  const uint32_t cutoff = keyCopy[k - 1];
+  // Everything above the cutoff is among the first k - 1 after the
+  // partition: the rest of the k are ties at the cutoff.
+  int64_t above = 0;
+  for (int64_t j = 0; j < k - 1; ++j)
+    above += keyCopy[j] > cutoff;
+  int64_t tiesLeft = k - above, out = 0;
+  for (int64_t j = 0; j < count; ++j) {
+    const uint32_t key = keys[j];
+    if (key > cutoff || (key == cutoff && tiesLeft-- > 0))
+      indices[out++] = survivorIndices[j];
+  }
 }
 
-/// Picks the best k of `candidates` (collected in ascending index order)
-/// and writes their indices ascending: the k-th best is found on a copy,
-/// then one in-order pass keeps everything at least as good, so no sort.
-static void
-takeBest(const std::vector<std::pair<uint32_t, int64_t>> &candidates,
-         std::vector<std::pair<uint32_t, int64_t>> &copy, int64_t k,
-         int64_t *indices) {
-  copy.assign(candidates.begin(), candidates.end());
-  std::nth_element(copy.begin(), copy.begin() + (k - 1), copy.end(),
-                   betterCandidate);
-  const std::pair<uint32_t, int64_t> cutoff = copy[k - 1];
-  int64_t out = 0;
-  for (const auto &candidate : candidates)
-    if (!betterCandidate(cutoff, candidate))
-      indices[out++] = candidate.second;
-}
-
-/// The top k when `nonZeros` (ascending) are all the elements with a
-/// non-zero key and there are fewer than k of them: all of them plus the
-/// k - |nonZeros| lowest indices not among them, merged in ascending order.
-static void takeNonZerosAndFirstZeros(
-    const std::vector<std::pair<uint32_t, int64_t>> &nonZeros, int64_t n,
-    int64_t k, int64_t *indices) {
-  int64_t zerosLeft = k - static_cast<int64_t>(nonZeros.size());
-  int64_t out = 0;
-  size_t next = 0;
+/// The top k when `nonZeros` (ascending, `count` of them) are all the
+/// elements with a non-zero key and there are fewer than k of them: all of
+/// them plus the k - count lowest indices not among them, merged in
+/// ascending order.
+static void takeNonZerosAndFirstZeros(const int64_t *nonZeros, int64_t count,
+                                      int64_t n, int64_t k, int64_t *indices) {
+  int64_t zerosLeft = k - count;
+  int64_t out = 0, next = 0;
   for (int64_t i = 0; i < n && out < k; ++i) {
-    if (next < nonZeros.size() && nonZeros[next].second == i) {
+    if (next < count && nonZeros[next] == i) {
       indices[out++] = i;
       ++next;
     } else if (zerosLeft > 0) {
@@ -105,8 +107,8 @@ static void takeNonZerosAndFirstZeros(
       --zerosLeft;
     } else {
       // Only non-zeros are left to take: jump to them.
-      for (; next < nonZeros.size(); ++next)
-        indices[out++] = nonZeros[next].second;
+      for (; next < count; ++next)
+        indices[out++] = nonZeros[next];
     }
   }
 }
@@ -125,12 +127,14 @@ uint32_t gradcomm::cpu::selectExact(const float *m, const float *g, int64_t n,
 
   // Sample: contiguous blocks spread evenly, so reading them is cheap.
   std::vector<uint32_t> &sample = scratch.sample;
-  sample.clear();
-  const int64_t blockLength = n / kSampleFraction / kSampleBlocks;
+  const int64_t blockLength = sampleBlockLength(n);
+  sample.resize(kSampleBlocks * blockLength);
   for (int64_t block = 0; block < kSampleBlocks; ++block) {
-    const int64_t start = block * (n / kSampleBlocks);
-    for (int64_t i = start; i < start + blockLength; ++i)
-      sample.push_back(magnitudeKey(accumulated(m, g, i)));
+    const float *mb = m + block * (n / kSampleBlocks);
+    const float *gb = g + block * (n / kSampleBlocks);
+    uint32_t *keys = sample.data() + block * blockLength;
+    for (int64_t i = 0; i < blockLength; ++i)
+      keys[i] = magnitudeKey(mb[i] + gb[i]);
   }
   // Aim for 1.2 k survivors plus a few standard deviations of slack.
   const double expected = static_cast<double>(k) * sample.size() / n;
@@ -145,49 +149,68 @@ uint32_t gradcomm::cpu::selectExact(const float *m, const float *g, int64_t n,
   const bool sparse = sample[rank - 1] == 0;
   const uint32_t threshold = sparse ? 1 : sample[rank - 1];
 
-  auto &candidates = scratch.candidates;
-  candidates.clear();
-  candidates.reserve(static_cast<size_t>(1.5 * k) + 64);
-  // Blocks of 16: a branch-free test that vectorizes (keys compared as
-  // int32, the sign bit being clear), and the scalar collection only for
-  // the few blocks with a survivor.
+  // Blocks of 16: a branch-free maximum that vectorizes (keys compared as
+  // int32, the sign bit being clear) tells whether any key of the block
+  // reaches the threshold; only those few blocks are collected, with
+  // branch-free stores (the slot is always written, the count advances on
+  // a survivor).
   constexpr int64_t kBlock = 16;
+  std::vector<uint32_t> &keys = scratch.survivorKeys;
+  std::vector<int64_t> &survivors = scratch.survivorIndices;
+  if (keys.size() < static_cast<size_t>(1.5 * k) + kBlock) {
+    keys.resize(static_cast<size_t>(1.5 * k) + kBlock);
+    survivors.resize(keys.size());
+  }
   const int32_t limit = static_cast<int32_t>(threshold);
   int32_t largest = 0;
-  int64_t i = 0;
+  int64_t count = 0, i = 0;
   for (; i + kBlock <= n; i += kBlock) {
     const float *__restrict mb = m + i;
     const float *__restrict gb = g + i;
-    int32_t hit = 0;
+    int32_t blockLargest = 0;
+    // Not unrolled, so GCC vectorizes it as a loop (fully unrolled, its
+    // straight-line code stays scalar).
+#pragma GCC unroll 1
     for (int64_t j = 0; j < kBlock; ++j) {
-      int32_t key = static_cast<int32_t>(magnitudeKey(mb[j] + gb[j]));
-      hit |= key >= limit;
       // m + g, not g: a finite gradient that overflows the memory counts.
-      largest = key > largest ? key : largest;
+      int32_t key = static_cast<int32_t>(magnitudeKey(mb[j] + gb[j]));
+      blockLargest = key > blockLargest ? key : blockLargest;
     }
-    if (!hit)
+    largest = blockLargest > largest ? blockLargest : largest;
+    if (blockLargest < limit)
       continue;
+    if (keys.size() < static_cast<size_t>(count + kBlock)) {
+      keys.resize(2 * keys.size());
+      survivors.resize(keys.size());
+    }
     for (int64_t j = 0; j < kBlock; ++j) {
       uint32_t key = magnitudeKey(mb[j] + gb[j]);
-      if (key >= threshold)
-        candidates.push_back({key, i + j});
+      keys[count] = key;
+      survivors[count] = i + j;
+      count += key >= threshold;
     }
   }
   for (; i < n; ++i) {
     uint32_t key = magnitudeKey(m[i] + g[i]);
     largest = std::max(largest, static_cast<int32_t>(key));
-    if (key >= threshold)
-      candidates.push_back({key, i});
+    if (key < threshold)
+      continue;
+    if (keys.size() <= static_cast<size_t>(count)) {
+      keys.resize(2 * keys.size());
+      survivors.resize(keys.size());
+    }
+    keys[count] = key;
+    survivors[count++] = i;
   }
-  if (static_cast<int64_t>(candidates.size()) < k) {
+  if (count < k) {
     if (!sparse)
       return selectExactRadix(m, g, n, k, indices, scratch);
-    // Every non-zero is a candidate and belongs to the top k; the rest are
+    // Every non-zero is a survivor and belongs to the top k; the rest are
     // the lowest-index zeros (ties go to the lower index).
-    takeNonZerosAndFirstZeros(candidates, n, k, indices);
+    takeNonZerosAndFirstZeros(survivors.data(), count, n, k, indices);
     return static_cast<uint32_t>(largest);
   }
-  takeBest(candidates, scratch.ranked, k, indices);
+  takeBest(keys, survivors, count, scratch.keyCopy, k, indices);
   return static_cast<uint32_t>(largest);
 }
 

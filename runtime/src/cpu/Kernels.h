@@ -27,7 +27,11 @@ struct SelectScratch {
   std::vector<int64_t> above;
   std::vector<std::pair<uint32_t, int64_t>> candidates;
   std::vector<uint32_t> sample;
-  std::vector<std::pair<uint32_t, int64_t>> ranked;
+  /// The sampled path's survivors, in index order, as two arrays: the
+  /// cutoff search then works on 4-byte keys alone.
+  std::vector<uint32_t> survivorKeys;
+  std::vector<int64_t> survivorIndices;
+  std::vector<uint32_t> keyCopy;
 };
 
 /// Exact selection on inputs of at least this many elements first tries a
@@ -36,9 +40,17 @@ struct SelectScratch {
 /// select (two passes).
 inline constexpr int64_t kSampledSelectMinElements = int64_t(1) << 16;
 /// The sample is this many contiguous blocks, block j starting at
-/// j * (n / kSampleBlocks), together n / kSampleFraction elements.
+/// j * (n / kSampleBlocks), of sampleBlockLength(n) elements each.
 inline constexpr int64_t kSampleBlocks = 64;
-inline constexpr int64_t kSampleFraction = 64;
+
+/// One sample block's length: 1/64 of the input below 4M elements, 1/256
+/// from there (a sample of 16K elements or more already puts the threshold
+/// within a few percent of its target, and sorting a larger one costs more
+/// than the survivors it saves).
+inline int64_t sampleBlockLength(int64_t n) {
+  const int64_t fraction = n >= (int64_t(1) << 22) ? 256 : 64;
+  return n / fraction / kSampleBlocks;
+}
 
 /// The largest |g[i]| as its IEEE bits (NaN above Inf above every finite
 /// value): the non-finite scan compares it with the policy's limit

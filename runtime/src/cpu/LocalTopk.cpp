@@ -80,12 +80,7 @@ gradcomm_status beginLocalTopk(const Call &call, const char *stateName,
                        "k * ranks (" + std::to_string(k) + " * " +
                            std::to_string(ctx.size) +
                            ") exceeds the all-gather limit 2^31 - 1");
-    GRADCOMM_RETURN_IF_ERROR(lookupState(call, stateName, count, state));
-    if (state->inFlight)
-      return call.fail(GRADCOMM_ERR_STATE,
-                       "state '" + std::string(stateName) +
-                           "' has a started call not waited for yet");
-    return GRADCOMM_OK;
+    return lookupIdleState(call, stateName, count, state);
   }));
   if (usingCuda())
     return GRADCOMM_OK;

@@ -298,12 +298,7 @@ gradcomm_status beginScalecom(const Call &call, const ScalecomCall &c,
     if (overlaps(args.grad, c.out, args.count))
       return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
                        "'grad' and 'out' overlap");
-    GRADCOMM_RETURN_IF_ERROR(lookupState(call, args.state, args.count, state));
-    if (state->inFlight)
-      return call.fail(GRADCOMM_ERR_STATE,
-                       "state '" + std::string(args.state) +
-                           "' has a started call not waited for yet");
-    return GRADCOMM_OK;
+    return lookupIdleState(call, args.state, args.count, state);
   }));
   if (usingCuda())
     return GRADCOMM_OK;
