@@ -89,8 +89,8 @@ int32_t _mlir_ciface_gradcomm_rt_elastic_average_sharded_f32(
 /// The started forms generated code calls when collectives overlap
 /// computation (gradcomm-overlap-collectives): the same arguments as the
 /// blocking forms; the request is kept under the op (dense) or state
-/// (ScaleCom) name until gradcomm_rt_wait_f32(name, buffer), where
-/// `buffer` is the buffer the call writes (passed only so that nothing
+/// (ScaleCom, gossip, EASGD) name until gradcomm_rt_wait_f32(name, buffer),
+/// where `buffer` is the buffer the call writes (passed only so that nothing
 /// frees or reuses it before the wait). In a failed step a wait returns
 /// the step's failure; a started call still completes.
 int32_t _mlir_ciface_gradcomm_rt_dense_all_reduce_start_f32(
@@ -102,6 +102,10 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_start_f32(
 int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_start_f32(
     const char *state, gradcomm_unranked_memref *x, int32_t schedule,
     float mixing, int64_t seed, int64_t period);
+int32_t
+_mlir_ciface_gradcomm_rt_elastic_average_start_f32(const char *state,
+                                                   gradcomm_unranked_memref *x,
+                                                   float alpha, int64_t period);
 int32_t _mlir_ciface_gradcomm_rt_wait_f32(const char *name,
                                           gradcomm_unranked_memref *buffer);
 

@@ -428,6 +428,21 @@ _mlir_ciface_gradcomm_rt_elastic_average_f32(const char *state,
                         state, x, alpha, period);
 }
 
+int32_t _mlir_ciface_gradcomm_rt_elastic_average_start_f32(
+    const char *state, gradcomm_unranked_memref *x, float alpha,
+    int64_t period) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
+  View<float> view;
+  if (gradcomm_status status =
+          unpackReplica("elastic_average_start_f32", state, x, 0, view))
+    return status;
+  gradcomm_request request = nullptr;
+  GRADCOMM_RETURN_IF_ERROR(gradcomm_elastic_average_start_f32(
+      state, view.data, view.count, alpha, period, &request));
+  return keepRequest("elastic_average_start_f32", state, request);
+}
+
 int32_t _mlir_ciface_gradcomm_rt_elastic_average_async_f32(
     const char *state, gradcomm_unranked_memref *x, float alpha,
     int64_t period) {

@@ -137,6 +137,51 @@ func.func @scalecom(%ga: memref<8xf32>, %gb: memref<8xf32>) -> (f32, f32) {
 
 // -----
 
+// The replica exchanges write their replica x (operand 1): a gossip
+// exchange and a synchronous elastic average both start where they stand,
+// and each waits just before its replica is next read (the replicas are
+// this function's own allocations, so they are known apart).
+
+llvm.mlir.global internal constant @gx("gx\00")
+llvm.mlir.global internal constant @ex("ex\00")
+func.func private @gradcomm_rt_gossip_exchange_f32(!llvm.ptr, memref<*xf32>, i32, f32, i64, i64) -> i32 attributes {llvm.emit_c_interface}
+func.func private @gradcomm_rt_elastic_average_f32(!llvm.ptr, memref<*xf32>, f32, i64) -> i32 attributes {llvm.emit_c_interface}
+func.func private @gradcomm_rt_check(i32)
+
+// CHECK-LABEL: func.func @replicas(
+// CHECK:         call @gradcomm_rt_gossip_exchange_start_f32(%[[G:[^,]*]], %[[GX:[^,]*]],
+// CHECK-NEXT:    call @gradcomm_rt_check
+// CHECK-NEXT:    call @gradcomm_rt_elastic_average_start_f32(%[[E:[^,]*]], %[[EX:[^,]*]],
+// CHECK-NEXT:    call @gradcomm_rt_check
+// CHECK-NEXT:    call @gradcomm_rt_wait_f32(%[[E]], %[[EX]])
+// CHECK-NEXT:    call @gradcomm_rt_check
+// CHECK-NEXT:    memref.load %[[Y:.*]][
+// CHECK-NEXT:    call @gradcomm_rt_wait_f32(%[[G]], %[[GX]])
+// CHECK-NEXT:    call @gradcomm_rt_check
+// CHECK-NEXT:    memref.load
+func.func @replicas() -> (f32, f32) {
+  %x = memref.alloc() : memref<8xf32>
+  %y = memref.alloc() : memref<8xf32>
+  %ng = llvm.mlir.addressof @gx : !llvm.ptr
+  %ne = llvm.mlir.addressof @ex : !llvm.ptr
+  %cx = memref.cast %x : memref<8xf32> to memref<*xf32>
+  %cy = memref.cast %y : memref<8xf32> to memref<*xf32>
+  %matching = arith.constant 0 : i32
+  %half = arith.constant 0.5 : f32
+  %seed = arith.constant 7 : i64
+  %period = arith.constant 1 : i64
+  %i = arith.constant 1 : index
+  %sg = call @gradcomm_rt_gossip_exchange_f32(%ng, %cx, %matching, %half, %seed, %period) : (!llvm.ptr, memref<*xf32>, i32, f32, i64, i64) -> i32
+  call @gradcomm_rt_check(%sg) : (i32) -> ()
+  %se = call @gradcomm_rt_elastic_average_f32(%ne, %cy, %half, %period) : (!llvm.ptr, memref<*xf32>, f32, i64) -> i32
+  call @gradcomm_rt_check(%se) : (i32) -> ()
+  %vy = memref.load %y[%i] : memref<8xf32>
+  %vx = memref.load %x[%i] : memref<8xf32>
+  return %vx, %vy : f32, f32
+}
+
+// -----
+
 llvm.mlir.global internal constant @name("g\00")
 func.func private @gradcomm_rt_dense_all_reduce_f32(!llvm.ptr, memref<*xf32>, i32) -> i32 attributes {llvm.emit_c_interface}
 func.func private @gradcomm_rt_check(i32)

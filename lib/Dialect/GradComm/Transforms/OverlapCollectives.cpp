@@ -40,6 +40,8 @@ const StartedForm kStartedForms[] = {
     {"gradcomm_rt_scalecom_f32", "gradcomm_rt_scalecom_start_f32", 2},
     {"gradcomm_rt_gossip_exchange_f32", "gradcomm_rt_gossip_exchange_start_f32",
      1},
+    {"gradcomm_rt_elastic_average_f32", "gradcomm_rt_elastic_average_start_f32",
+     1},
 };
 
 const StartedForm *startedFormOf(func::CallOp call) {

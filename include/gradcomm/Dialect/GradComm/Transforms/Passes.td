@@ -685,17 +685,19 @@ def HoistCollectivesPass
 
 def OverlapCollectivesPass
     : Pass<"gradcomm-overlap-collectives", "::mlir::ModuleOp"> {
-  let summary = "Start dense all-reduces, fused ScaleCom steps and gossip "
-                "exchanges where they are, wait for them where their result "
-                "is first needed";
+  let summary = "Start dense all-reduces, fused ScaleCom steps, gossip "
+                "exchanges and elastic averages where they are, wait for "
+                "them where their result is first needed";
   let description = [{
     On buffers (after bufferization), in every function: each
-    `gradcomm_rt_dense_all_reduce_f32`, fused `gradcomm_rt_scalecom_f32`
-    and `gradcomm_rt_gossip_exchange_f32` call becomes its started form
+    `gradcomm_rt_dense_all_reduce_f32`, fused `gradcomm_rt_scalecom_f32`,
+    `gradcomm_rt_gossip_exchange_f32` and `gradcomm_rt_elastic_average_f32`
+    call becomes its started form
     (`gradcomm_rt_*_start_f32`, same arguments, at the same place) and a
     `gradcomm_rt_wait_f32(name, buffer)` as late as the block allows: just
     before the first operation that touches the buffer the call writes (the
-    reduced data; ScaleCom's output; the gossiped replica), or that the pass
+    reduced data; ScaleCom's output; the gossiped or averaged replica), or
+    that the pass
     cannot see into (a call of another function,
     a terminator). Each status goes to the same handler as the original
     call's (`gradcomm_rt_check` or `gradcomm_rt_record`). The computation in
