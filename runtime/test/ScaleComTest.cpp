@@ -250,6 +250,67 @@ TEST(ScaleCom, UnfusedOpsEqualTheFusedStep) {
   }
 }
 
+// The unfused ops with the value all-reduce started: two tensors'
+// compressions, both reductions in flight (their values and indices
+// overwritten at once), waited for in reverse order, then the memory
+// updates: the fused step's outputs and memories, bit for bit.
+TEST(ScaleCom, StartedSparseAllReduceMatchesTheFusedStep) {
+  World world;
+  const std::vector<int64_t> counts = {777, 64}, ks = {40, 64};
+  auto name = [](const char *form, size_t t) {
+    return uniqueName(form + std::to_string(t));
+  };
+  for (uint64_t step = 0; step < 4; ++step) {
+    std::vector<std::vector<float>> grads(2), outs(2), values(2);
+    std::vector<std::vector<int64_t>> indices(2);
+    std::vector<gradcomm_request> requests(2, nullptr);
+    for (size_t t = 0; t < 2; ++t) {
+      grads[t] = gradient(21 + t, world.rank, step, counts[t]);
+      outs[t].assign(counts[t], 7.0f);
+      values[t].resize(ks[t]);
+      indices[t].resize(ks[t]);
+      ASSERT_OK(gradcomm_cltk_compress_f32(
+          name("unfused", t).c_str(), grads[t].data(), counts[t], ks[t],
+          GRADCOMM_SELECT_EXACT, 0, values[t].data(), indices[t].data()));
+      std::vector<int64_t> kept = indices[t];
+      ASSERT_OK(gradcomm_sparse_all_reduce_start_f32(
+          "sar.started", values[t].data(), indices[t].data(), ks[t],
+          outs[t].data(), counts[t], GRADCOMM_REDUCE_AVERAGE, &requests[t]));
+      ASSERT_NE(requests[t], nullptr);
+      std::fill(values[t].begin(), values[t].end(), -1.0f);
+      std::fill(indices[t].begin(), indices[t].end(), int64_t(0));
+      indices[t] = kept; // for the memory update below
+    }
+    for (size_t t = 2; t-- > 0;) {
+      ASSERT_OK(gradcomm_wait(&requests[t]));
+      ASSERT_OK(gradcomm_memory_update_f32(name("unfused", t).c_str(),
+                                           grads[t].data(), counts[t],
+                                           indices[t].data(), ks[t], 0.25f));
+      std::vector<float> fused(counts[t]);
+      ASSERT_OK(gradcomm_scalecom_f32(
+          name("fused", t).c_str(), grads[t].data(), fused.data(), counts[t],
+          ks[t], GRADCOMM_SELECT_EXACT, 0, 0.25f, GRADCOMM_REDUCE_AVERAGE));
+      EXPECT_EQ(outs[t], fused) << "tensor " << t << " step " << step;
+      EXPECT_EQ(readMemory(name("unfused", t), counts[t]),
+                readMemory(name("fused", t), counts[t]));
+    }
+  }
+  gradcomm_op_stats stats{};
+  ASSERT_OK(gradcomm_stats_get("sar.started", &stats));
+  EXPECT_EQ(stats.calls, 8u);
+  // A repeated index fails at the start, on every rank, with nothing
+  // started.
+  std::vector<float> values = {1.0f, 2.0f}, out(4, 7.0f);
+  std::vector<int64_t> repeated = {1, 1};
+  gradcomm_request request = nullptr;
+  EXPECT_EQ(gradcomm_sparse_all_reduce_start_f32(
+                "sar.bad", values.data(), repeated.data(), 2, out.data(), 4,
+                GRADCOMM_REDUCE_SUM, &request),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(request, nullptr);
+  EXPECT_EQ(out, std::vector<float>(4, 7.0f));
+}
+
 TEST(ScaleCom, SparseAllReduceRefusesRepeatedIndices) {
   // Indices in any order are fine; a repeated one is refused on every rank
   // (the scatter's result would depend on the order of the writes).

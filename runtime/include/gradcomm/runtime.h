@@ -371,6 +371,15 @@ gradcomm_status
 gradcomm_sparse_all_reduce_f32(const char *op_name, const float *values,
                                const int64_t *indices, int64_t k, float *out,
                                int64_t count, gradcomm_reduction reduction);
+/// gradcomm_sparse_all_reduce_f32 started: arguments and agreement here,
+/// `values` and `indices` copied (free at once), the all-reduce of the
+/// values started; gradcomm_wait averages, zeroes `out` and scatters into
+/// it. `out` is off limits until then. Same bits as the blocking form.
+/// CPU backend only.
+gradcomm_status gradcomm_sparse_all_reduce_start_f32(
+    const char *op_name, const float *values, const int64_t *indices, int64_t k,
+    float *out, int64_t count, gradcomm_reduction reduction,
+    gradcomm_request *request);
 gradcomm_status gradcomm_memory_update_f32(const char *state, const float *grad,
                                            int64_t count,
                                            const int64_t *indices, int64_t k,

@@ -179,15 +179,20 @@ void countValueReduce(gradcomm_op_stats &stats, int64_t k) {
   stats.value_bytes_received += bytes;
 }
 
+/// Turns summed values into the mean for GRADCOMM_REDUCE_AVERAGE.
+void averageValues(float *values, int64_t k, gradcomm_reduction reduction) {
+  if (reduction != GRADCOMM_REDUCE_AVERAGE)
+    return;
+  const float groupSize = static_cast<float>(context().size);
+  for (int64_t j = 0; j < k; ++j)
+    values[j] /= groupSize;
+}
+
 /// Reduces `values` in place across ranks (sum, or mean).
 gradcomm_status reduceValues(const Call &call, float *values, int64_t k,
                              gradcomm_reduction reduction) {
   GRADCOMM_RETURN_IF_ERROR(allReduceSum(call, values, k));
-  if (reduction == GRADCOMM_REDUCE_AVERAGE) {
-    const float groupSize = static_cast<float>(context().size);
-    for (int64_t j = 0; j < k; ++j)
-      values[j] /= groupSize;
-  }
+  averageValues(values, k, reduction);
   return GRADCOMM_OK;
 }
 
@@ -456,22 +461,48 @@ gradcomm_status gradcomm_cltk_compress_f32(const char *stateName,
   });
 }
 
+namespace {
+
+/// The blocking and started sparse all-reduces' common part: arguments
+/// and agreement.
+gradcomm_status beginSparseAllReduce(const Call &call, const float *values,
+                                     const int64_t *indices, int64_t k,
+                                     float *out, int64_t count,
+                                     gradcomm_reduction reduction) {
+  GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+  GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
+    GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, count, k));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "values", values));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "indices", indices));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
+    GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
+    return validateIndices(call, indices, k, count, /*ascending=*/false);
+  }));
+  return checkConsistency(
+      call, {{"count", count}, {"k", k}, {"reduction", reduction}}, false);
+}
+
+/// The reduced values into an all-zero `out` at `indices`, and the counters.
+void scatterReduced(const char *opName, const float *reduced,
+                    const int64_t *indices, int64_t k, float *out,
+                    int64_t count, double start) {
+  std::fill(out, out + count, 0.0f);
+  cpu::scatter(out, indices, reduced, k);
+  gradcomm_op_stats &stats = opStats(opName);
+  stats.calls += 1;
+  countValueReduce(stats, k);
+  stats.seconds += now() - start;
+}
+
+} // namespace
+
 gradcomm_status
 gradcomm_sparse_all_reduce_f32(const char *opName, const float *values,
                                const int64_t *indices, int64_t k, float *out,
                                int64_t count, gradcomm_reduction reduction) {
   return guarded("sparse_all_reduce_f32", opName, [&](const Call &call) {
-    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
-    GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
-      GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, count, k));
-      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "values", values));
-      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "indices", indices));
-      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
-      GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
-      return validateIndices(call, indices, k, count, /*ascending=*/false);
-    }));
-    GRADCOMM_RETURN_IF_ERROR(checkConsistency(
-        call, {{"count", count}, {"k", k}, {"reduction", reduction}}, false));
+    GRADCOMM_RETURN_IF_ERROR(
+        beginSparseAllReduce(call, values, indices, k, out, count, reduction));
     double start = now();
     if (usingCuda()) {
       char error[kErrorSize] = {0};
@@ -490,12 +521,37 @@ gradcomm_sparse_all_reduce_f32(const char *opName, const float *values,
     static thread_local std::vector<float> reduced;
     reduced.assign(values, values + k);
     GRADCOMM_RETURN_IF_ERROR(reduceValues(call, reduced.data(), k, reduction));
-    std::fill(out, out + count, 0.0f);
-    cpu::scatter(out, indices, reduced.data(), k);
-    gradcomm_op_stats &stats = opStats(opName);
-    stats.calls += 1;
-    countValueReduce(stats, k);
-    stats.seconds += now() - start;
+    scatterReduced(opName, reduced.data(), indices, k, out, count, start);
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_sparse_all_reduce_start_f32(
+    const char *opName, const float *values, const int64_t *indices, int64_t k,
+    float *out, int64_t count, gradcomm_reduction reduction,
+    gradcomm_request *request) {
+  return guarded("sparse_all_reduce_start_f32", opName, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(
+        requireStartable(call, request, "gradcomm_sparse_all_reduce_f32"));
+    GRADCOMM_RETURN_IF_ERROR(
+        beginSparseAllReduce(call, values, indices, k, out, count, reduction));
+    const double start = now();
+    // Values and indices are copied into the request: the caller's
+    // buffers are free at once, and several calls may be in flight.
+    auto reduced = std::make_shared<std::vector<float>>(values, values + k);
+    auto kept = std::make_shared<std::vector<int64_t>>(indices, indices + k);
+    auto started = std::make_unique<gradcomm_request_s>();
+    started->opName = opName;
+    started->what = "MPI_Iallreduce (started sparse all-reduce)";
+    GRADCOMM_RETURN_IF_ERROR(
+        startAllReduceSum(call, reduced->data(), k, started->requests));
+    started->finish = [name = started->opName, reduced, kept, k, out, count,
+                       reduction, start] {
+      averageValues(reduced->data(), k, reduction);
+      scatterReduced(name.c_str(), reduced->data(), kept->data(), k, out, count,
+                     start);
+    };
+    *request = trackRequest(std::move(started));
     return GRADCOMM_OK;
   });
 }
