@@ -331,14 +331,27 @@ TEST(Stats, ScaleComBytesFollowTheCostModel) {
   ASSERT_OK(gradcomm_stats_get(name.c_str(), &stats));
   const uint64_t n = world.size;
   EXPECT_EQ(stats.calls, 3u);
-  EXPECT_EQ(stats.messages, 6u);
-  // k int32 indices broadcast (the tensor has fewer than 2^31 elements):
-  // (n - 1) / n of 4k bytes; k values all-reduced: 2 (n - 1) / n of 4k
-  // bytes. Independent of the tensor size.
+  // 40 int32 indices (160 bytes) fit in the agreement's payload: no
+  // broadcast of their own, one message (the values) per call.
+  EXPECT_EQ(stats.messages, 3u);
+  // k int32 indices shared by the leader (the tensor has fewer than 2^31
+  // elements): (n - 1) / n of 4k bytes, folded or not; k values
+  // all-reduced: 2 (n - 1) / n of 4k bytes. Independent of the tensor size.
   EXPECT_EQ(stats.index_bytes_sent, 3 * (4 * k * (n - 1) / n));
   EXPECT_EQ(stats.index_bytes_received, 3 * (4 * k * (n - 1) / n));
   EXPECT_EQ(stats.value_bytes_sent, 3 * (2 * 4 * k * (n - 1) / n));
   EXPECT_GE(stats.seconds, 0.0);
+
+  // 100 indices (400 bytes) do not fit: a broadcast and an all-reduce.
+  const std::string larger = name + "_k100";
+  std::vector<float> grad = gradient(42, world.rank, 0, count), out(count);
+  ASSERT_OK(gradcomm_scalecom_f32(larger.c_str(), grad.data(), out.data(),
+                                  count, 100, GRADCOMM_SELECT_EXACT, 0, 1.0f,
+                                  GRADCOMM_REDUCE_AVERAGE));
+  gradcomm_op_stats largerStats;
+  ASSERT_OK(gradcomm_stats_get(larger.c_str(), &largerStats));
+  EXPECT_EQ(largerStats.messages, 2u);
+  EXPECT_EQ(largerStats.index_bytes_sent, 4 * 100 * (n - 1) / n);
 
   // Chunk selection sends each index's offset inside its chunk: 1 byte for
   // chunks of 100, 2 bytes for chunks of 1000.

@@ -225,6 +225,72 @@ TEST(ScaleCom, SingleRankIsErrorFeedbackTopk) {
   }
 }
 
+// Indices that fit in the agreement's payload (k * width <= 256 bytes)
+// ride in it; with the agreement off they are broadcast. Both give the
+// same outputs and memories, bit for bit, for exact selection (int32
+// indices) and chunk selection (1- and 2-byte offsets; the chunk leader
+// then selects before the agreement and updates in the gather's pass), in
+// the fused step and in the unfused compress.
+TEST(ScaleCom, FoldedIndicesMatchTheBroadcast) {
+  World world;
+  struct Case {
+    int64_t count, k;
+    gradcomm_selection selection;
+    int64_t chunk;
+  };
+  const std::vector<Case> cases = {
+      {3000, 64, GRADCOMM_SELECT_EXACT, 0},    // 256 bytes: folded
+      {3000, 30, GRADCOMM_SELECT_CHUNK, 100},  // 1-byte offsets
+      {90000, 90, GRADCOMM_SELECT_CHUNK, 1000} // 2-byte offsets
+  };
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const Case &x = cases[c];
+    const std::string folded = uniqueName("folded" + std::to_string(c));
+    const std::string sent = uniqueName("sent" + std::to_string(c));
+    for (uint64_t step = 0; step < 5; ++step) { // every rank leads once
+      std::vector<float> grad = gradient(60 + c, world.rank, step, x.count);
+      std::vector<float> a(x.count), b(x.count);
+      gradcomm_op_stats before{}, after{};
+      gradcomm_stats_get(folded.c_str(), &before);
+      ASSERT_OK(gradcomm_scalecom_f32(folded.c_str(), grad.data(), a.data(),
+                                      x.count, x.k, x.selection, x.chunk, 0.5f,
+                                      GRADCOMM_REDUCE_AVERAGE));
+      ASSERT_OK(gradcomm_stats_get(folded.c_str(), &after));
+      EXPECT_EQ(after.messages - before.messages, 1u) << "case " << c;
+      ASSERT_OK(gradcomm_set_consistency_check(0));
+      ASSERT_OK(gradcomm_scalecom_f32(sent.c_str(), grad.data(), b.data(),
+                                      x.count, x.k, x.selection, x.chunk, 0.5f,
+                                      GRADCOMM_REDUCE_AVERAGE));
+      ASSERT_OK(gradcomm_set_consistency_check(1));
+      EXPECT_EQ(a, b) << "case " << c << " step " << step;
+      EXPECT_EQ(readMemory(folded, x.count), readMemory(sent, x.count))
+          << "case " << c << " step " << step;
+    }
+  }
+  // The unfused compress folds too: the same indices and values.
+  const int64_t count = 3000, k = 64;
+  const std::string folded = uniqueName("cfolded"), sent = uniqueName("csent");
+  for (uint64_t step = 0; step < 3; ++step) {
+    std::vector<float> grad = gradient(70, world.rank, step, count);
+    std::vector<float> va(k), vb(k);
+    std::vector<int64_t> ia(k), ib(k);
+    ASSERT_OK(gradcomm_cltk_compress_f32(folded.c_str(), grad.data(), count, k,
+                                         GRADCOMM_SELECT_EXACT, 0, va.data(),
+                                         ia.data()));
+    ASSERT_OK(gradcomm_set_consistency_check(0));
+    ASSERT_OK(gradcomm_cltk_compress_f32(sent.c_str(), grad.data(), count, k,
+                                         GRADCOMM_SELECT_EXACT, 0, vb.data(),
+                                         ib.data()));
+    ASSERT_OK(gradcomm_set_consistency_check(1));
+    EXPECT_EQ(ia, ib) << "step " << step;
+    EXPECT_EQ(va, vb) << "step " << step;
+    ASSERT_OK(gradcomm_memory_update_f32(folded.c_str(), grad.data(), count,
+                                         ia.data(), k, 1.0f));
+    ASSERT_OK(gradcomm_memory_update_f32(sent.c_str(), grad.data(), count,
+                                         ib.data(), k, 1.0f));
+  }
+}
+
 TEST(ScaleCom, UnfusedOpsEqualTheFusedStep) {
   World world;
   const int64_t count = 777, k = 40;

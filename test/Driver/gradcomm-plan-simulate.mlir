@@ -15,7 +15,8 @@
 //
 // * dense, 2 ranks: 50 ms + the 4 MiB all-reduce (2 * 10 us + 4194304 B *
 //   8 ns = 33.574 ms) + the 16 KiB one (0.151 ms) + two agreements
-//   (2 * 11.66 us) = 83.749 ms, as gradcomm-plan's dense total says.
+//   (2 * (10 us + 464 B * 8 ns) = 2 * 13.71 us) = 83.753 ms, as
+//   gradcomm-plan's dense total says.
 // * asynchronous gossip, 2 ranks: 50 ms + the 4 MiB push (33.554 ms +
 //   10 us) + the mix (12 B per element at 10 GB/s, 1.258 ms) + the small
 //   tensor's = 84.969 ms; from 16 ranks, pushes to random peers meet at a
@@ -29,14 +30,14 @@
 // CHECK:      simulated: 20 steps of 50.0 ms compute, stragglers 0.00 at 4.00x, seed 1, agreement on; latency 10.00 us, link 0.125 GB/s
 // CHECK-NEXT: ms per step (mean over ranks)
 // CHECK-NEXT: ranks dense scalecom-r100 local-topk-r100 gossip gossip-async easgd-p4 easgd-async-p4
-// CHECK-NEXT: 2 83.749 52.600 58.212 84.980 84.969 58.876 58.847
-// CHECK-NEXT: 16 113.414 53.370 72.600 85.015 91.335 66.344 227.024
-// CHECK-NEXT: 1024 117.938 54.364 1101.557 85.085 94.818 67.581 15479.755
+// CHECK-NEXT: 2 83.753 52.594 58.216 84.982 84.969 58.880 58.847
+// CHECK-NEXT: 16 113.430 53.345 72.617 85.024 91.335 66.361 227.024
+// CHECK-NEXT: 1024 117.979 54.302 1101.598 85.106 94.818 67.622 15479.755
 // CHECK-NEXT: MB sent per rank per step
 // CHECK-NEXT: ranks
-// CHECK-NEXT: 2 4.2111 0.0478 0.1267
-// CHECK-NEXT: 16 7.8967 0.0908 1.8965
-// CHECK-NEXT: 1024 8.4173 0.1001 129.2336
+// CHECK-NEXT: 2 4.2116 0.0483 0.1273
+// CHECK-NEXT: 16 7.8988 0.0929 1.8986
+// CHECK-NEXT: 1024 8.4224 0.1052 129.2387
 // CHECK:      ms a rank waits per step
 // CHECK-NEXT: ranks
 // CHECK-NEXT: 2 0.000 0.000 0.000 {{[0-9.]+}} 0.000 0.000 0.000
@@ -49,19 +50,19 @@
 // CHECK-NEXT: fastest per step: 2:scalecom-r100 16:scalecom-r100 1024:scalecom-r100
 
 // CSV: ranks,strategy,ms_per_step,mb_per_step,wait_ms_per_step,density_over_k
-// CSV: 2,dense,83.7488
+// CSV: 2,dense,83.7529
 
 // Every rank twice as slow every step: dense waits for nobody (all are
 // equally slow) and costs 50 ms more.
-// SLOW:      2 133.749 134.969
-// SLOW-NEXT: 16 163.414 139.076
+// SLOW:      2 133.753 134.969
+// SLOW-NEXT: 16 163.430 139.076
 
 // The exact selection's passes (40 B per element more at the default
 // 20 GB/s: 2.1 ms for the 1M + 4096 elements) on top of the chunk path,
 // whose indices travel as 1-byte offsets inside their chunks (exact: 4
 // bytes).
 // EXACT: ranks scalecom-r100 scalecom-r100-exact
-// EXACT-NEXT: 2 51.130 53.261
+// EXACT-NEXT: 2 51.125 53.256
 
 // BAD-STRATEGY: gradcomm-plan: --strategies: unknown strategy 'allgather'
 // BAD-RATE: gradcomm-plan: --straggler-rate must be in [0, 1]

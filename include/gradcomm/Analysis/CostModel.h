@@ -74,7 +74,7 @@ double allGatherSeconds(const ClusterModel &model, double bytesPerRank);
 double sendRecvSeconds(const ClusterModel &model, double bytes);
 
 /// The runtime's agreement before every synchronous call (one all-reduce
-/// of 26 int64).
+/// of 58 int64).
 double agreementSeconds(const ClusterModel &model);
 
 /// What one strategy costs one tensor per step.
@@ -84,7 +84,7 @@ struct Prediction {
 };
 
 /// The strategies, for a tensor of `elements` float32 values. Every
-/// runtime call also joins the agreement (one all-reduce of 26 int64).
+/// runtime call also joins the agreement (one all-reduce of 58 int64).
 Prediction predictDense(const ClusterModel &model, int64_t elements);
 /// `exactSelection`: the leader's exact top-k selection (about ten
 /// input reads, docs/performance.md) instead of the chunk path's one pass.

@@ -26,8 +26,10 @@ constexpr double kAllReduceShortBytes = 2048;
 constexpr double kBroadcastShortBytes = 12288;
 constexpr double kBroadcastLongBytes = 524288;
 constexpr double kAllGatherLongBytes = 524288; // all ranks' data together
-// The runtime's agreement before every collective call: 26 int64.
-constexpr double kAgreementBytes = 26 * 8;
+// The runtime's agreement before every collective call: 26 int64 of
+// fields and flags and 32 of payload (ScaleCom's indices when they fit).
+constexpr double kAgreementPayloadBytes = 32 * 8;
+constexpr double kAgreementBytes = 26 * 8 + kAgreementPayloadBytes;
 // Memory traffic of the kernels per element (bench/cpu, docs/performance.md):
 // the fused memory update reads m, g and marks and writes m and the output;
 // exact selection costs 8-13 input reads; a mix reads two vectors and
@@ -312,8 +314,12 @@ Prediction mlir::gradcomm::predictScaleCom(const ClusterModel &model,
                                         : indexBytes(elements);
   const double indices = k * width, values = 4.0 * k;
   Prediction p;
+  // Indices that fit in the agreement's payload travel in it: no
+  // broadcast of their own.
+  const bool folded = indices <= kAgreementPayloadBytes;
   p.seconds =
-      broadcastSeconds(model, indices) + allReduceSeconds(model, values) +
+      (folded ? 0.0 : broadcastSeconds(model, indices)) +
+      allReduceSeconds(model, values) +
       kernelSeconds(
           model, elements,
           kScaleComKernelBytes + (exactSelection ? kExactSelectionBytes : 0),

@@ -281,10 +281,28 @@ struct CheckField {
 /// GRADCOMM_ERR_NON_FINITE when any rank saw NaN/Inf, else OK. Nothing an
 /// entry point creates before it (a new state) survives a failure. When
 /// disabled, returns `local` without communicating.
+/// Bytes one rank may share with the others inside the agreement's message
+/// (AgreementPayload): 32 int64 slots, always sent, so the message has the
+/// same size on every rank whatever the call.
+inline constexpr size_t kAgreementPayloadBytes = 256;
+
+/// What one rank (`root`) shares in the agreement's message: `bytes` (at
+/// most kAgreementPayloadBytes) from `send` on the root land in `receive`
+/// on every rank, the root included, when the ranks agree. The ScaleCom
+/// leader's indices travel this way when they fit, instead of in a
+/// broadcast of their own.
+struct AgreementPayload {
+  int root;
+  const void *send;
+  size_t bytes;
+  void *receive;
+};
+
 gradcomm_status checkConsistency(const Call &call,
                                  const std::vector<CheckField> &fields,
                                  bool localNonFinite,
-                                 gradcomm_status local = GRADCOMM_OK);
+                                 gradcomm_status local = GRADCOMM_OK,
+                                 const AgreementPayload *payload = nullptr);
 
 /// A known schedule, a power-of-two `size` for hypercube, and (when
 /// `pairing`: the synchronous exchange) not the random schedule.
@@ -401,6 +419,15 @@ gradcomm_status broadcastChunkIndices(const Call &call, int64_t *data,
                                       int64_t chunkSize);
 /// Bytes per index on the wire for chunk selection (broadcastChunkIndices).
 int chunkIndexBytes(int64_t bound, int64_t chunkSize);
+
+/// The ScaleCom indices as they travel: `width` bytes each (1 or 2: the
+/// offset inside chunk j of `chunkSize` elements; 4 or 8: the index, with
+/// chunkSize 0). encodeIndices writes k * width bytes; decodeIndices reads
+/// them back.
+void encodeIndices(const int64_t *indices, int64_t k, int width,
+                   int64_t chunkSize, uint8_t *bytes);
+void decodeIndices(const uint8_t *bytes, int64_t k, int width,
+                   int64_t chunkSize, int64_t *indices);
 
 /// The watchdog fired: records and prints GRADCOMM_ERR_TIMEOUT, aborts.
 [[noreturn]] void timedOut(const Call &call, const char *what, int peer,

@@ -176,7 +176,8 @@ gradcomm_status gradcomm::agreeOnStatus(const Call &call,
 gradcomm_status
 gradcomm::checkConsistency(const Call &call,
                            const std::vector<CheckField> &fields,
-                           bool localNonFinite, gradcomm_status local) {
+                           bool localNonFinite, gradcomm_status local,
+                           const AgreementPayload *payload) {
   Context &ctx = context();
   gradcomm_status agreed = local;
   if (ctx.consistencyCheck) {
@@ -196,15 +197,25 @@ gradcomm::checkConsistency(const Call &call,
     }
     // One MPI_MAX all-reduce: every slot's max and (negated) min, the
     // lowest failing rank and the lowest rank with a non-finite gradient
-    // (both encoded as size - rank).
+    // (both encoded as size - rank), then the payload: the root's words,
+    // INT64_MIN from every other rank, so the max is the root's.
     const size_t n = kAgreementSlots;
-    std::array<int64_t, 2 * kAgreementSlots + 2> buffer{};
+    constexpr size_t kPayloadWords = kAgreementPayloadBytes / 8;
+    std::array<int64_t, 2 * kAgreementSlots + 2 + kPayloadWords> buffer{};
     for (size_t i = 0; i < used; ++i) {
       buffer[i] = all[i].value;
       buffer[n + i] = -all[i].value;
     }
     buffer[2 * n] = local != GRADCOMM_OK ? ctx.size - ctx.rank : 0;
     buffer[2 * n + 1] = localNonFinite ? ctx.size - ctx.rank : 0;
+    int64_t *words = buffer.data() + 2 * n + 2;
+    if (payload && payload->bytes > kAgreementPayloadBytes)
+      return call.fail(GRADCOMM_ERR_INTERNAL, "agreement payload too large");
+    if (payload && ctx.rank == payload->root)
+      std::memcpy(words, payload->send, payload->bytes);
+    else
+      std::fill(words, words + kPayloadWords,
+                std::numeric_limits<int64_t>::min());
     MPI_Request request;
     GRADCOMM_RETURN_IF_ERROR(
         call.mpi(MPI_Iallreduce(MPI_IN_PLACE, buffer.data(),
@@ -238,6 +249,8 @@ gradcomm::checkConsistency(const Call &call,
                 " (NaN, Inf, or a magnitude the sum over the group could "
                 "overflow); nothing changed on any rank");
     }
+    if (agreed == GRADCOMM_OK && payload)
+      std::memcpy(payload->receive, words, payload->bytes);
   }
   // A call the skip policy turns into a no-op keeps using its state (a new
   // one holds zeros: as if it had not been created).
@@ -377,6 +390,26 @@ gradcomm_status gradcomm::broadcastIndices(const Call &call, int64_t *data,
 
 int gradcomm::chunkIndexBytes(int64_t bound, int64_t chunkSize) {
   return chunkSize <= 256 ? 1 : chunkSize <= 65536 ? 2 : indexBytes(bound);
+}
+
+void gradcomm::encodeIndices(const int64_t *indices, int64_t k, int width,
+                             int64_t chunkSize, uint8_t *bytes) {
+  for (int64_t j = 0; j < k; ++j) {
+    // Little-endian, the low `width` bytes of the offset in its chunk.
+    const uint64_t value = static_cast<uint64_t>(indices[j] - j * chunkSize);
+    for (int b = 0; b < width; ++b)
+      bytes[j * width + b] = static_cast<uint8_t>(value >> (8 * b));
+  }
+}
+
+void gradcomm::decodeIndices(const uint8_t *bytes, int64_t k, int width,
+                             int64_t chunkSize, int64_t *indices) {
+  for (int64_t j = 0; j < k; ++j) {
+    uint64_t value = 0;
+    for (int b = 0; b < width; ++b)
+      value |= static_cast<uint64_t>(bytes[j * width + b]) << (8 * b);
+    indices[j] = j * chunkSize + static_cast<int64_t>(value);
+  }
 }
 
 namespace {

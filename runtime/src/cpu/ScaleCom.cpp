@@ -12,6 +12,7 @@
 #include "Kernels.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -99,6 +100,26 @@ gradcomm_status cudaScalecom(const Call &call, const CompressArgs &args,
   return GRADCOMM_OK;
 }
 
+/// Bytes per index on the wire (CPU backend): the offset inside its chunk
+/// (1 or 2 bytes) for chunk selection, int32 below 2^31 elements.
+int indexWidth(const CompressArgs &args) {
+  return args.selection == GRADCOMM_SELECT_CHUNK
+             ? chunkIndexBytes(args.count, args.chunkSize)
+             : indexBytes(args.count);
+}
+
+/// True when the leader's indices ride in the agreement's message instead
+/// of a broadcast of their own (CPU backend, agreement on, and k indices
+/// fit in kAgreementPayloadBytes): one collective fewer per call, which is
+/// what a small tensor's call costs. Every rank decides the same way once
+/// they agree on count, k, selection and chunk size, which the same
+/// agreement checks.
+bool foldsIndices(const CompressArgs &args) {
+  return !usingCuda() && context().consistencyCheck &&
+         args.k * indexWidth(args) <=
+             static_cast<int64_t>(kAgreementPayloadBytes);
+}
+
 /// The leader's selection, the consistency check and the index broadcast:
 /// on return `state.indices` holds the leader's k indices on every rank.
 /// With `fusedUpdate` (the fused step), the leader's chunk selection also
@@ -132,6 +153,30 @@ gradcomm_status selectAndBroadcast(const Call &call, const CompressArgs &args,
       cpu::exceedsLimit(largest, inputLimit(/*summed=*/true));
   std::vector<CheckField> fields = compressFields(args, state);
   fields.insert(fields.end(), extra.begin(), extra.end());
+  if (foldsIndices(args)) {
+    // The indices go out with the agreement, so the leader selects first
+    // (a chunk leader then updates in the fused gather's pass, like the
+    // other ranks: the same bits as the one-pass kernel).
+    if (isLeader && args.selection == GRADCOMM_SELECT_CHUNK)
+      cpu::selectChunk(state.memory.data(), args.grad, args.count,
+                       args.chunkSize, state.indices.data());
+    const int width = indexWidth(args);
+    const int64_t chunk =
+        args.selection == GRADCOMM_SELECT_CHUNK ? args.chunkSize : 0;
+    std::array<uint8_t, kAgreementPayloadBytes> sent{}, received{};
+    if (isLeader)
+      encodeIndices(state.indices.data(), args.k, width, chunk, sent.data());
+    const AgreementPayload payload{leader, sent.data(),
+                                   static_cast<size_t>(args.k * width),
+                                   received.data()};
+    gradcomm_status agreed =
+        checkConsistency(call, fields, nonFinite, GRADCOMM_OK, &payload);
+    if ((*skipped = skippedNonFinite(agreed, args.state)))
+      return GRADCOMM_OK;
+    GRADCOMM_RETURN_IF_ERROR(agreed);
+    decodeIndices(received.data(), args.k, width, chunk, state.indices.data());
+    return GRADCOMM_OK;
+  }
   // Nothing is written before every rank agrees and all gradients are
   // finite.
   gradcomm_status agreed = checkConsistency(call, fields, nonFinite);
@@ -158,15 +203,14 @@ gradcomm_status selectAndBroadcast(const Call &call, const CompressArgs &args,
 
 /// The index broadcast's bytes on the CPU backend: offsets inside their
 /// chunks (1 or 2 bytes) for chunk selection, int32 indices for tensors
-/// below 2^31 elements (the CUDA backend sends int64).
+/// below 2^31 elements (the CUDA backend sends int64). Indices folded into
+/// the agreement count as the same bytes, in no message of their own.
 void countCompress(gradcomm_op_stats &stats, const CompressArgs &args) {
   const Context &ctx = context();
-  const int width = usingCuda() ? 8
-                    : args.selection == GRADCOMM_SELECT_CHUNK
-                        ? chunkIndexBytes(args.count, args.chunkSize)
-                        : indexBytes(args.count);
+  const int width = usingCuda() ? 8 : indexWidth(args);
   uint64_t bytes = broadcastBytes(width * args.k, ctx.size);
-  stats.messages += 1;
+  if (!foldsIndices(args))
+    stats.messages += 1;
   stats.index_bytes_sent += bytes;
   stats.index_bytes_received += bytes;
 }
