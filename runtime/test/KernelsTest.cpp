@@ -46,7 +46,11 @@ std::vector<int64_t> runExact(const std::vector<float> &m,
 }
 
 TEST(SelectExact, MatchesFullSortOnRandomData) {
-  for (int64_t n : {1, 5, 100, 4099, 100000}) {
+  // Every path: all keys as candidates (up to kDirectSelectMaxElements),
+  // the radix select (below kSampledSelectMinElements), the sample.
+  for (int64_t n :
+       {int64_t(1), int64_t(5), int64_t(100), cpu::kDirectSelectMaxElements,
+        cpu::kDirectSelectMaxElements + 1, int64_t(100000)}) {
     std::vector<float> m = gradient(1, 0, 0, n), g = gradient(2, 0, 0, n);
     for (int64_t k : {int64_t(1), n / 3 + 1, n}) {
       EXPECT_EQ(runExact(m, g, k), referenceTopk(m, g, k))

@@ -39,6 +39,10 @@ struct SelectScratch {
 /// and the rare sample that overestimates the threshold, take the radix
 /// select (two passes).
 inline constexpr int64_t kSampledSelectMinElements = int64_t(1) << 16;
+/// Up to this many elements, every key is a candidate: the k-th largest is
+/// found on the keys alone and one in-order pass takes the k (the radix
+/// select's fixed cost, a 32K-bucket histogram, dominates below it).
+inline constexpr int64_t kDirectSelectMaxElements = 4096;
 /// The sample is this many contiguous blocks, block j starting at
 /// j * (n / kSampleBlocks), of sampleBlockLength(n) elements each.
 inline constexpr int64_t kSampleBlocks = 64;
