@@ -375,6 +375,14 @@ TEST(ScaleCom, StartedSparseAllReduceMatchesTheFusedStep) {
             GRADCOMM_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(request, nullptr);
   EXPECT_EQ(out, std::vector<float>(4, 7.0f));
+  // An op without a name is counted under "", as the blocking form does.
+  std::vector<int64_t> distinct = {0, 3};
+  ASSERT_OK(gradcomm_sparse_all_reduce_start_f32(
+      nullptr, values.data(), distinct.data(), 2, out.data(), 4,
+      GRADCOMM_REDUCE_SUM, &request));
+  ASSERT_OK(gradcomm_wait(&request));
+  const float n = static_cast<float>(world.size);
+  EXPECT_EQ(out, (std::vector<float>{n, 0.0f, 0.0f, 2.0f * n}));
 }
 
 TEST(ScaleCom, SparseAllReduceRefusesRepeatedIndices) {

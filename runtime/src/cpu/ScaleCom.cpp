@@ -585,7 +585,7 @@ gradcomm_status gradcomm_sparse_all_reduce_start_f32(
     auto reduced = std::make_shared<std::vector<float>>(values, values + k);
     auto kept = std::make_shared<std::vector<int64_t>>(indices, indices + k);
     auto started = std::make_unique<gradcomm_request_s>();
-    started->opName = opName;
+    started->opName = opName ? opName : "";
     started->what = "MPI_Iallreduce (started sparse all-reduce)";
     GRADCOMM_RETURN_IF_ERROR(
         startAllReduceSum(call, reduced->data(), k, started->requests));
