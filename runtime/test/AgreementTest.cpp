@@ -152,6 +152,36 @@ TEST(Agreement, TensorsReducedInAnotherOrderAreRefused) {
   EXPECT_EQ(b, std::vector<float>(8, 2.0f));
 }
 
+// Whether a ScaleCom call's indices ride in the agreement depends on k:
+// a rank whose k fits (64 int32 indices, 256 bytes) and ranks whose k does
+// not (65) still send agreements of one size, so the disagreement is
+// refused on every rank with one message, nothing hangs, and no state or
+// output changes; the corrected call then works.
+TEST(Agreement, KThatFoldsOnOneRankOnlyIsRefused) {
+  World world;
+  SKIP_UNLESS_SEVERAL_RANKS(world);
+  const int64_t count = 3000;
+  std::string name = uniqueName("fold");
+  std::vector<float> grad = gradient(80, world.rank, 0, count);
+  std::vector<float> out(count, 7.0f);
+  const int64_t k = world.rank == 0 ? 64 : 65;
+  gradcomm_status status = gradcomm_scalecom_f32(
+      name.c_str(), grad.data(), out.data(), count, k, GRADCOMM_SELECT_EXACT, 0,
+      1.0f, GRADCOMM_REDUCE_AVERAGE);
+  EXPECT_EQ(status, GRADCOMM_ERR_MISMATCH) << gradcomm_last_error();
+  EXPECT_TRUE(sameEverywhere(static_cast<uint64_t>(status)));
+  // Each rank names itself; the cause is the same everywhere.
+  const std::string message = gradcomm_last_error();
+  const size_t cause = message.find("ranks disagree on k (min 64, max 65)");
+  ASSERT_NE(cause, std::string::npos) << message;
+  EXPECT_TRUE(sameEverywhere(hashText(message.substr(cause))));
+  EXPECT_EQ(out, std::vector<float>(count, 7.0f));
+  EXPECT_FALSE(stateExists(name));
+  EXPECT_OK(gradcomm_scalecom_f32(name.c_str(), grad.data(), out.data(), count,
+                                  64, GRADCOMM_SELECT_EXACT, 0, 1.0f,
+                                  GRADCOMM_REDUCE_AVERAGE));
+}
+
 TEST(NonFinite, DenseAllReduceSkipsOnEveryRank) {
   World world;
   std::vector<float> data(8, 1.0f);
