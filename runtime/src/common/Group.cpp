@@ -151,9 +151,8 @@ gradcomm_status validateGrid(const Call &call, const int64_t *shape,
 gradcomm_status agreeOnGrid(const Call &call, const GridAxes &grid,
                             gradcomm_status local) {
   // FNV-1a of the spec text: equal texts, equal grids.
-  uint64_t hash = 1469598103934665603ull;
-  for (char c : grid.spec())
-    hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  const std::string spec = grid.spec();
+  const uint64_t hash = fnv1a(spec.data(), spec.size());
   // The check runs even when the trainer switched it off for its
   // collectives.
   Context &ctx = context();

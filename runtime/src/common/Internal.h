@@ -252,6 +252,16 @@ gradcomm_status guarded(const char *operation, const char *opName,
 gradcomm_status lookupState(const Call &call, const char *name, int64_t count,
                             State *&state);
 
+/// data[i] /= n (the group's size) on the host: the mean of an all-reduced
+/// sum. Divided, not multiplied by 1/n, so the result is the correctly
+/// rounded mean, as a reference computes it.
+void divideByGroupSize(float *data, int64_t count);
+
+/// FNV-1a 64 of `size` bytes, continuing from `hash` (a running checksum
+/// passes its last value): checkpoint checksums and the agreement's hashes.
+inline constexpr uint64_t kFnvOffsetBasis = 0xcbf29ce484222325ull;
+uint64_t fnv1a(const void *data, size_t size, uint64_t hash = kFnvOffsetBasis);
+
 /// lookupState for a call that will use the state: also fails
 /// (GRADCOMM_ERR_STATE) while a started call holds it.
 gradcomm_status lookupIdleState(const Call &call, const char *name,
@@ -404,30 +414,25 @@ gradcomm_status meanOverRanks(const Call &call, const float *x, int64_t count,
 /// the peer (`peer`, or -1: the rest of the group) and aborts the job.
 gradcomm_status waitYielding(const Call &call, MPI_Request &request,
                              const char *what, int peer = -1);
-/// Broadcasts `count` indices, all below `bound`, from `root`: as int32
-/// when `bound` <= 2^31 (indexBytes), else as int64.
-gradcomm_status broadcastIndices(const Call &call, int64_t *data, int64_t count,
-                                 int root, int64_t bound);
 /// Bytes per index on the wire for indices below `bound`: 4 or 8.
 int indexBytes(int64_t bound);
-/// Chunk selection's indices from `root` (index j lies in chunk j of
-/// `chunkSize` elements): only each index's offset inside its chunk
-/// travels, as 1 byte (chunks of at most 256) or 2 (at most 65536), else
-/// as broadcastIndices sends them.
-gradcomm_status broadcastChunkIndices(const Call &call, int64_t *data,
-                                      int64_t count, int root, int64_t bound,
-                                      int64_t chunkSize);
-/// Bytes per index on the wire for chunk selection (broadcastChunkIndices).
+/// Bytes per index on the wire for chunk selection (index j lies in chunk
+/// j of `chunkSize` elements, so only its offset there travels): 1 for
+/// chunks of at most 256, 2 for at most 65536, else indexBytes(bound).
 int chunkIndexBytes(int64_t bound, int64_t chunkSize);
 
-/// The ScaleCom indices as they travel: `width` bytes each (1 or 2: the
-/// offset inside chunk j of `chunkSize` elements; 4 or 8: the index, with
-/// chunkSize 0). encodeIndices writes k * width bytes; decodeIndices reads
-/// them back.
+/// The ScaleCom indices as they travel: `width` bytes each (1, 2, 4 or 8)
+/// of index j minus j * chunkSize (the offset inside chunk j; the index
+/// itself with chunkSize 0). encodeIndices writes k * width bytes;
+/// decodeIndices reads them back.
 void encodeIndices(const int64_t *indices, int64_t k, int width,
                    int64_t chunkSize, uint8_t *bytes);
 void decodeIndices(const uint8_t *bytes, int64_t k, int width,
                    int64_t chunkSize, int64_t *indices);
+
+/// Broadcasts `count` indices from `root`, encoded as encodeIndices does.
+gradcomm_status broadcastIndices(const Call &call, int64_t *data, int64_t count,
+                                 int root, int width, int64_t chunkSize);
 
 /// The watchdog fired: records and prints GRADCOMM_ERR_TIMEOUT, aborts.
 [[noreturn]] void timedOut(const Call &call, const char *what, int peer,

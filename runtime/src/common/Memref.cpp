@@ -418,6 +418,16 @@ int32_t elasticAverage(const char *operation, ElasticAverageFn average,
   return average(state, view.data, view.count, alpha, period);
 }
 
+/// The started elastic average, its request kept under the state's name
+/// until gradcomm_rt_wait_f32.
+gradcomm_status startElasticAverage(const char *state, float *x, int64_t count,
+                                    float alpha, int64_t period) {
+  gradcomm_request request = nullptr;
+  GRADCOMM_RETURN_IF_ERROR(gradcomm_elastic_average_start_f32(
+      state, x, count, alpha, period, &request));
+  return keepRequest("elastic_average_start_f32", state, request);
+}
+
 } // namespace
 
 int32_t
@@ -431,16 +441,8 @@ _mlir_ciface_gradcomm_rt_elastic_average_f32(const char *state,
 int32_t _mlir_ciface_gradcomm_rt_elastic_average_start_f32(
     const char *state, gradcomm_unranked_memref *x, float alpha,
     int64_t period) {
-  if (gradcomm_status failed = stepFailure())
-    return failed;
-  View<float> view;
-  if (gradcomm_status status =
-          unpackReplica("elastic_average_start_f32", state, x, 0, view))
-    return status;
-  gradcomm_request request = nullptr;
-  GRADCOMM_RETURN_IF_ERROR(gradcomm_elastic_average_start_f32(
-      state, view.data, view.count, alpha, period, &request));
-  return keepRequest("elastic_average_start_f32", state, request);
+  return elasticAverage("elastic_average_start_f32", startElasticAverage, state,
+                        x, alpha, period);
 }
 
 int32_t _mlir_ciface_gradcomm_rt_elastic_average_async_f32(

@@ -48,15 +48,6 @@ namespace {
 constexpr char kMagic[8] = {'G', 'C', 'S', 'T', 'A', 'T', 'E', '\0'};
 constexpr uint32_t kVersion = 2;
 
-uint64_t fnv1a(const char *data, size_t size) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < size; ++i) {
-    hash ^= static_cast<unsigned char>(data[i]);
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
-}
-
 /// Reads from a byte range, failing (not crashing) past its end.
 class Reader {
 public:
@@ -202,9 +193,7 @@ public:
   explicit StreamWriter(FILE *file) : file(file) {}
 
   void bytes(const void *data, size_t size) {
-    const char *text = static_cast<const char *>(data);
-    for (size_t i = 0; i < size; ++i)
-      hash = (hash ^ static_cast<unsigned char>(text[i])) * 0x100000001b3ull;
+    hash = fnv1a(data, size, hash);
     if (size > 0 && std::fwrite(data, 1, size, file) != size)
       ok = false;
   }
@@ -214,7 +203,7 @@ public:
 
 private:
   FILE *file;
-  uint64_t hash = 0xcbf29ce484222325ull;
+  uint64_t hash = kFnvOffsetBasis;
   bool ok = true;
 };
 

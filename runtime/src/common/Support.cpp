@@ -46,6 +46,19 @@ gradcomm_status gradcomm::lookupState(const Call &call, const char *name,
   return GRADCOMM_OK;
 }
 
+void gradcomm::divideByGroupSize(float *data, int64_t count) {
+  const float groupSize = static_cast<float>(context().size);
+  for (int64_t i = 0; i < count; ++i)
+    data[i] /= groupSize;
+}
+
+uint64_t gradcomm::fnv1a(const void *data, size_t size, uint64_t hash) {
+  const unsigned char *bytes = static_cast<const unsigned char *>(data);
+  for (size_t i = 0; i < size; ++i)
+    hash = (hash ^ bytes[i]) * 0x100000001b3ull;
+  return hash;
+}
+
 gradcomm_status gradcomm::lookupIdleState(const Call &call, const char *name,
                                           int64_t count, State *&state) {
   GRADCOMM_RETURN_IF_ERROR(lookupState(call, name, count, state));
@@ -124,10 +137,8 @@ constexpr size_t kAgreementSlots = 12;
 
 /// FNV-1a of `text`, in 62 bits (positive in an int64 and when negated).
 int64_t nameHash(const char *text) {
-  uint64_t hash = 14695981039346656037ull;
-  for (const char *c = text ? text : ""; *c; ++c)
-    hash = (hash ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
-  return static_cast<int64_t>(hash >> 2);
+  text = text ? text : "";
+  return static_cast<int64_t>(fnv1a(text, std::strlen(text)) >> 2);
 }
 
 /// The lowest failing rank's status and message, on every rank.
@@ -343,9 +354,7 @@ gradcomm_status gradcomm::meanOverRanks(const Call &call, const float *x,
                                         int64_t count, float *mean) {
   std::copy(x, x + count, mean);
   GRADCOMM_RETURN_IF_ERROR(allReduceSum(call, mean, count));
-  const float n = static_cast<float>(context().size);
-  for (int64_t i = 0; i < count; ++i)
-    mean[i] = mean[i] / n;
+  divideByGroupSize(mean, count);
   return GRADCOMM_OK;
 }
 
@@ -370,82 +379,74 @@ static gradcomm_status broadcastChunked(const Call &call, T *data,
   return GRADCOMM_OK;
 }
 
-gradcomm_status gradcomm::broadcastIndices(const Call &call, int64_t *data,
-                                           int64_t count, int root,
-                                           int64_t bound) {
-  if (indexBytes(bound) == 8)
-    return broadcastChunked(call, data, count, MPI_INT64_T, root);
-  // Indices below 2^31 travel as int32: half the index bytes on the wire.
-  static thread_local std::vector<int32_t> narrow;
-  narrow.resize(count);
-  if (context().rank == root)
-    for (int64_t j = 0; j < count; ++j)
-      narrow[j] = static_cast<int32_t>(data[j]);
-  GRADCOMM_RETURN_IF_ERROR(
-      broadcastChunked(call, narrow.data(), count, MPI_INT32_T, root));
-  for (int64_t j = 0; j < count; ++j)
-    data[j] = narrow[j];
-  return GRADCOMM_OK;
-}
-
 int gradcomm::chunkIndexBytes(int64_t bound, int64_t chunkSize) {
   return chunkSize <= 256 ? 1 : chunkSize <= 65536 ? 2 : indexBytes(bound);
 }
 
+namespace {
+
+/// Index j minus j * chunkSize (its offset inside chunk j; the index itself
+/// when chunkSize is 0) as one Word per index, and back.
+template <typename Word>
+void encodeAs(const int64_t *indices, int64_t k, int64_t chunkSize,
+              uint8_t *bytes) {
+  for (int64_t j = 0; j < k; ++j) {
+    const Word word = static_cast<Word>(indices[j] - j * chunkSize);
+    std::memcpy(bytes + j * sizeof(Word), &word, sizeof(Word));
+  }
+}
+
+template <typename Word>
+void decodeAs(const uint8_t *bytes, int64_t k, int64_t chunkSize,
+              int64_t *indices) {
+  for (int64_t j = 0; j < k; ++j) {
+    Word word;
+    std::memcpy(&word, bytes + j * sizeof(Word), sizeof(Word));
+    indices[j] = j * chunkSize + static_cast<int64_t>(word);
+  }
+}
+
+} // namespace
+
 void gradcomm::encodeIndices(const int64_t *indices, int64_t k, int width,
                              int64_t chunkSize, uint8_t *bytes) {
-  for (int64_t j = 0; j < k; ++j) {
-    // Little-endian, the low `width` bytes of the offset in its chunk.
-    const uint64_t value = static_cast<uint64_t>(indices[j] - j * chunkSize);
-    for (int b = 0; b < width; ++b)
-      bytes[j * width + b] = static_cast<uint8_t>(value >> (8 * b));
+  switch (width) {
+  case 1:
+    return encodeAs<uint8_t>(indices, k, chunkSize, bytes);
+  case 2:
+    return encodeAs<uint16_t>(indices, k, chunkSize, bytes);
+  case 4:
+    return encodeAs<uint32_t>(indices, k, chunkSize, bytes);
+  default:
+    return encodeAs<uint64_t>(indices, k, chunkSize, bytes);
   }
 }
 
 void gradcomm::decodeIndices(const uint8_t *bytes, int64_t k, int width,
                              int64_t chunkSize, int64_t *indices) {
-  for (int64_t j = 0; j < k; ++j) {
-    uint64_t value = 0;
-    for (int b = 0; b < width; ++b)
-      value |= static_cast<uint64_t>(bytes[j * width + b]) << (8 * b);
-    indices[j] = j * chunkSize + static_cast<int64_t>(value);
-  }
-}
-
-namespace {
-
-template <typename Offset>
-gradcomm_status broadcastOffsets(const Call &call, int64_t *data, int64_t count,
-                                 int root, int64_t chunkSize,
-                                 MPI_Datatype type) {
-  static thread_local std::vector<Offset> offsets;
-  offsets.resize(count);
-  if (context().rank == root)
-    for (int64_t j = 0; j < count; ++j)
-      offsets[j] = static_cast<Offset>(data[j] - j * chunkSize);
-  GRADCOMM_RETURN_IF_ERROR(
-      broadcastChunked(call, offsets.data(), count, type, root));
-  for (int64_t j = 0; j < count; ++j)
-    data[j] = j * chunkSize + offsets[j];
-  return GRADCOMM_OK;
-}
-
-} // namespace
-
-gradcomm_status gradcomm::broadcastChunkIndices(const Call &call, int64_t *data,
-                                                int64_t count, int root,
-                                                int64_t bound,
-                                                int64_t chunkSize) {
-  switch (chunkIndexBytes(bound, chunkSize)) {
+  switch (width) {
   case 1:
-    return broadcastOffsets<uint8_t>(call, data, count, root, chunkSize,
-                                     MPI_UINT8_T);
+    return decodeAs<uint8_t>(bytes, k, chunkSize, indices);
   case 2:
-    return broadcastOffsets<uint16_t>(call, data, count, root, chunkSize,
-                                      MPI_UINT16_T);
+    return decodeAs<uint16_t>(bytes, k, chunkSize, indices);
+  case 4:
+    return decodeAs<uint32_t>(bytes, k, chunkSize, indices);
   default:
-    return broadcastIndices(call, data, count, root, bound);
+    return decodeAs<uint64_t>(bytes, k, chunkSize, indices);
   }
+}
+
+gradcomm_status gradcomm::broadcastIndices(const Call &call, int64_t *data,
+                                           int64_t count, int root, int width,
+                                           int64_t chunkSize) {
+  static thread_local std::vector<uint8_t> bytes;
+  bytes.resize(count * width);
+  if (context().rank == root)
+    encodeIndices(data, count, width, chunkSize, bytes.data());
+  GRADCOMM_RETURN_IF_ERROR(
+      broadcastChunked(call, bytes.data(), count * width, MPI_BYTE, root));
+  decodeIndices(bytes.data(), count, width, chunkSize, data);
+  return GRADCOMM_OK;
 }
 
 gradcomm_status gradcomm::waitYielding(const Call &call, MPI_Request &request,

@@ -49,13 +49,8 @@ gradcomm_status beginDenseAllReduce(const Call &call, const char *opName,
 void finishDenseAllReduce(const char *opName, float *data, int64_t count,
                           gradcomm_reduction reduction, double start) {
   const Context &ctx = context();
-  if (!usingCuda() && reduction == GRADCOMM_REDUCE_AVERAGE) {
-    // Divide (not multiply by 1/n) so the result is the correctly rounded
-    // mean of the sum, as a reference computes it.
-    const float groupSize = static_cast<float>(ctx.size);
-    for (int64_t i = 0; i < count; ++i)
-      data[i] /= groupSize;
-  }
+  if (!usingCuda() && reduction == GRADCOMM_REDUCE_AVERAGE)
+    divideByGroupSize(data, count);
   gradcomm_op_stats &stats = opStats(opName);
   uint64_t bytes = allReduceBytes(sizeof(float) * count, ctx.size);
   stats.calls += 1;
@@ -148,18 +143,6 @@ namespace {
 constexpr int64_t kPackBelow = 4096;
 constexpr int64_t kBucketElements = 65536;
 
-/// FNV-1a over the tensors' element counts, in 62 bits: the agreement's
-/// check that every rank passes the same shapes in the same order.
-int64_t countsHash(const int64_t *counts, int64_t tensors) {
-  uint64_t hash = 14695981039346656037ull;
-  for (int64_t t = 0; t < tensors; ++t)
-    for (int byte = 0; byte < 8; ++byte)
-      hash =
-          (hash ^ ((static_cast<uint64_t>(counts[t]) >> (8 * byte)) & 0xff)) *
-          1099511628211ull;
-  return static_cast<int64_t>(hash >> 2);
-}
-
 /// One bucket: the tensors packed into `staging`, in order.
 struct Bucket {
   std::vector<int64_t> members;
@@ -196,7 +179,13 @@ gradcomm_dense_all_reduce_many_f32(const char *opName, float *const *data,
                            "data[" + std::to_string(t) + "] is null");
         total += counts[t];
       }
-      return requireReduction(call, reduction);
+      GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
+      // Refused before the scan below reads the tensors on the host.
+      if (usingCuda())
+        return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                         "the batched form runs on the CPU backend only; use "
+                         "gradcomm_dense_all_reduce_f32 per tensor");
+      return GRADCOMM_OK;
     }));
     // One agreement for the whole batch: the shapes, and whether any
     // tensor on any rank is not finite (the policy applies to the call).
@@ -206,24 +195,21 @@ gradcomm_dense_all_reduce_many_f32(const char *opName, float *const *data,
         nonFinite = counts[t] > 0 &&
                     cpu::exceedsLimit(cpu::maxMagnitudeKey(data[t], counts[t]),
                                       inputLimit(/*summed=*/true));
-    gradcomm_status agreed =
-        checkConsistency(call,
-                         {{"the number of tensors", tensors},
-                          {"the total element count", total},
-                          {"the tensors' element counts",
-                           tensors ? countsHash(counts, tensors) : 0},
-                          {"reduction", reduction}},
-                         nonFinite);
+    gradcomm_status agreed = checkConsistency(
+        call,
+        {{"the number of tensors", tensors},
+         {"the total element count", total},
+         // FNV-1a of the counts, in 62 bits.
+         {"the tensors' element counts",
+          static_cast<int64_t>(fnv1a(counts, sizeof(int64_t) * tensors) >> 2)},
+         {"reduction", reduction}},
+        nonFinite);
     if (skippedNonFinite(agreed, opName)) {
       for (int64_t t = 0; t < tensors; ++t)
         std::fill(data[t], data[t] + counts[t], 0.0f);
       return GRADCOMM_OK;
     }
     GRADCOMM_RETURN_IF_ERROR(agreed);
-    if (usingCuda())
-      return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                       "the batched form runs on the CPU backend only; use "
-                       "gradcomm_dense_all_reduce_f32 per tensor");
 
     // Small tensors are packed into buckets; large ones are reduced in
     // place. Everything is started, then waited for: all in flight at once.
@@ -258,19 +244,23 @@ gradcomm_dense_all_reduce_many_f32(const char *opName, float *const *data,
     for (MPI_Request &request : requests)
       GRADCOMM_RETURN_IF_ERROR(
           waitYielding(call, request, "MPI_Iallreduce (batch)"));
-    for (const Bucket &bucket : buckets) {
+    // The average: packed tensors are divided in their staging bucket,
+    // before the copy back; the others in place.
+    const bool average = reduction == GRADCOMM_REDUCE_AVERAGE;
+    for (Bucket &bucket : buckets) {
+      if (average)
+        divideByGroupSize(bucket.staging.data(),
+                          static_cast<int64_t>(bucket.staging.size()));
       const float *from = bucket.staging.data();
       for (int64_t t : bucket.members) {
         std::copy(from, from + counts[t], data[t]);
         from += counts[t];
       }
     }
-    if (reduction == GRADCOMM_REDUCE_AVERAGE) {
-      const float groupSize = static_cast<float>(context().size);
+    if (average)
       for (int64_t t = 0; t < tensors; ++t)
-        for (int64_t i = 0; i < counts[t]; ++i)
-          data[t][i] /= groupSize;
-    }
+        if (counts[t] >= kPackBelow)
+          divideByGroupSize(data[t], counts[t]);
     gradcomm_op_stats &stats = opStats(opName);
     stats.calls += 1;
     stats.messages += requests.size();

@@ -153,6 +153,10 @@ gradcomm_status selectAndBroadcast(const Call &call, const CompressArgs &args,
       cpu::exceedsLimit(largest, inputLimit(/*summed=*/true));
   std::vector<CheckField> fields = compressFields(args, state);
   fields.insert(fields.end(), extra.begin(), extra.end());
+  // Chunk selection sends each index's offset inside its chunk.
+  const int width = indexWidth(args);
+  const int64_t chunk =
+      args.selection == GRADCOMM_SELECT_CHUNK ? args.chunkSize : 0;
   if (foldsIndices(args)) {
     // The indices go out with the agreement, so the leader selects first
     // (a chunk leader then updates in the fused gather's pass, like the
@@ -160,9 +164,6 @@ gradcomm_status selectAndBroadcast(const Call &call, const CompressArgs &args,
     if (isLeader && args.selection == GRADCOMM_SELECT_CHUNK)
       cpu::selectChunk(state.memory.data(), args.grad, args.count,
                        args.chunkSize, state.indices.data());
-    const int width = indexWidth(args);
-    const int64_t chunk =
-        args.selection == GRADCOMM_SELECT_CHUNK ? args.chunkSize : 0;
     std::array<uint8_t, kAgreementPayloadBytes> sent{}, received{};
     if (isLeader)
       encodeIndices(state.indices.data(), args.k, width, chunk, sent.data());
@@ -194,11 +195,8 @@ gradcomm_status selectAndBroadcast(const Call &call, const CompressArgs &args,
                        args.chunkSize, state.indices.data());
     }
   }
-  if (args.selection == GRADCOMM_SELECT_CHUNK)
-    return broadcastChunkIndices(call, state.indices.data(), args.k, leader,
-                                 args.count, args.chunkSize);
-  return broadcastIndices(call, state.indices.data(), args.k, leader,
-                          args.count);
+  return broadcastIndices(call, state.indices.data(), args.k, leader, width,
+                          chunk);
 }
 
 /// The index broadcast's bytes on the CPU backend: offsets inside their
@@ -225,11 +223,8 @@ void countValueReduce(gradcomm_op_stats &stats, int64_t k) {
 
 /// Turns summed values into the mean for GRADCOMM_REDUCE_AVERAGE.
 void averageValues(float *values, int64_t k, gradcomm_reduction reduction) {
-  if (reduction != GRADCOMM_REDUCE_AVERAGE)
-    return;
-  const float groupSize = static_cast<float>(context().size);
-  for (int64_t j = 0; j < k; ++j)
-    values[j] /= groupSize;
+  if (reduction == GRADCOMM_REDUCE_AVERAGE)
+    divideByGroupSize(values, k);
 }
 
 /// Reduces `values` in place across ranks (sum, or mean).
@@ -370,11 +365,7 @@ gradcomm_status beginScalecom(const Call &call, const ScalecomCall &c,
 /// beginScalecom) and the counters.
 void finishScalecom(const ScalecomCall &c, State &state, double start) {
   const CompressArgs &args = c.args;
-  if (c.reduction == GRADCOMM_REDUCE_AVERAGE) {
-    const float groupSize = static_cast<float>(context().size);
-    for (int64_t j = 0; j < args.k; ++j)
-      state.values[j] /= groupSize;
-  }
+  averageValues(state.values.data(), args.k, c.reduction);
   cpu::scatter(c.out, state.indices.data(), state.values.data(), args.k);
   gradcomm_op_stats &stats = opStats(args.state);
   stats.calls += 1;
