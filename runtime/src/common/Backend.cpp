@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Internal.h"
+#include "Backend.h"
 #include "gradcomm/runtime_cuda.h"
 
 #include <dlfcn.h>
@@ -77,22 +77,50 @@ gradcomm_status nodeLocalRank(const Call &call, int *localRank) {
 
 } // namespace
 
-gradcomm_status gradcomm::cudaStatus(const Call &call, int rc,
-                                     const char *error) {
-  if (rc == 0)
+const Backend &gradcomm::backend() {
+  const Backend *selected = context().selected;
+  return selected ? *selected : cpuBackend();
+}
+
+void BackendMemory::reset() {
+  if (pointer && owner)
+    owner->release(pointer);
+  pointer = nullptr;
+}
+
+gradcomm_status gradcomm::hostView(const Call &call, const void *data,
+                                   size_t bytes, std::vector<uint8_t> &staging,
+                                   const void **host) {
+  const Backend &selected = backend();
+  if (selected.tensorsOnHost()) {
+    *host = data;
     return GRADCOMM_OK;
-  return call.fail(GRADCOMM_ERR_INTERNAL,
-                   std::string("cuda backend: ") + error);
+  }
+  staging.resize(bytes);
+  GRADCOMM_RETURN_IF_ERROR(
+      selected.copyToHost(call, staging.data(), data, bytes));
+  *host = staging.data();
+  return GRADCOMM_OK;
+}
+
+gradcomm_status gradcomm::requireHostTensors(const Call &call,
+                                             const std::string &what) {
+  if (backend().tensorsOnHost())
+    return GRADCOMM_OK;
+  return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                   what + " runs on the CPU backend only (the " +
+                       backend().name() + " backend is selected)");
 }
 
 void gradcomm::releaseCudaBackend() {
   Context &ctx = context();
+  // States first: their device memory goes back while the backend runs.
+  ctx.states.clear();
   if (!ctx.cuda)
     return;
-  for (auto &entry : ctx.states)
-    ctx.cuda->release(entry.second.device);
   ctx.cuda->shutdown();
   ctx.cuda = nullptr;
+  ctx.selected = cudaBackendOver(nullptr);
 }
 
 gradcomm_status gradcomm_set_backend(gradcomm_backend backend) {
@@ -164,6 +192,7 @@ gradcomm_status gradcomm_set_backend(gradcomm_backend backend) {
       return agreed;
     }
     ctx.cuda = table;
+    ctx.selected = cudaBackendOver(table);
     ctx.backend = backend;
     return GRADCOMM_OK;
   });

@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Internal.h"
+#include "Backend.h"
 #include "gradcomm/runtime_memref.h"
 
 #include <algorithm>
@@ -275,11 +275,11 @@ gradcomm_status gradcomm_group_use(gradcomm_group group) {
       return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
                        "unknown group handle (made before gradcomm_finalize, "
                        "or not made by gradcomm_group_from_grid)");
-    if (group && usingCuda())
-      return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                       "the CUDA backend communicates among every rank only "
-                       "(groups of grid axes need one NCCL communicator per "
-                       "group, not built yet)");
+    // Groups of grid axes need one NCCL communicator per group on CUDA
+    // (not built yet).
+    if (group)
+      GRADCOMM_RETURN_IF_ERROR(
+          requireHostTensors(call, "communicating in a group of grid axes"));
     activateGroup(group);
     return GRADCOMM_OK;
   });

@@ -40,20 +40,49 @@ struct gradcomm_group_s {
 
 namespace gradcomm {
 
-/// Named persistent state of one rank. The memory lives where the backend
-/// keeps tensors (host memory for the CPU backend; device memory for the
-/// CUDA backend, which will allocate it through its own allocator and stage
-/// it through the host for checkpoints).
+class Backend;
+
+/// Memory owned through the backend that allocated it (released there).
+class BackendMemory {
+public:
+  BackendMemory() = default;
+  BackendMemory(const Backend *owner, float *data)
+      : owner(owner), pointer(data) {}
+  BackendMemory(BackendMemory &&other) noexcept
+      : owner(other.owner), pointer(other.pointer) {
+    other.pointer = nullptr;
+  }
+  BackendMemory &operator=(BackendMemory &&other) noexcept {
+    if (this != &other) {
+      reset();
+      owner = other.owner;
+      pointer = other.pointer;
+      other.pointer = nullptr;
+    }
+    return *this;
+  }
+  BackendMemory(const BackendMemory &) = delete;
+  BackendMemory &operator=(const BackendMemory &) = delete;
+  ~BackendMemory() { reset(); }
+
+  float *data() const { return pointer; }
+  /// Releases the memory (src/common/Backend.cpp).
+  void reset();
+
+private:
+  const Backend *owner = nullptr;
+  float *pointer = nullptr;
+};
+
+/// Named persistent state of one rank. Its memory lives where the backend
+/// that was selected when it was made keeps tensors (host memory on the
+/// CPU; device memory on CUDA, staged through the host for checkpoints).
 struct State {
   /// Elements of the memory; 0 for a counter-only state.
   int64_t count = 0;
   uint64_t step = 0;
-  /// The memory on the CPU backend.
-  std::vector<float> memory;
-  /// The memory on the CUDA backend (device pointer).
-  float *device = nullptr;
-  /// Where the backend keeps the memory.
-  float *data() { return device ? device : memory.data(); }
+  BackendMemory memory;
+  float *data() const { return memory.data(); }
   /// Per-state scratch, reused across steps so the hot path does not
   /// allocate: leader indices and this rank's k values.
   std::vector<int64_t> indices;
@@ -119,8 +148,10 @@ struct Context {
   /// The watchdog's limit for one wait, in seconds (0: off).
   double timeoutSeconds = 600.0;
   gradcomm_backend backend = GRADCOMM_BACKEND_CPU;
-  /// The loaded CUDA backend, when `backend` is CUDA.
+  /// The loaded CUDA backend's table while it runs.
   const CudaBackendTable *cuda = nullptr;
+  /// The selected backend's operations (nullptr: the CPU backend's).
+  const Backend *selected = nullptr;
   /// Handles a trainer handed in for the CUDA backend (runtime_cuda.h).
   void *ncclComm = nullptr;
   void *cudaStream = nullptr;
@@ -267,14 +298,14 @@ uint64_t fnv1a(const void *data, size_t size, uint64_t hash = kFnvOffsetBasis);
 gradcomm_status lookupIdleState(const Call &call, const char *name,
                                 int64_t count, State *&state);
 
-/// True when the CUDA backend is selected.
-inline bool usingCuda() { return context().backend == GRADCOMM_BACKEND_CUDA; }
-
-/// Turns a CUDA backend return code and message into a status.
-gradcomm_status cudaStatus(const Call &call, int rc, const char *error);
-
-/// Frees every state's device memory and shuts the CUDA backend down.
+/// Frees every state (their memory goes back to the backend that made it)
+/// and shuts the CUDA backend down when it runs.
 void releaseCudaBackend();
+
+/// The CUDA backend's operations over the loaded library's `table`
+/// (src/common/CudaBackend.cpp); `table` nullptr: it stopped, and memory
+/// it made is no longer released.
+const Backend *cudaBackendOver(const CudaBackendTable *table);
 
 /// One value the ranks of a collective must agree on.
 struct CheckField {

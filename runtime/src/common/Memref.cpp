@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Internal.h"
+#include "Backend.h"
 #include "gradcomm/runtime_memref.h"
 
 #include <cstddef>
@@ -16,7 +16,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <set>
 
 using namespace gradcomm;
 
@@ -517,30 +516,34 @@ int64_t gradcomm_rt_size(void) {
 
 namespace {
 
-/// Device buffers handed out to compiled code, so a free finds its backend
-/// even if the trainer frees after switching.
-std::set<void *> &deviceBuffers() {
-  static std::set<void *> buffers;
+/// Buffers handed out to compiled code by a backend whose tensors are not
+/// host memory, with that backend, so a free finds it even if the trainer
+/// frees after switching.
+std::map<void *, const Backend *> &backendBuffers() {
+  static std::map<void *, const Backend *> buffers;
   return buffers;
 }
 
 void *allocateForCompiledCode(size_t alignment, size_t size) {
-  Context &ctx = context();
-  if (ctx.initialized && ctx.cuda) {
-    float *device = nullptr;
-    char error[kErrorSize] = {0};
-    // cudaMalloc aligns to at least 256 bytes.
-    if (alignment > 256 ||
-        ctx.cuda->allocate(&device, static_cast<int64_t>((size + 3) / 4),
-                           error) != 0) {
+  if (context().initialized && !backend().tensorsOnHost()) {
+    const Backend &selected = backend();
+    // Device allocations (cudaMalloc) align to at least 256 bytes.
+    if (alignment > 256) {
       std::fprintf(stderr,
-                   "gradcomm: device allocation of %zu bytes failed: "
-                   "%s\n",
-                   size, error);
+                   "gradcomm: device allocation of %zu bytes aligned to %zu "
+                   "failed: the %s backend aligns to 256\n",
+                   size, alignment, selected.name());
       return nullptr;
     }
-    deviceBuffers().insert(device);
-    return device;
+    Call call("alloc", nullptr);
+    float *memory = nullptr;
+    if (selected.allocate(call, static_cast<int64_t>((size + 3) / 4),
+                          &memory) != GRADCOMM_OK) {
+      std::fprintf(stderr, "%s\n", gradcomm_last_error());
+      return nullptr;
+    }
+    backendBuffers().emplace(memory, &selected);
+    return memory;
   }
   size_t rounded = (size + alignment - 1) / alignment * alignment;
   return alignment <= alignof(std::max_align_t)
@@ -561,15 +564,15 @@ void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size) {
 void _mlir_memref_to_llvm_free(void *pointer) {
   if (!pointer)
     return;
-  auto &buffers = deviceBuffers();
+  auto &buffers = backendBuffers();
   auto it = buffers.find(pointer);
   if (it == buffers.end()) {
     std::free(pointer);
     return;
   }
+  const Backend *owner = it->second;
   buffers.erase(it);
-  if (context().cuda)
-    context().cuda->release(static_cast<float *>(pointer));
+  owner->release(static_cast<float *>(pointer));
 }
 
 void gradcomm_free_buffer(void *allocated) {
@@ -621,7 +624,7 @@ void copyStrided(const StridedView &from, const StridedView &to, int64_t rank,
 bool isDeviceBuffer(const gradcomm_unranked_memref *memref) {
   void *allocated =
       reinterpret_cast<void *>(static_cast<int64_t *>(memref->descriptor)[0]);
-  return deviceBuffers().count(allocated) != 0;
+  return backendBuffers().count(allocated) != 0;
 }
 
 } // namespace

@@ -30,7 +30,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Internal.h"
+#include "Backend.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -80,33 +80,14 @@ std::string rankPath(const char *path) {
   return std::string(path) + ".rank" + std::to_string(context().rank);
 }
 
-/// A host copy of a state's memory (staged from the device on CUDA).
+/// A host view of a state's memory (staged from the device on CUDA).
 gradcomm_status hostMemory(const Call &call, const State &state,
-                           std::vector<float> &host) {
-  if (!state.device) {
-    host = state.memory;
-    return GRADCOMM_OK;
-  }
-  host.resize(state.count);
-  char error[kErrorSize] = {0};
-  return cudaStatus(
-      call,
-      context().cuda->toHost(host.data(), state.device, state.count, error),
-      error);
-}
-
-/// Writes `host` into a state's memory (through the device on CUDA).
-gradcomm_status setMemory(const Call &call, State &state,
-                          const std::vector<float> &host) {
-  if (!state.device) {
-    state.memory = host;
-    return GRADCOMM_OK;
-  }
-  char error[kErrorSize] = {0};
-  return cudaStatus(
-      call,
-      context().cuda->fromHost(state.device, host.data(), state.count, error),
-      error);
+                           std::vector<uint8_t> &staging, const float **host) {
+  const void *view = nullptr;
+  GRADCOMM_RETURN_IF_ERROR(hostView(
+      call, state.data(), sizeof(float) * state.count, staging, &view));
+  *host = static_cast<const float *>(view);
+  return GRADCOMM_OK;
 }
 
 } // namespace
@@ -129,7 +110,7 @@ gradcomm_status gradcomm_state_reset(const char *name) {
         requireNoRequestInFlight(call, "resetting a state"));
     auto reset = [&](State &state) {
       state.step = 0;
-      return setMemory(call, state, std::vector<float>(state.count, 0.0f));
+      return zeroBuffer(call, state.data(), state.count);
     };
     auto &states = context().states;
     if (!name) {
@@ -177,9 +158,8 @@ gradcomm_status gradcomm_state_read(const char *name, float *out,
     if (count > 0) {
       GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
       GRADCOMM_RETURN_IF_ERROR(refreshAsyncState(call, name, it->second));
-      std::vector<float> host;
-      GRADCOMM_RETURN_IF_ERROR(hostMemory(call, it->second, host));
-      std::copy(host.begin(), host.end(), out);
+      GRADCOMM_RETURN_IF_ERROR(backend().copyToHost(
+          call, out, it->second.data(), sizeof(float) * count));
     }
     return GRADCOMM_OK;
   });
@@ -250,15 +230,16 @@ gradcomm_status writeCheckpoint(const Call &call, const std::string &path,
   writer.value<uint32_t>(static_cast<uint32_t>(ctx.size));
   writer.value<uint64_t>(generation);
   writer.value<uint64_t>(ctx.states.size());
-  std::vector<float> host;
+  std::vector<uint8_t> staging;
   for (const auto &[name, state] : ctx.states) {
-    if (hostMemory(call, state, host) != GRADCOMM_OK)
+    const float *host = nullptr;
+    if (hostMemory(call, state, staging, &host) != GRADCOMM_OK)
       return fail(gradcomm_last_error());
     writer.value<uint32_t>(static_cast<uint32_t>(name.size()));
     writer.bytes(name.data(), name.size());
     writer.value<uint64_t>(state.step);
     writer.value<uint64_t>(static_cast<uint64_t>(state.count));
-    writer.bytes(host.data(), sizeof(float) * host.size());
+    writer.bytes(host, sizeof(float) * state.count);
   }
   uint64_t checksum = writer.checksum();
   if (std::fwrite(&checksum, sizeof(checksum), 1, file) != 1 ||
@@ -269,11 +250,18 @@ gradcomm_status writeCheckpoint(const Call &call, const std::string &path,
   return GRADCOMM_OK;
 }
 
+/// One state as a checkpoint file holds it (host memory).
+struct SavedState {
+  uint64_t step = 0;
+  int64_t count = 0;
+  std::vector<float> memory;
+};
+
 /// A parsed checkpoint file: its generation and its states.
 struct Checkpoint {
   bool valid = false;
   uint64_t generation = 0;
-  std::map<std::string, State> states;
+  std::map<std::string, SavedState> states;
 };
 
 /// Parses and checks `path` completely; on failure records why (the
@@ -319,13 +307,13 @@ gradcomm_status readCheckpoint(const Call &call, const std::string &path,
                    std::to_string(ctx.rank) + " of " +
                    std::to_string(ctx.size));
 
-  std::map<std::string, State> restored;
+  std::map<std::string, SavedState> restored;
   for (uint64_t i = 0; i < numStates; ++i) {
     uint32_t nameLength = 0;
     if (!reader.get(nameLength) || nameLength > body)
       return corrupt("truncated state name");
     std::string name(nameLength, '\0');
-    State state;
+    SavedState state;
     uint64_t count = 0;
     if (!reader.bytes(name.data(), nameLength) || !reader.get(state.step) ||
         !reader.get(count) || count > body / sizeof(float))
@@ -486,25 +474,20 @@ gradcomm_status gradcomm_state_restore(const char *path) {
             : call.fail(GRADCOMM_ERR_IO, "no checkpoint generation is "
                                          "complete on every rank");
     GRADCOMM_RETURN_IF_ERROR(checkConsistency(call, {}, false, local));
-    std::map<std::string, State> restored = std::move(chosen->states);
-    if (usingCuda()) {
-      // Stage into fresh device memory; on failure free it and keep the
-      // live state.
-      char error[kErrorSize] = {0};
-      for (auto &[name, state] : restored) {
-        int rc = ctx.cuda->allocate(&state.device, state.count, error);
-        if (rc == 0)
-          rc = ctx.cuda->fromHost(state.device, state.memory.data(),
-                                  state.count, error);
-        if (rc != 0) {
-          for (auto &entry : restored)
-            ctx.cuda->release(entry.second.device);
-          return cudaStatus(call, rc, error);
-        }
-        state.memory.clear();
-      }
-      for (auto &entry : ctx.states)
-        ctx.cuda->release(entry.second.device);
+    // Staged into fresh memory where the backend keeps tensors; on a
+    // failure it is freed again and the live state stays.
+    const Backend &selected = backend();
+    std::map<std::string, State> restored;
+    for (auto &[name, saved] : chosen->states) {
+      State state;
+      state.count = saved.count;
+      state.step = saved.step;
+      float *memory = nullptr;
+      GRADCOMM_RETURN_IF_ERROR(selected.allocate(call, saved.count, &memory));
+      state.memory = BackendMemory(&selected, memory);
+      GRADCOMM_RETURN_IF_ERROR(selected.copyFromHost(
+          call, memory, saved.memory.data(), sizeof(float) * saved.count));
+      restored.emplace(name, std::move(state));
     }
     ctx.states = std::move(restored);
     ctx.generation = chosen->generation;

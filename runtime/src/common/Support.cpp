@@ -4,8 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Internal.h"
-#include "Kernels.h"
+#include "Backend.h"
 
 #include <algorithm>
 #include <array>
@@ -27,13 +26,10 @@ gradcomm_status gradcomm::lookupState(const Call &call, const char *name,
   if (it == states.end()) {
     State fresh;
     fresh.count = count;
-    if (usingCuda()) {
-      char error[kErrorSize] = {0};
-      GRADCOMM_RETURN_IF_ERROR(cudaStatus(
-          call, context().cuda->allocate(&fresh.device, count, error), error));
-    } else {
-      fresh.memory.assign(count, 0.0f);
-    }
+    const Backend &selected = backend();
+    float *memory = nullptr;
+    GRADCOMM_RETURN_IF_ERROR(selected.allocate(call, count, &memory));
+    fresh.memory = BackendMemory(&selected, memory);
     it = states.emplace(name, std::move(fresh)).first;
     call.createdState = name;
   } else if (it->second.count != count) {
@@ -73,20 +69,11 @@ gradcomm_status
 gradcomm::checkConsistencyOfInput(const Call &call, const float *input,
                                   int64_t count, float limit,
                                   const std::vector<CheckField> &fields) {
-  int nonFinite = 0;
-  if (scanForNonFinite() && count > 0) {
-    if (usingCuda()) {
-      char error[kErrorSize] = {0};
-      GRADCOMM_RETURN_IF_ERROR(cudaStatus(
-          call,
-          context().cuda->anyNonFinite(input, count, limit, &nonFinite, error),
-          error));
-    } else {
-      nonFinite =
-          cpu::exceedsLimit(cpu::maxMagnitudeKey(input, count), limit) ? 1 : 0;
-    }
-  }
-  return checkConsistency(call, fields, nonFinite != 0);
+  bool nonFinite = false;
+  if (scanForNonFinite())
+    GRADCOMM_RETURN_IF_ERROR(
+        backend().exceedsLimit(call, input, count, limit, &nonFinite));
+  return checkConsistency(call, fields, nonFinite);
 }
 
 bool gradcomm::scanForNonFinite() {
@@ -114,12 +101,7 @@ gradcomm_status gradcomm::zeroBuffer(const Call &call, float *data,
                                      int64_t count) {
   if (count <= 0)
     return GRADCOMM_OK;
-  if (!usingCuda()) {
-    std::fill(data, data + count, 0.0f);
-    return GRADCOMM_OK;
-  }
-  char error[kErrorSize] = {0};
-  return cudaStatus(call, context().cuda->zero(data, count, error), error);
+  return backend().zero(call, data, count);
 }
 
 int64_t gradcomm::floatBits(float value) {
@@ -268,11 +250,7 @@ gradcomm::checkConsistency(const Call &call,
   const bool skipping = agreed == GRADCOMM_ERR_NON_FINITE &&
                         ctx.nonFinitePolicy == GRADCOMM_NONFINITE_SKIP;
   if (agreed != GRADCOMM_OK && !skipping && !call.createdState.empty()) {
-    auto it = ctx.states.find(call.createdState);
-    if (it != ctx.states.end() && it->second.device && ctx.cuda)
-      ctx.cuda->release(it->second.device);
-    if (it != ctx.states.end())
-      ctx.states.erase(it);
+    ctx.states.erase(call.createdState);
     call.createdState.clear();
   }
   return agreed;
@@ -284,7 +262,7 @@ gradcomm_status gradcomm::requireStartable(const Call &call,
   if (!request)
     return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT, "request pointer is null");
   *request = nullptr;
-  if (usingCuda())
+  if (!backend().startsCalls())
     return call.fail(GRADCOMM_ERR_UNSUPPORTED,
                      std::string("the started form runs on the CPU backend "
                                  "only; use ") +

@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Internal.h"
+#include "Backend.h"
 #include "Kernels.h"
 #include "Schedule.h"
 
@@ -343,10 +343,7 @@ gradcomm_status validateCommon(const Call &call, const char *stateName,
   // One put carries the whole replica in bytes (an int count).
   GRADCOMM_RETURN_IF_ERROR(
       requireReplica(call, stateName, x, count, (INT_MAX - 1024) / 4, period));
-  if (usingCuda())
-    return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                     "the asynchronous ops run on the CPU backend only");
-  return GRADCOMM_OK;
+  return requireHostTensors(call, "the asynchronous op");
 }
 
 } // namespace

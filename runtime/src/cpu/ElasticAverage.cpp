@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Internal.h"
+#include "Backend.h"
 
 #include <climits>
 #include <vector>
@@ -34,9 +34,7 @@ gradcomm_status beginElasticAverage(const Call &call, const char *stateName,
     GRADCOMM_RETURN_IF_ERROR(
         requireReplica(call, stateName, x, count, INT_MAX, period));
     GRADCOMM_RETURN_IF_ERROR(requireElasticAlpha(call, alpha));
-    if (usingCuda())
-      return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                       "elastic averaging runs on the CPU backend only");
+    GRADCOMM_RETURN_IF_ERROR(requireHostTensors(call, "elastic averaging"));
     return lookupIdleState(call, stateName, count, state);
   }));
   std::vector<CheckField> fields = {

@@ -3,13 +3,13 @@
 // Part of the GradComm project.
 //
 // docs/design/architecture.md section 3: pairwise mixing with the peer of a
-// coordination-free schedule, via one MPI_Sendrecv per pair (both sides of
-// a pair call it with each other, so it cannot deadlock).
+// coordination-free schedule. Both sides of a pair exchange with each
+// other in the same call (the backend posts the receive and the send at
+// once), so it cannot deadlock.
 //
 //===----------------------------------------------------------------------===//
 
-#include "Internal.h"
-#include "Kernels.h"
+#include "Backend.h"
 #include "Schedule.h"
 
 #include <climits>
@@ -102,21 +102,6 @@ gradcomm_status beginGossip(const Call &call, const char *stateName, float *x,
   return GRADCOMM_OK;
 }
 
-/// Posts the paired exchange both ways: this replica to `peer`, the peer's
-/// into `received`. Both sides post in the same order, so several
-/// exchanges in flight with one peer match up in order.
-gradcomm_status postExchange(const Call &call, float *x, float *received,
-                             int64_t count, int peer, MPI_Request requests[2]) {
-  const Context &ctx = context();
-  GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Irecv(received, static_cast<int>(count), MPI_FLOAT, peer, 0,
-                         ctx.comm, &requests[0]),
-               "MPI_Irecv"));
-  return call.mpi(MPI_Isend(x, static_cast<int>(count), MPI_FLOAT, peer, 0,
-                            ctx.comm, &requests[1]),
-                  "MPI_Isend");
-}
-
 void countExchange(const char *stateName, int64_t count, double start) {
   gradcomm_op_stats &stats = opStats(stateName);
   stats.messages += 1;
@@ -139,23 +124,7 @@ gradcomm_status gradcomm_gossip_exchange_f32(const char *stateName, float *x,
     if (peer < 0)
       return GRADCOMM_OK;
     const double start = now();
-    if (usingCuda()) {
-      char error[kErrorSize] = {0};
-      GRADCOMM_RETURN_IF_ERROR(cudaStatus(
-          call, context().cuda->gossip(x, count, peer, mixing, error), error));
-    } else {
-      static thread_local std::vector<float> received;
-      received.resize(count);
-      // Posted both ways, then waited for without monopolizing the core.
-      MPI_Request requests[2];
-      GRADCOMM_RETURN_IF_ERROR(
-          postExchange(call, x, received.data(), count, peer, requests));
-      GRADCOMM_RETURN_IF_ERROR(
-          waitYielding(call, requests[0], "MPI_Irecv", peer));
-      GRADCOMM_RETURN_IF_ERROR(
-          waitYielding(call, requests[1], "MPI_Isend", peer));
-      cpu::mix(x, received.data(), count, mixing);
-    }
+    GRADCOMM_RETURN_IF_ERROR(backend().gossip(call, x, count, peer, mixing));
     countExchange(stateName, count, start);
     return GRADCOMM_OK;
   });
@@ -175,17 +144,12 @@ gradcomm_status gradcomm_gossip_exchange_start_f32(
     // Nothing to exchange this time: a request that completes at once.
     started->skipped = peer < 0;
     if (peer >= 0) {
-      // The peer's replica lands in the request's own buffer: several
-      // exchanges may be in flight.
-      auto received = std::make_shared<std::vector<float>>(count);
-      started->requests.resize(2);
-      started->what = "MPI_Irecv/MPI_Isend (started gossip exchange)";
-      started->peer = peer;
-      GRADCOMM_RETURN_IF_ERROR(postExchange(call, x, received->data(), count,
-                                            peer, started->requests.data()));
-      started->finish = [name = started->opName, x, count, mixing, received,
-                         start = now()] {
-        cpu::mix(x, received->data(), count, mixing);
+      const double start = now();
+      GRADCOMM_RETURN_IF_ERROR(
+          backend().startGossip(call, x, count, peer, mixing, *started));
+      started->finish = [name = started->opName, count, start,
+                         mix = std::move(started->finish)] {
+        mix();
         countExchange(name.c_str(), count, start);
       };
     }
@@ -218,16 +182,11 @@ gradcomm_status gradcomm_consensus_distance_f32(const float *x, int64_t count,
     GRADCOMM_RETURN_IF_ERROR(checkConsistency(call, {{"count", count}}, false));
     const Context &ctx = context();
     // A logging quantity: on CUDA the replica comes to the host first.
-    std::vector<float> staged;
-    if (usingCuda()) {
-      staged.resize(count);
-      char error[kErrorSize] = {0};
-      GRADCOMM_RETURN_IF_ERROR(cudaStatus(
-          call,
-          ctx.cuda->bytesToHost(staged.data(), x, sizeof(float) * count, error),
-          error));
-      x = staged.data();
-    }
+    std::vector<uint8_t> staging;
+    const void *host = nullptr;
+    GRADCOMM_RETURN_IF_ERROR(
+        hostView(call, x, sizeof(float) * count, staging, &host));
+    x = static_cast<const float *>(host);
     // In double, so the distance of nearly equal replicas is not noise.
     std::vector<double> mean(x, x + count);
     GRADCOMM_RETURN_IF_ERROR(sumDoubles(call, mean.data(), count));

@@ -1,11 +1,13 @@
-//===- DenseAllReduce.cpp - Dense all-reduce over MPI ---------------------===//
+//===- DenseAllReduce.cpp - Dense all-reduce entry points -----------------===//
 //
 // Part of the GradComm project.
 //
+// Validate, agree, dispatch to the selected backend, count. The batched
+// form packs small tensors on the host, so it runs on the CPU backend only.
+//
 //===----------------------------------------------------------------------===//
 
-#include "Internal.h"
-#include "Kernels.h"
+#include "Backend.h"
 
 #include <algorithm>
 #include <memory>
@@ -45,12 +47,9 @@ gradcomm_status beginDenseAllReduce(const Call &call, const char *opName,
   return agreed;
 }
 
-/// The average's division and the counters, once the sum is in `data`.
-void finishDenseAllReduce(const char *opName, float *data, int64_t count,
-                          gradcomm_reduction reduction, double start) {
+/// The counters, once the sum (or mean) is in the buffer.
+void countDenseAllReduce(const char *opName, int64_t count, double start) {
   const Context &ctx = context();
-  if (!usingCuda() && reduction == GRADCOMM_REDUCE_AVERAGE)
-    divideByGroupSize(data, count);
   gradcomm_op_stats &stats = opStats(opName);
   uint64_t bytes = allReduceBytes(sizeof(float) * count, ctx.size);
   stats.calls += 1;
@@ -71,19 +70,10 @@ gradcomm_status gradcomm_dense_all_reduce_f32(const char *opName, float *data,
         beginDenseAllReduce(call, opName, data, count, reduction, &skipped));
     if (skipped)
       return GRADCOMM_OK;
-    const Context &ctx = context();
     double start = now();
-    if (usingCuda()) {
-      char error[kErrorSize] = {0};
-      GRADCOMM_RETURN_IF_ERROR(cudaStatus(
-          call,
-          ctx.cuda->denseAllReduce(data, count,
-                                   reduction == GRADCOMM_REDUCE_AVERAGE, error),
-          error));
-    } else {
-      GRADCOMM_RETURN_IF_ERROR(allReduceSum(call, data, count));
-    }
-    finishDenseAllReduce(opName, data, count, reduction, start);
+    GRADCOMM_RETURN_IF_ERROR(backend().denseAllReduce(
+        call, data, count, reduction == GRADCOMM_REDUCE_AVERAGE));
+    countDenseAllReduce(opName, count, start);
     return GRADCOMM_OK;
   });
 }
@@ -102,12 +92,15 @@ gradcomm_dense_all_reduce_start_f32(const char *opName, float *data,
     started->opName = opName ? opName : "";
     started->skipped = skipped;
     const double start = now();
-    started->finish = [name = started->opName, data, count, reduction, start] {
-      finishDenseAllReduce(name.c_str(), data, count, reduction, start);
-    };
-    if (!skipped)
-      GRADCOMM_RETURN_IF_ERROR(
-          startAllReduceSum(call, data, count, started->requests));
+    if (!skipped) {
+      GRADCOMM_RETURN_IF_ERROR(backend().startDenseAllReduce(
+          call, data, count, reduction == GRADCOMM_REDUCE_AVERAGE, *started));
+      started->finish = [name = started->opName, count, start,
+                         average = std::move(started->finish)] {
+        average();
+        countDenseAllReduce(name.c_str(), count, start);
+      };
+    }
     *request = trackRequest(std::move(started));
     return GRADCOMM_OK;
   });
@@ -181,20 +174,17 @@ gradcomm_dense_all_reduce_many_f32(const char *opName, float *const *data,
       }
       GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
       // Refused before the scan below reads the tensors on the host.
-      if (usingCuda())
-        return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                         "the batched form runs on the CPU backend only; use "
-                         "gradcomm_dense_all_reduce_f32 per tensor");
-      return GRADCOMM_OK;
+      return requireHostTensors(call, "the batched form (use "
+                                      "gradcomm_dense_all_reduce_f32 per "
+                                      "tensor)");
     }));
     // One agreement for the whole batch: the shapes, and whether any
     // tensor on any rank is not finite (the policy applies to the call).
     bool nonFinite = false;
     if (scanForNonFinite())
       for (int64_t t = 0; t < tensors && !nonFinite; ++t)
-        nonFinite = counts[t] > 0 &&
-                    cpu::exceedsLimit(cpu::maxMagnitudeKey(data[t], counts[t]),
-                                      inputLimit(/*summed=*/true));
+        GRADCOMM_RETURN_IF_ERROR(cpuBackend().exceedsLimit(
+            call, data[t], counts[t], inputLimit(/*summed=*/true), &nonFinite));
     gradcomm_status agreed = checkConsistency(
         call,
         {{"the number of tensors", tensors},

@@ -1,0 +1,186 @@
+//===- Backend.h - One table of operations per backend ----------*- C++ -*-===//
+//
+// Part of the GradComm project.
+//
+// Every public entry point runs the same four steps once: validate its
+// arguments (collectively, so one rank's mistake fails every rank), let the
+// selected backend prepare what must be known before the agreement (the
+// non-finite scan; on the CPU, the ScaleCom leader's selection, whose first
+// pass the scan rides along), agree (checkConsistency), dispatch the rest to
+// the backend, and count. The backend is this table: where tensors live, how
+// they are scanned, moved and reduced. The CPU backend (src/cpu/CpuBackend.*:
+// host memory, the kernels of Kernels.h, MPI) and the CUDA backend
+// (src/common/CudaBackend.cpp: device memory, the dlopen'ed
+// CudaBackendTable, NCCL) implement it in their own files, as MLIR's
+// ExecutionEngine implements one mgpu* ABI per GPU runtime.
+//
+// What only host memory allows (the batched dense all-reduce, elastic
+// averaging, the asynchronous one-sided ops, groups of grid axes) is not in
+// the table: those entry points refuse a backend whose tensors are not on
+// the host (requireHostTensors) during validation, before reading anything.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GRADCOMM_RUNTIME_BACKEND_H
+#define GRADCOMM_RUNTIME_BACKEND_H
+
+#include "Internal.h"
+
+#include <array>
+#include <cstdint>
+
+namespace gradcomm {
+
+/// One compressing step (ScaleCom or local top-k) on one rank, as the
+/// entry point validated it.
+struct CompressStep {
+  State &state;
+  const float *grad;
+  int64_t count;
+  int64_t k;
+  gradcomm_selection selection;
+  /// The chunk length with chunk selection, else 0.
+  int64_t chunkSize;
+  /// The rank whose selection every rank uses this step (step mod n).
+  int leader;
+};
+
+/// What a backend prepared before a compressing step's agreement.
+struct Prepared {
+  /// Some |m + g| (or |g|) exceeded the summed input limit, or is NaN.
+  bool nonFinite = false;
+  /// The leader's indices ride in the agreement's message (CPU backend,
+  /// small k): `payloadBytes` of `sent` on the leader reach `received` on
+  /// every rank once the ranks agree.
+  bool foldsIndices = false;
+  size_t payloadBytes = 0;
+  std::array<uint8_t, kAgreementPayloadBytes> sent{};
+  std::array<uint8_t, kAgreementPayloadBytes> received{};
+};
+
+/// The operations a backend runs. Pointers are where the backend keeps
+/// tensors (host or device); `call` names the entry point in messages.
+/// A `start*` entry fills `request` (its MPI requests and the `finish`
+/// that runs at gradcomm_wait) instead of completing; a backend that
+/// cannot start calls returns GRADCOMM_ERR_UNSUPPORTED, and the started
+/// entry points ask `startsCalls()` before validating anything.
+class Backend {
+public:
+  virtual ~Backend() = default;
+
+  /// "cpu" or "cuda", for messages.
+  virtual const char *name() const = 0;
+  /// Tensors are host memory the runtime may read and pass to MPI.
+  virtual bool tensorsOnHost() const = 0;
+  /// The started forms (gradcomm_*_start_f32) run on this backend.
+  virtual bool startsCalls() const = 0;
+
+  // Memory: states, compiled code's buffers, staging.
+  /// `count` zeroed floats.
+  virtual gradcomm_status allocate(const Call &call, int64_t count,
+                                   float **memory) const = 0;
+  virtual void release(float *memory) const = 0;
+  virtual gradcomm_status copyToHost(const Call &call, void *host,
+                                     const void *data, size_t bytes) const = 0;
+  virtual gradcomm_status copyFromHost(const Call &call, void *data,
+                                       const void *host,
+                                       size_t bytes) const = 0;
+  virtual gradcomm_status zero(const Call &call, float *data,
+                               int64_t count) const = 0;
+  /// `*result` = true when some |input| is above `limit` or NaN.
+  virtual gradcomm_status exceedsLimit(const Call &call, const float *input,
+                                       int64_t count, float limit,
+                                       bool *result) const = 0;
+
+  // Dense all-reduce and gossip, after the agreement.
+  virtual gradcomm_status denseAllReduce(const Call &call, float *data,
+                                         int64_t count, bool average) const = 0;
+  virtual gradcomm_status
+  startDenseAllReduce(const Call &call, float *data, int64_t count,
+                      bool average, gradcomm_request_s &request) const = 0;
+  /// x = (1 - mixing) x + mixing x_peer.
+  virtual gradcomm_status gossip(const Call &call, float *x, int64_t count,
+                                 int peer, float mixing) const = 0;
+  virtual gradcomm_status startGossip(const Call &call, float *x, int64_t count,
+                                      int peer, float mixing,
+                                      gradcomm_request_s &request) const = 0;
+
+  // ScaleCom.
+  /// Bytes per index in the leader's broadcast (counters and cost model).
+  virtual int indexBytes(const CompressStep &step) const = 0;
+  /// Before the agreement: the non-finite scan (of m + g on the CPU, where
+  /// it rides along the leader's selection; of g on CUDA) and, when the
+  /// indices fold into the agreement, the leader's selection.
+  virtual gradcomm_status prepareCompress(const Call &call,
+                                          const CompressStep &step,
+                                          Prepared &prepared) const = 0;
+  /// The fused step after the agreement: the leader's indices to every
+  /// rank, gather + low-pass update of the memory, the k values reduced
+  /// (sum, or mean) and scattered into a zeroed `out`. The entry point
+  /// moves the state's step on.
+  virtual gradcomm_status scalecom(const Call &call, const CompressStep &step,
+                                   const Prepared &prepared, float beta,
+                                   bool average, float *out) const = 0;
+  virtual gradcomm_status startScalecom(const Call &call,
+                                        const CompressStep &step,
+                                        const Prepared &prepared, float beta,
+                                        bool average, float *out,
+                                        gradcomm_request_s &request) const = 0;
+  /// The unfused compress: the leader's indices into `indices` and this
+  /// rank's (m + g) at them into `values`; memory unchanged.
+  virtual gradcomm_status compress(const Call &call, const CompressStep &step,
+                                   const Prepared &prepared, float *values,
+                                   int64_t *indices) const = 0;
+  /// The sum (or mean) of `values` over the ranks, scattered into a zeroed
+  /// `out` at `indices`.
+  virtual gradcomm_status sparseAllReduce(const Call &call, const float *values,
+                                          const int64_t *indices, int64_t k,
+                                          float *out, int64_t count,
+                                          bool average) const = 0;
+  virtual gradcomm_status
+  startSparseAllReduce(const Call &call, const float *values,
+                       const int64_t *indices, int64_t k, float *out,
+                       int64_t count, bool average,
+                       gradcomm_request_s &request) const = 0;
+  /// m = beta (m + g) at `indices` (ascending), m + g elsewhere.
+  virtual gradcomm_status memoryUpdate(const Call &call, State &state,
+                                       const float *grad, int64_t count,
+                                       const int64_t *indices, int64_t k,
+                                       float beta) const = 0;
+
+  // Local top-k with all-gather (the baseline).
+  /// Before the agreement: the non-finite scan (and, on the CPU, this
+  /// rank's own selection, which the scan rides along).
+  virtual gradcomm_status prepareLocalTopk(const Call &call,
+                                           const CompressStep &step,
+                                           Prepared &prepared) const = 0;
+  /// After it: plain error feedback, the k values and indices of every
+  /// rank gathered and summed in rank order into a zeroed `out`;
+  /// `*distinct`: the union's size.
+  virtual gradcomm_status localTopk(const Call &call, const CompressStep &step,
+                                    bool average, float *out,
+                                    int64_t *distinct) const = 0;
+  /// `finish(distinct)` runs at the wait, after the sum.
+  virtual gradcomm_status
+  startLocalTopk(const Call &call, const CompressStep &step, bool average,
+                 float *out, gradcomm_request_s &request,
+                 std::function<void(int64_t)> finish) const = 0;
+};
+
+/// The selected backend (the CPU one until gradcomm_set_backend(CUDA)).
+const Backend &backend();
+/// The CPU backend, always available.
+const Backend &cpuBackend();
+
+/// A host view of `bytes` at `data` (where the backend keeps tensors):
+/// `data` itself on a host backend, else a copy staged in `staging`.
+gradcomm_status hostView(const Call &call, const void *data, size_t bytes,
+                         std::vector<uint8_t> &staging, const void **host);
+
+/// GRADCOMM_ERR_UNSUPPORTED "<what> runs on the CPU backend only" unless
+/// the selected backend's tensors are host memory.
+gradcomm_status requireHostTensors(const Call &call, const std::string &what);
+
+} // namespace gradcomm
+
+#endif // GRADCOMM_RUNTIME_BACKEND_H

@@ -1,0 +1,197 @@
+//===- CudaBackend.cpp - The CUDA backend's table behind Backend.h --------===//
+//
+// Part of the GradComm project.
+//
+// libgradcomm_runtime links neither CUDA nor NCCL: the CUDA backend's work
+// is in libgradcomm_runtime_cuda.so (src/cuda), loaded on demand, whose C
+// table (CudaBackendTable.h) this adapter puts behind Backend.h's
+// operations. Every call completes on the device before it returns; the
+// started forms are not built for CUDA yet (they would be enqueued on the
+// backend's stream), so startsCalls() is false and the entry points refuse
+// them before validating anything.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Backend.h"
+
+#include <numeric>
+#include <vector>
+
+using namespace gradcomm;
+
+namespace {
+
+class CudaBackend final : public Backend {
+public:
+  /// The loaded table while the backend runs; nullptr after shutdown.
+  const CudaBackendTable *table = nullptr;
+
+  const char *name() const override { return "cuda"; }
+  bool tensorsOnHost() const override { return false; }
+  bool startsCalls() const override { return false; }
+
+  gradcomm_status allocate(const Call &call, int64_t count,
+                           float **memory) const override {
+    char error[kErrorSize] = {0};
+    return status(call, table->allocate(memory, count, error), error);
+  }
+  void release(float *memory) const override {
+    // Memory outlives a stopped backend only when its context is gone.
+    if (table)
+      table->release(memory);
+  }
+  gradcomm_status copyToHost(const Call &call, void *host, const void *data,
+                             size_t bytes) const override {
+    char error[kErrorSize] = {0};
+    return status(call, table->bytesToHost(host, data, bytes, error), error);
+  }
+  gradcomm_status copyFromHost(const Call &call, void *data, const void *host,
+                               size_t bytes) const override {
+    char error[kErrorSize] = {0};
+    return status(call, table->bytesFromHost(data, host, bytes, error), error);
+  }
+  gradcomm_status zero(const Call &call, float *data,
+                       int64_t count) const override {
+    char error[kErrorSize] = {0};
+    return status(call, table->zero(data, count, error), error);
+  }
+  gradcomm_status exceedsLimit(const Call &call, const float *input,
+                               int64_t count, float limit,
+                               bool *result) const override {
+    *result = false;
+    if (count <= 0)
+      return GRADCOMM_OK;
+    int found = 0;
+    char error[kErrorSize] = {0};
+    GRADCOMM_RETURN_IF_ERROR(status(
+        call, table->anyNonFinite(input, count, limit, &found, error), error));
+    *result = found != 0;
+    return GRADCOMM_OK;
+  }
+
+  gradcomm_status denseAllReduce(const Call &call, float *data, int64_t count,
+                                 bool average) const override {
+    char error[kErrorSize] = {0};
+    return status(call, table->denseAllReduce(data, count, average, error),
+                  error);
+  }
+  gradcomm_status startDenseAllReduce(const Call &call, float *, int64_t, bool,
+                                      gradcomm_request_s &) const override {
+    return notStarted(call);
+  }
+  gradcomm_status gossip(const Call &call, float *x, int64_t count, int peer,
+                         float mixing) const override {
+    char error[kErrorSize] = {0};
+    return status(call, table->gossip(x, count, peer, mixing, error), error);
+  }
+  gradcomm_status startGossip(const Call &call, float *, int64_t, int, float,
+                              gradcomm_request_s &) const override {
+    return notStarted(call);
+  }
+
+  /// The device kernels broadcast int64 indices.
+  int indexBytes(const CompressStep &) const override { return 8; }
+  gradcomm_status prepareCompress(const Call &call, const CompressStep &step,
+                                  Prepared &prepared) const override {
+    return scanGradient(call, step, prepared);
+  }
+  gradcomm_status scalecom(const Call &call, const CompressStep &step,
+                           const Prepared &, float beta, bool average,
+                           float *out) const override {
+    char error[kErrorSize] = {0};
+    return status(call,
+                  table->scalecom(step.state.data(), step.grad, out, step.count,
+                                  step.k, step.selection, step.chunkSize, beta,
+                                  average, step.leader, error),
+                  error);
+  }
+  gradcomm_status startScalecom(const Call &call, const CompressStep &,
+                                const Prepared &, float, bool, float *,
+                                gradcomm_request_s &) const override {
+    return notStarted(call);
+  }
+  gradcomm_status compress(const Call &call, const CompressStep &step,
+                           const Prepared &, float *values,
+                           int64_t *indices) const override {
+    char error[kErrorSize] = {0};
+    return status(call,
+                  table->compress(step.state.data(), step.grad, step.count,
+                                  step.k, step.selection, step.chunkSize,
+                                  step.leader, values, indices, error),
+                  error);
+  }
+  gradcomm_status sparseAllReduce(const Call &call, const float *values,
+                                  const int64_t *indices, int64_t k, float *out,
+                                  int64_t count, bool average) const override {
+    char error[kErrorSize] = {0};
+    return status(
+        call,
+        table->sparseAllReduce(values, indices, k, out, count, average, error),
+        error);
+  }
+  gradcomm_status startSparseAllReduce(const Call &call, const float *,
+                                       const int64_t *, int64_t, float *,
+                                       int64_t, bool,
+                                       gradcomm_request_s &) const override {
+    return notStarted(call);
+  }
+  gradcomm_status memoryUpdate(const Call &call, State &state,
+                               const float *grad, int64_t count,
+                               const int64_t *indices, int64_t k,
+                               float beta) const override {
+    char error[kErrorSize] = {0};
+    return status(
+        call,
+        table->memoryUpdate(state.data(), grad, count, indices, k, beta, error),
+        error);
+  }
+
+  gradcomm_status prepareLocalTopk(const Call &call, const CompressStep &step,
+                                   Prepared &prepared) const override {
+    return scanGradient(call, step, prepared);
+  }
+  gradcomm_status localTopk(const Call &call, const CompressStep &step,
+                            bool average, float *out,
+                            int64_t *distinct) const override {
+    char error[kErrorSize] = {0};
+    return status(call,
+                  table->localTopk(step.state.data(), step.grad, out,
+                                   step.count, step.k, average, distinct,
+                                   error),
+                  error);
+  }
+  gradcomm_status startLocalTopk(const Call &call, const CompressStep &, bool,
+                                 float *, gradcomm_request_s &,
+                                 std::function<void(int64_t)>) const override {
+    return notStarted(call);
+  }
+
+private:
+  static gradcomm_status status(const Call &call, int rc, const char *error) {
+    if (rc == 0)
+      return GRADCOMM_OK;
+    return call.fail(GRADCOMM_ERR_INTERNAL,
+                     std::string("cuda backend: ") + error);
+  }
+  static gradcomm_status notStarted(const Call &call) {
+    return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                     "the started forms run on the CPU backend only");
+  }
+  /// The device scan of g against the summed input limit (the kernels
+  /// select after the agreement, so nothing rides along).
+  gradcomm_status scanGradient(const Call &call, const CompressStep &step,
+                               Prepared &prepared) const {
+    if (!scanForNonFinite())
+      return GRADCOMM_OK;
+    return exceedsLimit(call, step.grad, step.count,
+                        inputLimit(/*summed=*/true), &prepared.nonFinite);
+  }
+};
+
+} // namespace
+
+const Backend *gradcomm::cudaBackendOver(const CudaBackendTable *table) {
+  static CudaBackend backend;
+  backend.table = table;
+  return table ? &backend : nullptr;
+}

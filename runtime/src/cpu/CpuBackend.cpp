@@ -1,0 +1,194 @@
+//===- CpuBackend.cpp - The CPU backend: memory, dense, gossip, sparse ----===//
+//
+// Part of the GradComm project.
+//
+// Tensors are host memory; the data moves with MPI on the active group's
+// communicator, started and then waited for under the watchdog
+// (waitYielding), never busy-waiting: ranks may share cores.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CpuBackend.h"
+#include "Kernels.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+using namespace gradcomm;
+
+const Backend &gradcomm::cpuBackend() {
+  static const CpuBackend backend;
+  return backend;
+}
+
+void gradcomm::averageOverGroup(float *values, int64_t count, bool average) {
+  if (average)
+    divideByGroupSize(values, count);
+}
+
+gradcomm_status CpuBackend::allocate(const Call &call, int64_t count,
+                                     float **memory) const {
+  *memory = nullptr;
+  if (count == 0)
+    return GRADCOMM_OK;
+  // calloc: a large state's zero pages are mapped lazily, not written.
+  *memory = static_cast<float *>(std::calloc(count, sizeof(float)));
+  if (!*memory)
+    return call.fail(GRADCOMM_ERR_NO_MEMORY,
+                     "out of memory (" + std::to_string(count) + " floats)");
+  return GRADCOMM_OK;
+}
+
+void CpuBackend::release(float *memory) const { std::free(memory); }
+
+gradcomm_status CpuBackend::copyToHost(const Call &, void *host,
+                                       const void *data, size_t bytes) const {
+  if (bytes > 0)
+    std::memcpy(host, data, bytes);
+  return GRADCOMM_OK;
+}
+
+gradcomm_status CpuBackend::copyFromHost(const Call &, void *data,
+                                         const void *host, size_t bytes) const {
+  if (bytes > 0)
+    std::memcpy(data, host, bytes);
+  return GRADCOMM_OK;
+}
+
+gradcomm_status CpuBackend::zero(const Call &, float *data,
+                                 int64_t count) const {
+  std::fill(data, data + count, 0.0f);
+  return GRADCOMM_OK;
+}
+
+gradcomm_status CpuBackend::exceedsLimit(const Call &, const float *input,
+                                         int64_t count, float limit,
+                                         bool *result) const {
+  *result =
+      count > 0 && cpu::exceedsLimit(cpu::maxMagnitudeKey(input, count), limit);
+  return GRADCOMM_OK;
+}
+
+gradcomm_status CpuBackend::denseAllReduce(const Call &call, float *data,
+                                           int64_t count, bool average) const {
+  GRADCOMM_RETURN_IF_ERROR(allReduceSum(call, data, count));
+  averageOverGroup(data, count, average);
+  return GRADCOMM_OK;
+}
+
+gradcomm_status
+CpuBackend::startDenseAllReduce(const Call &call, float *data, int64_t count,
+                                bool average,
+                                gradcomm_request_s &request) const {
+  GRADCOMM_RETURN_IF_ERROR(
+      startAllReduceSum(call, data, count, request.requests));
+  request.finish = [data, count, average] {
+    averageOverGroup(data, count, average);
+  };
+  return GRADCOMM_OK;
+}
+
+namespace {
+
+/// Posts the paired exchange both ways: this replica to `peer`, the peer's
+/// into `received`. Both sides post in the same order, so several
+/// exchanges in flight with one peer match up in order.
+gradcomm_status postExchange(const Call &call, float *x, float *received,
+                             int64_t count, int peer, MPI_Request requests[2]) {
+  const Context &ctx = context();
+  GRADCOMM_RETURN_IF_ERROR(
+      call.mpi(MPI_Irecv(received, static_cast<int>(count), MPI_FLOAT, peer, 0,
+                         ctx.comm, &requests[0]),
+               "MPI_Irecv"));
+  return call.mpi(MPI_Isend(x, static_cast<int>(count), MPI_FLOAT, peer, 0,
+                            ctx.comm, &requests[1]),
+                  "MPI_Isend");
+}
+
+} // namespace
+
+gradcomm_status CpuBackend::gossip(const Call &call, float *x, int64_t count,
+                                   int peer, float mixing) const {
+  static thread_local std::vector<float> received;
+  received.resize(count);
+  // Posted both ways, then waited for without monopolizing the core.
+  MPI_Request requests[2];
+  GRADCOMM_RETURN_IF_ERROR(
+      postExchange(call, x, received.data(), count, peer, requests));
+  GRADCOMM_RETURN_IF_ERROR(waitYielding(call, requests[0], "MPI_Irecv", peer));
+  GRADCOMM_RETURN_IF_ERROR(waitYielding(call, requests[1], "MPI_Isend", peer));
+  cpu::mix(x, received.data(), count, mixing);
+  return GRADCOMM_OK;
+}
+
+gradcomm_status CpuBackend::startGossip(const Call &call, float *x,
+                                        int64_t count, int peer, float mixing,
+                                        gradcomm_request_s &request) const {
+  // The peer's replica lands in the request's own buffer: several
+  // exchanges may be in flight.
+  auto received = std::make_shared<std::vector<float>>(count);
+  request.requests.resize(2);
+  request.what = "MPI_Irecv/MPI_Isend (started gossip exchange)";
+  request.peer = peer;
+  GRADCOMM_RETURN_IF_ERROR(postExchange(call, x, received->data(), count, peer,
+                                        request.requests.data()));
+  request.finish = [x, count, mixing, received] {
+    cpu::mix(x, received->data(), count, mixing);
+  };
+  return GRADCOMM_OK;
+}
+
+namespace {
+
+/// The reduced values into an all-zero `out` at `indices`.
+void scatterIntoZeros(const float *reduced, const int64_t *indices, int64_t k,
+                      float *out, int64_t count) {
+  std::fill(out, out + count, 0.0f);
+  cpu::scatter(out, indices, reduced, k);
+}
+
+} // namespace
+
+gradcomm_status CpuBackend::sparseAllReduce(const Call &call,
+                                            const float *values,
+                                            const int64_t *indices, int64_t k,
+                                            float *out, int64_t count,
+                                            bool average) const {
+  static thread_local std::vector<float> reduced;
+  reduced.assign(values, values + k);
+  GRADCOMM_RETURN_IF_ERROR(allReduceSum(call, reduced.data(), k));
+  averageOverGroup(reduced.data(), k, average);
+  scatterIntoZeros(reduced.data(), indices, k, out, count);
+  return GRADCOMM_OK;
+}
+
+gradcomm_status
+CpuBackend::startSparseAllReduce(const Call &call, const float *values,
+                                 const int64_t *indices, int64_t k, float *out,
+                                 int64_t count, bool average,
+                                 gradcomm_request_s &request) const {
+  // Values and indices are copied into the request: the caller's buffers
+  // are free at once, and several calls may be in flight.
+  auto reduced = std::make_shared<std::vector<float>>(values, values + k);
+  auto kept = std::make_shared<std::vector<int64_t>>(indices, indices + k);
+  request.what = "MPI_Iallreduce (started sparse all-reduce)";
+  GRADCOMM_RETURN_IF_ERROR(
+      startAllReduceSum(call, reduced->data(), k, request.requests));
+  request.finish = [reduced, kept, k, out, count, average] {
+    averageOverGroup(reduced->data(), k, average);
+    scatterIntoZeros(reduced->data(), kept->data(), k, out, count);
+  };
+  return GRADCOMM_OK;
+}
+
+gradcomm_status CpuBackend::memoryUpdate(const Call &, State &state,
+                                         const float *grad, int64_t count,
+                                         const int64_t *indices, int64_t k,
+                                         float beta) const {
+  cpu::gatherAndUpdate(state.data(), grad, count, indices, k, beta, nullptr,
+                       nullptr);
+  return GRADCOMM_OK;
+}

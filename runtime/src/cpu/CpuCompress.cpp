@@ -1,0 +1,274 @@
+//===- CpuCompress.cpp - The CPU backend's ScaleCom and local top-k -------===//
+//
+// Part of the GradComm project.
+//
+// docs/design/architecture.md section 2. The fused step streams the memory
+// once per step on every rank (gather + low-pass update + zeroing the
+// output in one pass); the leader adds its selection pass(es) before it.
+// The leader's exact selection runs before the agreement because the
+// non-finite scan rides along its first pass; its indices then travel in
+// the agreement's message when they fit, else in a broadcast of their own.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CpuBackend.h"
+#include "Kernels.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+using namespace gradcomm;
+
+namespace {
+
+bool isLeader(const CompressStep &step) {
+  return context().rank == step.leader;
+}
+
+/// The leader's indices to every rank, into `state.indices`. With `out`
+/// (the fused step) a chunk leader that selects here also applies the
+/// memory update, fills `values` and zeroes `out` in the same pass;
+/// `*updated` says so.
+gradcomm_status exchangeIndices(const Call &call, const CompressStep &step,
+                                const Prepared &prepared, int width, float beta,
+                                float *out, bool *updated) {
+  State &state = step.state;
+  *updated = false;
+  if (prepared.foldsIndices) {
+    decodeIndices(prepared.received.data(), step.k, width, step.chunkSize,
+                  state.indices.data());
+    return GRADCOMM_OK;
+  }
+  if (isLeader(step) && step.selection == GRADCOMM_SELECT_CHUNK) {
+    if (out) {
+      cpu::selectChunkAndUpdate(state.data(), step.grad, step.count,
+                                step.chunkSize, beta, state.indices.data(),
+                                state.values.data(), out);
+      *updated = true;
+    } else {
+      cpu::selectChunk(state.data(), step.grad, step.count, step.chunkSize,
+                       state.indices.data());
+    }
+  }
+  return broadcastIndices(call, state.indices.data(), step.k, step.leader,
+                          width, step.chunkSize);
+}
+
+/// The fused step's part before the value all-reduce: the indices, then
+/// gather + low-pass update, which leaves this rank's k values in
+/// `state.values` and zeros in `out`.
+gradcomm_status exchangeAndUpdate(const Call &call, const CpuBackend &cpu,
+                                  const CompressStep &step,
+                                  const Prepared &prepared, float beta,
+                                  float *out) {
+  State &state = step.state;
+  bool updated = false;
+  GRADCOMM_RETURN_IF_ERROR(exchangeIndices(
+      call, step, prepared, cpu.indexBytes(step), beta, out, &updated));
+  if (!updated)
+    cpu::gatherAndUpdate(state.data(), step.grad, step.count,
+                         state.indices.data(), step.k, beta,
+                         state.values.data(), out);
+  return GRADCOMM_OK;
+}
+
+/// The reduced values (then the mean) scattered into the zeroed `out`.
+void scatterValues(const CompressStep &step, bool average, float *out) {
+  State &state = step.state;
+  averageOverGroup(state.values.data(), step.k, average);
+  cpu::scatter(out, state.indices.data(), state.values.data(), step.k);
+}
+
+} // namespace
+
+int CpuBackend::indexBytes(const CompressStep &step) const {
+  // The offset inside its chunk (1 or 2 bytes) for chunk selection, int32
+  // below 2^31 elements.
+  return step.selection == GRADCOMM_SELECT_CHUNK
+             ? chunkIndexBytes(step.count, step.chunkSize)
+             : gradcomm::indexBytes(step.count);
+}
+
+gradcomm_status CpuBackend::prepareCompress(const Call &,
+                                            const CompressStep &step,
+                                            Prepared &prepared) const {
+  State &state = step.state;
+  state.indices.resize(step.k);
+  state.values.resize(step.k);
+  uint32_t largest = 0;
+  if (isLeader(step) && step.selection == GRADCOMM_SELECT_EXACT) {
+    static thread_local cpu::SelectScratch scratch;
+    // The non-finite scan rides along the histogram pass.
+    largest = cpu::selectExact(state.data(), step.grad, step.count, step.k,
+                               state.indices.data(), scratch);
+  } else if (scanForNonFinite()) {
+    largest = cpu::maxMagnitudeKeySum(state.data(), step.grad, step.count);
+  }
+  // m + g, not g: a finite gradient that overflows the memory counts.
+  prepared.nonFinite = scanForNonFinite() &&
+                       cpu::exceedsLimit(largest, inputLimit(/*summed=*/true));
+  // The indices ride in the agreement's message when k of them fit: one
+  // collective fewer per call, which is what a small tensor's call costs.
+  // Every rank decides the same way once they agree on count, k, selection
+  // and chunk size, which the same agreement checks.
+  const int width = indexBytes(step);
+  prepared.foldsIndices =
+      context().consistencyCheck &&
+      step.k * width <= static_cast<int64_t>(kAgreementPayloadBytes);
+  if (!prepared.foldsIndices)
+    return GRADCOMM_OK;
+  prepared.payloadBytes = static_cast<size_t>(step.k * width);
+  // So the leader selects now (a chunk leader then updates in the fused
+  // gather's pass, like the other ranks: the same bits as the one-pass
+  // kernel).
+  if (isLeader(step) && step.selection == GRADCOMM_SELECT_CHUNK)
+    cpu::selectChunk(state.data(), step.grad, step.count, step.chunkSize,
+                     state.indices.data());
+  if (isLeader(step))
+    encodeIndices(state.indices.data(), step.k, width, step.chunkSize,
+                  prepared.sent.data());
+  return GRADCOMM_OK;
+}
+
+gradcomm_status CpuBackend::scalecom(const Call &call, const CompressStep &step,
+                                     const Prepared &prepared, float beta,
+                                     bool average, float *out) const {
+  GRADCOMM_RETURN_IF_ERROR(
+      exchangeAndUpdate(call, *this, step, prepared, beta, out));
+  GRADCOMM_RETURN_IF_ERROR(
+      allReduceSum(call, step.state.values.data(), step.k));
+  scatterValues(step, average, out);
+  return GRADCOMM_OK;
+}
+
+gradcomm_status CpuBackend::startScalecom(const Call &call,
+                                          const CompressStep &step,
+                                          const Prepared &prepared, float beta,
+                                          bool average, float *out,
+                                          gradcomm_request_s &request) const {
+  GRADCOMM_RETURN_IF_ERROR(
+      exchangeAndUpdate(call, *this, step, prepared, beta, out));
+  GRADCOMM_RETURN_IF_ERROR(startAllReduceSum(call, step.state.values.data(),
+                                             step.k, request.requests));
+  // The state's scratch is reduced in place until the wait (the entry
+  // point marks the state held).
+  request.finish = [step, average, out] { scatterValues(step, average, out); };
+  return GRADCOMM_OK;
+}
+
+gradcomm_status CpuBackend::compress(const Call &call, const CompressStep &step,
+                                     const Prepared &prepared, float *values,
+                                     int64_t *indices) const {
+  State &state = step.state;
+  bool updated = false;
+  GRADCOMM_RETURN_IF_ERROR(exchangeIndices(
+      call, step, prepared, indexBytes(step), 1.0f, nullptr, &updated));
+  std::copy(state.indices.begin(), state.indices.end(), indices);
+  cpu::gather(state.data(), step.grad, indices, step.k, values);
+  return GRADCOMM_OK;
+}
+
+namespace {
+
+/// The gathered blocks of one call: n blocks of k values and k indices.
+struct Gathered {
+  std::vector<float> values;
+  std::vector<int64_t> indices;
+};
+
+/// Starts the all-gathers of this rank's k values and indices into
+/// `gathered`.
+gradcomm_status startGather(const Call &call, const State &state, int64_t k,
+                            Gathered &gathered, MPI_Request requests[2]) {
+  const Context &ctx = context();
+  gathered.values.resize(k * ctx.size);
+  gathered.indices.resize(k * ctx.size);
+  GRADCOMM_RETURN_IF_ERROR(call.mpi(
+      MPI_Iallgather(state.values.data(), static_cast<int>(k), MPI_FLOAT,
+                     gathered.values.data(), static_cast<int>(k), MPI_FLOAT,
+                     ctx.comm, &requests[0]),
+      "MPI_Iallgather (values)"));
+  return call.mpi(MPI_Iallgather(state.indices.data(), static_cast<int>(k),
+                                 MPI_INT64_T, gathered.indices.data(),
+                                 static_cast<int>(k), MPI_INT64_T, ctx.comm,
+                                 &requests[1]),
+                  "MPI_Iallgather (indices)");
+}
+
+/// Sums the gathered blocks into `out` in rank order (every rank computes
+/// the same bits), divides the union's entries for a mean; returns the
+/// union's size.
+int64_t sumGathered(Gathered &gathered, float *out, bool average) {
+  const int64_t entries = static_cast<int64_t>(gathered.indices.size());
+  for (int64_t j = 0; j < entries; ++j)
+    out[gathered.indices[j]] += gathered.values[j];
+  std::vector<int64_t> &indices = gathered.indices;
+  std::sort(indices.begin(), indices.end());
+  const int64_t distinct =
+      std::unique(indices.begin(), indices.end()) - indices.begin();
+  if (average) {
+    const float groupSize = static_cast<float>(context().size);
+    for (int64_t j = 0; j < distinct; ++j)
+      out[indices[j]] /= groupSize;
+  }
+  return distinct;
+}
+
+/// Plain error feedback (beta = 1): m = p - c; the same pass zeroes the
+/// output the gathered blocks are added into.
+void feedBackError(const CompressStep &step, float *out) {
+  State &state = step.state;
+  cpu::gatherAndUpdate(state.data(), step.grad, step.count,
+                       state.indices.data(), step.k, 1.0f, state.values.data(),
+                       out);
+}
+
+} // namespace
+
+gradcomm_status CpuBackend::prepareLocalTopk(const Call &,
+                                             const CompressStep &step,
+                                             Prepared &prepared) const {
+  static thread_local cpu::SelectScratch scratch;
+  State &state = step.state;
+  state.indices.resize(step.k);
+  state.values.resize(step.k);
+  uint32_t largest = cpu::selectExact(state.data(), step.grad, step.count,
+                                      step.k, state.indices.data(), scratch);
+  prepared.nonFinite = scanForNonFinite() &&
+                       cpu::exceedsLimit(largest, inputLimit(/*summed=*/true));
+  return GRADCOMM_OK;
+}
+
+gradcomm_status CpuBackend::localTopk(const Call &call,
+                                      const CompressStep &step, bool average,
+                                      float *out, int64_t *distinct) const {
+  feedBackError(step, out);
+  static thread_local Gathered gathered;
+  MPI_Request requests[2];
+  GRADCOMM_RETURN_IF_ERROR(
+      startGather(call, step.state, step.k, gathered, requests));
+  GRADCOMM_RETURN_IF_ERROR(
+      waitYielding(call, requests[0], "MPI_Iallgather (values)"));
+  GRADCOMM_RETURN_IF_ERROR(
+      waitYielding(call, requests[1], "MPI_Iallgather (indices)"));
+  *distinct = sumGathered(gathered, out, average);
+  return GRADCOMM_OK;
+}
+
+gradcomm_status CpuBackend::startLocalTopk(
+    const Call &call, const CompressStep &step, bool average, float *out,
+    gradcomm_request_s &request, std::function<void(int64_t)> finish) const {
+  feedBackError(step, out);
+  // The blocks land in the request's own buffers: several calls may be in
+  // flight.
+  auto gathered = std::make_shared<Gathered>();
+  request.requests.resize(2);
+  request.what = "MPI_Iallgather (started local top-k)";
+  GRADCOMM_RETURN_IF_ERROR(startGather(call, step.state, step.k, *gathered,
+                                       request.requests.data()));
+  request.finish = [gathered, out, average, finish = std::move(finish)] {
+    finish(sumGathered(*gathered, out, average));
+  };
+  return GRADCOMM_OK;
+}

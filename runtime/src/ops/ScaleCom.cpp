@@ -1,0 +1,439 @@
+//===- ScaleCom.cpp - CLT-k compression, sparse reduce, memory update -----===//
+//
+// Part of the GradComm project.
+//
+// docs/design/architecture.md section 2. Validate, let the backend prepare
+// (the non-finite scan; on the CPU the leader's selection too), agree,
+// dispatch, count. The CPU backend's side is src/cpu/CpuCompress.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Backend.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <numeric>
+
+using namespace gradcomm;
+
+namespace {
+
+/// Arguments shared by the compress entry points, validated once.
+struct CompressArgs {
+  const char *state;
+  const float *grad;
+  int64_t count;
+  int64_t k;
+  gradcomm_selection selection;
+  int64_t chunkSize;
+};
+
+gradcomm_status validateCompress(const Call &call, const CompressArgs &args) {
+  GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", args.state));
+  GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, args.count, args.k));
+  GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "grad", args.grad));
+  if (args.selection == GRADCOMM_SELECT_CHUNK) {
+    GRADCOMM_RETURN_IF_ERROR(
+        requireRange(call, "chunk_size", args.chunkSize, 1, args.count));
+    int64_t expected = (args.count + args.chunkSize - 1) / args.chunkSize;
+    if (args.k != expected)
+      return call.fail(
+          GRADCOMM_ERR_INVALID_ARGUMENT,
+          "'k' must be ceil(count / chunk_size) = " + std::to_string(expected) +
+              " with chunk selection, got " + std::to_string(args.k));
+  } else if (args.selection != GRADCOMM_SELECT_EXACT) {
+    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                     "unknown selection " +
+                         std::to_string(static_cast<int>(args.selection)));
+  }
+  return GRADCOMM_OK;
+}
+
+gradcomm_status validateBeta(const Call &call, float beta) {
+  if (!(beta > 0.0f && beta <= 1.0f))
+    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                     "'beta' must be in (0, 1], got " + std::to_string(beta));
+  return GRADCOMM_OK;
+}
+
+/// What every rank of a compression must agree on.
+std::vector<CheckField> compressFields(const CompressArgs &args,
+                                       const State &state) {
+  return {{"count", args.count},
+          {"k", args.k},
+          {"selection", args.selection},
+          {"chunk_size",
+           args.selection == GRADCOMM_SELECT_CHUNK ? args.chunkSize : 0},
+          {"step", static_cast<int64_t>(state.step)}};
+}
+
+/// The step as the backend sees it.
+CompressStep stepOf(const CompressArgs &args, State &state) {
+  return {state,
+          args.grad,
+          args.count,
+          args.k,
+          args.selection,
+          args.selection == GRADCOMM_SELECT_CHUNK ? args.chunkSize : 0,
+          static_cast<int>(state.step % context().size)};
+}
+
+/// The backend's preparation and the agreement (with the leader's indices
+/// in its message when they fold). `*skipped`: the non-finite policy
+/// skipped the call, nothing was selected or written.
+gradcomm_status prepareAndAgree(const Call &call, const CompressArgs &args,
+                                const CompressStep &step,
+                                const std::vector<CheckField> &extra,
+                                Prepared &prepared, bool *skipped) {
+  GRADCOMM_RETURN_IF_ERROR(backend().prepareCompress(call, step, prepared));
+  std::vector<CheckField> fields = compressFields(args, step.state);
+  fields.insert(fields.end(), extra.begin(), extra.end());
+  const AgreementPayload payload{step.leader, prepared.sent.data(),
+                                 prepared.payloadBytes,
+                                 prepared.received.data()};
+  // Nothing is written before every rank agrees and all gradients are
+  // finite.
+  gradcomm_status agreed =
+      checkConsistency(call, fields, prepared.nonFinite, GRADCOMM_OK,
+                       prepared.foldsIndices ? &payload : nullptr);
+  *skipped = skippedNonFinite(agreed, args.state);
+  return *skipped ? GRADCOMM_OK : agreed;
+}
+
+/// The index broadcast's bytes: as the backend sends them (offsets inside
+/// their chunks, or int32, on the CPU; int64 on CUDA). Indices folded into
+/// the agreement count as the same bytes, in no message of their own.
+void countCompress(gradcomm_op_stats &stats, const CompressStep &step,
+                   bool foldsIndices) {
+  const Context &ctx = context();
+  uint64_t bytes =
+      broadcastBytes(backend().indexBytes(step) * step.k, ctx.size);
+  if (!foldsIndices)
+    stats.messages += 1;
+  stats.index_bytes_sent += bytes;
+  stats.index_bytes_received += bytes;
+}
+
+void countValueReduce(gradcomm_op_stats &stats, int64_t k) {
+  const Context &ctx = context();
+  uint64_t bytes = allReduceBytes(sizeof(float) * k, ctx.size);
+  stats.messages += 1;
+  stats.value_bytes_sent += bytes;
+  stats.value_bytes_received += bytes;
+}
+
+/// Checks k indices (on the host, or staged from the device on CUDA) lie
+/// in [0, count) and, with `ascending`, increase strictly, as the memory
+/// update's single merge pass needs.
+gradcomm_status validateIndices(const Call &call, const int64_t *indices,
+                                int64_t k, int64_t count, bool ascending) {
+  std::vector<uint8_t> staging;
+  const void *view = nullptr;
+  GRADCOMM_RETURN_IF_ERROR(
+      hostView(call, indices, sizeof(int64_t) * k, staging, &view));
+  const int64_t *host = static_cast<const int64_t *>(view);
+  for (int64_t j = 0; j < k; ++j) {
+    bool inRange = host[j] >= 0 && host[j] < count;
+    if (ascending && (!inRange || (j > 0 && host[j] <= host[j - 1])))
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "indices must be ascending and in [0, " +
+                           std::to_string(count) + "); position " +
+                           std::to_string(j) + " holds " +
+                           std::to_string(host[j]));
+    if (!inRange)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "index " + std::to_string(host[j]) + " at position " +
+                           std::to_string(j) + " is outside [0, " +
+                           std::to_string(count) + ")");
+  }
+  // A repeated index would make the scatter's result depend on the order
+  // of the writes (a race on the GPU): refused, whatever the order. Indices
+  // from compress increase strictly, which already rules repeats out; only
+  // another order needs the sort.
+  if (!ascending &&
+      std::adjacent_find(host, host + k, std::greater_equal<int64_t>()) !=
+          host + k) {
+    static thread_local std::vector<int64_t> sorted;
+    sorted.assign(host, host + k);
+    std::sort(sorted.begin(), sorted.end());
+    auto repeated = std::adjacent_find(sorted.begin(), sorted.end());
+    if (repeated != sorted.end())
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "index " + std::to_string(*repeated) +
+                           " appears more than once");
+  }
+  return GRADCOMM_OK;
+}
+
+/// The unfused compress skipped by the non-finite policy: zero values at
+/// indices 0..k-1 (valid for the ops that follow, so sparse_all_reduce
+/// gives zeros), and the memory update of this step becomes a no-op.
+gradcomm_status skipCompress(const Call &call, State &state, int64_t k,
+                             float *values, int64_t *indices) {
+  state.skippedStep = true;
+  std::vector<int64_t> first(k);
+  std::iota(first.begin(), first.end(), int64_t(0));
+  GRADCOMM_RETURN_IF_ERROR(
+      backend().copyFromHost(call, indices, first.data(), sizeof(int64_t) * k));
+  return zeroBuffer(call, values, k);
+}
+
+bool overlaps(const float *a, const float *b, int64_t count) {
+  return a < b + count && b < a + count;
+}
+
+} // namespace
+
+namespace {
+
+/// The fused step's arguments, as the blocking and started forms take them.
+struct ScalecomCall {
+  CompressArgs args;
+  float *out;
+  float beta;
+  gradcomm_reduction reduction;
+};
+
+/// The blocking and started forms' common part: arguments and state, the
+/// backend's preparation and the agreement. `*skipped`: the non-finite
+/// policy zeroed `out` and changed nothing else.
+gradcomm_status beginScalecom(const Call &call, const ScalecomCall &c,
+                              State *&state, Prepared &prepared,
+                              bool *skipped) {
+  const CompressArgs &args = c.args;
+  *skipped = false;
+  GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+  GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
+    GRADCOMM_RETURN_IF_ERROR(validateCompress(call, args));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", c.out));
+    GRADCOMM_RETURN_IF_ERROR(validateBeta(call, c.beta));
+    GRADCOMM_RETURN_IF_ERROR(requireReduction(call, c.reduction));
+    if (overlaps(args.grad, c.out, args.count))
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "'grad' and 'out' overlap");
+    return lookupIdleState(call, args.state, args.count, state);
+  }));
+  GRADCOMM_RETURN_IF_ERROR(
+      prepareAndAgree(call, args, stepOf(args, *state),
+                      {{"beta", floatBits(c.beta)}, {"reduction", c.reduction}},
+                      prepared, skipped));
+  if (*skipped)
+    return zeroBuffer(call, c.out, args.count);
+  return GRADCOMM_OK;
+}
+
+/// The counters of one fused step.
+void countScalecom(const char *stateName, const CompressStep &step,
+                   bool foldsIndices, double start) {
+  gradcomm_op_stats &stats = opStats(stateName);
+  stats.calls += 1;
+  countCompress(stats, step, foldsIndices);
+  countValueReduce(stats, step.k);
+  stats.seconds += now() - start;
+}
+
+} // namespace
+
+gradcomm_status gradcomm_scalecom_f32(const char *stateName, const float *grad,
+                                      float *out, int64_t count, int64_t k,
+                                      gradcomm_selection selection,
+                                      int64_t chunkSize, float beta,
+                                      gradcomm_reduction reduction) {
+  return guarded("scalecom_f32", stateName, [&](const Call &call) {
+    const ScalecomCall c{{stateName, grad, count, k, selection, chunkSize},
+                         out,
+                         beta,
+                         reduction};
+    const double start = now();
+    State *state = nullptr;
+    Prepared prepared;
+    bool skipped = false;
+    GRADCOMM_RETURN_IF_ERROR(beginScalecom(call, c, state, prepared, &skipped));
+    if (skipped)
+      return GRADCOMM_OK;
+    const CompressStep step = stepOf(c.args, *state);
+    GRADCOMM_RETURN_IF_ERROR(backend().scalecom(
+        call, step, prepared, beta, reduction == GRADCOMM_REDUCE_AVERAGE, out));
+    state->step += 1;
+    countScalecom(stateName, step, prepared.foldsIndices, start);
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_scalecom_start_f32(
+    const char *stateName, const float *grad, float *out, int64_t count,
+    int64_t k, gradcomm_selection selection, int64_t chunkSize, float beta,
+    gradcomm_reduction reduction, gradcomm_request *request) {
+  return guarded("scalecom_start_f32", stateName, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(
+        requireStartable(call, request, "gradcomm_scalecom_f32"));
+    const ScalecomCall c{{stateName, grad, count, k, selection, chunkSize},
+                         out,
+                         beta,
+                         reduction};
+    const double start = now();
+    State *state = nullptr;
+    Prepared prepared;
+    bool skipped = false;
+    GRADCOMM_RETURN_IF_ERROR(beginScalecom(call, c, state, prepared, &skipped));
+    auto started = std::make_unique<gradcomm_request_s>();
+    started->opName = stateName;
+    started->skipped = skipped;
+    if (!skipped) {
+      const CompressStep step = stepOf(c.args, *state);
+      GRADCOMM_RETURN_IF_ERROR(backend().startScalecom(
+          call, step, prepared, beta, reduction == GRADCOMM_REDUCE_AVERAGE, out,
+          *started));
+      state->step += 1;
+      // The names the counters use outlive the caller's string: the
+      // request keeps a copy.
+      started->finish = [name = started->opName, step,
+                         folds = prepared.foldsIndices, start,
+                         scatter = std::move(started->finish)] {
+        scatter();
+        countScalecom(name.c_str(), step, folds, start);
+      };
+      state->inFlight = true;
+      started->release = [state] { state->inFlight = false; };
+    }
+    *request = trackRequest(std::move(started));
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_cltk_compress_f32(const char *stateName,
+                                           const float *grad, int64_t count,
+                                           int64_t k,
+                                           gradcomm_selection selection,
+                                           int64_t chunkSize, float *values,
+                                           int64_t *indices) {
+  return guarded("cltk_compress_f32", stateName, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    CompressArgs args{stateName, grad, count, k, selection, chunkSize};
+    State *state = nullptr;
+    GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
+      GRADCOMM_RETURN_IF_ERROR(validateCompress(call, args));
+      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "values", values));
+      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "indices", indices));
+      return lookupState(call, stateName, count, state);
+    }));
+    double start = now();
+    state->skippedStep = false;
+    const CompressStep step = stepOf(args, *state);
+    Prepared prepared;
+    bool skipped = false;
+    GRADCOMM_RETURN_IF_ERROR(
+        prepareAndAgree(call, args, step, {}, prepared, &skipped));
+    if (skipped)
+      return skipCompress(call, *state, k, values, indices);
+    GRADCOMM_RETURN_IF_ERROR(
+        backend().compress(call, step, prepared, values, indices));
+    gradcomm_op_stats &stats = opStats(stateName);
+    stats.calls += 1;
+    countCompress(stats, step, prepared.foldsIndices);
+    stats.seconds += now() - start;
+    return GRADCOMM_OK;
+  });
+}
+
+namespace {
+
+/// The blocking and started sparse all-reduces' common part: arguments
+/// and agreement.
+gradcomm_status beginSparseAllReduce(const Call &call, const float *values,
+                                     const int64_t *indices, int64_t k,
+                                     float *out, int64_t count,
+                                     gradcomm_reduction reduction) {
+  GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+  GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
+    GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, count, k));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "values", values));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "indices", indices));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
+    GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
+    return validateIndices(call, indices, k, count, /*ascending=*/false);
+  }));
+  return checkConsistency(
+      call, {{"count", count}, {"k", k}, {"reduction", reduction}}, false);
+}
+
+void countSparseAllReduce(const char *opName, int64_t k, double start) {
+  gradcomm_op_stats &stats = opStats(opName);
+  stats.calls += 1;
+  countValueReduce(stats, k);
+  stats.seconds += now() - start;
+}
+
+} // namespace
+
+gradcomm_status
+gradcomm_sparse_all_reduce_f32(const char *opName, const float *values,
+                               const int64_t *indices, int64_t k, float *out,
+                               int64_t count, gradcomm_reduction reduction) {
+  return guarded("sparse_all_reduce_f32", opName, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(
+        beginSparseAllReduce(call, values, indices, k, out, count, reduction));
+    double start = now();
+    GRADCOMM_RETURN_IF_ERROR(
+        backend().sparseAllReduce(call, values, indices, k, out, count,
+                                  reduction == GRADCOMM_REDUCE_AVERAGE));
+    countSparseAllReduce(opName, k, start);
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_sparse_all_reduce_start_f32(
+    const char *opName, const float *values, const int64_t *indices, int64_t k,
+    float *out, int64_t count, gradcomm_reduction reduction,
+    gradcomm_request *request) {
+  return guarded("sparse_all_reduce_start_f32", opName, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(
+        requireStartable(call, request, "gradcomm_sparse_all_reduce_f32"));
+    GRADCOMM_RETURN_IF_ERROR(
+        beginSparseAllReduce(call, values, indices, k, out, count, reduction));
+    const double start = now();
+    auto started = std::make_unique<gradcomm_request_s>();
+    started->opName = opName ? opName : "";
+    GRADCOMM_RETURN_IF_ERROR(backend().startSparseAllReduce(
+        call, values, indices, k, out, count,
+        reduction == GRADCOMM_REDUCE_AVERAGE, *started));
+    started->finish = [name = started->opName, k, start,
+                       scatter = std::move(started->finish)] {
+      scatter();
+      countSparseAllReduce(name.c_str(), k, start);
+    };
+    *request = trackRequest(std::move(started));
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_memory_update_f32(const char *stateName,
+                                           const float *grad, int64_t count,
+                                           const int64_t *indices, int64_t k,
+                                           float beta) {
+  return guarded("memory_update_f32", stateName, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
+    GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, count, k));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "grad", grad));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "indices", indices));
+    GRADCOMM_RETURN_IF_ERROR(validateBeta(call, beta));
+    GRADCOMM_RETURN_IF_ERROR(
+        validateIndices(call, indices, k, count, /*ascending=*/true));
+    State *state;
+    GRADCOMM_RETURN_IF_ERROR(lookupState(call, stateName, count, state));
+    if (state->skippedStep) {
+      // Its compress was skipped (non-finite policy skip): memory and
+      // step stay as they were, as in the fused step.
+      state->skippedStep = false;
+      return GRADCOMM_OK;
+    }
+    GRADCOMM_RETURN_IF_ERROR(
+        backend().memoryUpdate(call, *state, grad, count, indices, k, beta));
+    state->step += 1;
+    return GRADCOMM_OK;
+  });
+}
