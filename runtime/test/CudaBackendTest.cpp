@@ -146,6 +146,68 @@ TEST(CudaBackend, UnfusedOpsMatchTheFusedStep) {
   ASSERT_OK(gradcomm_finalize());
 }
 
+/// The started dense all-reduce, ScaleCom step and gossip exchange enqueue
+/// the blocking forms' work on the backend's stream: the same bits, several
+/// in flight at once, the state held until the wait; the forms not built
+/// for CUDA are refused before anything is validated.
+TEST(CudaBackend, StartedFormsMatchBlocking) {
+  const int64_t n = 40000, k = 400;
+  ASSERT_OK(gradcomm_finalize());
+  ASSERT_OK(gradcomm_set_backend(GRADCOMM_BACKEND_CUDA));
+  for (uint64_t step = 0; step < 3; ++step) {
+    std::vector<float> grad = gradient(11, 0, step, n);
+    float *g = toDevice(grad);
+    float *blockingOut = toDevice(std::vector<float>(n));
+    float *startedOut = toDevice(std::vector<float>(n));
+    float *blockingDense = toDevice(grad), *startedDense = toDevice(grad);
+    ASSERT_OK(gradcomm_scalecom_f32("blocking", g, blockingOut, n, k,
+                                    GRADCOMM_SELECT_EXACT, 0, 0.5f,
+                                    GRADCOMM_REDUCE_AVERAGE));
+    ASSERT_OK(gradcomm_dense_all_reduce_f32("dense", blockingDense, n,
+                                            GRADCOMM_REDUCE_AVERAGE));
+    gradcomm_request scalecom = nullptr, dense = nullptr, gossip = nullptr;
+    ASSERT_OK(gradcomm_scalecom_start_f32("started", g, startedOut, n, k,
+                                          GRADCOMM_SELECT_EXACT, 0, 0.5f,
+                                          GRADCOMM_REDUCE_AVERAGE, &scalecom));
+    ASSERT_OK(gradcomm_dense_all_reduce_start_f32(
+        "dense", startedDense, n, GRADCOMM_REDUCE_AVERAGE, &dense));
+    // One rank: no peer, a request that completes at once.
+    ASSERT_OK(gradcomm_gossip_exchange_start_f32(
+        "g", startedDense, n, GRADCOMM_SCHEDULE_RING, 0.5f, 0, 1, &gossip));
+    std::vector<float> held(n);
+    EXPECT_EQ(gradcomm_state_read("started", held.data(), n), GRADCOMM_OK);
+    EXPECT_EQ(gradcomm_scalecom_f32("started", g, startedOut, n, k,
+                                    GRADCOMM_SELECT_EXACT, 0, 0.5f,
+                                    GRADCOMM_REDUCE_AVERAGE),
+              GRADCOMM_ERR_STATE);
+    ASSERT_OK(gradcomm_wait(&scalecom));
+    ASSERT_OK(gradcomm_wait(&dense));
+    ASSERT_OK(gradcomm_wait(&gossip));
+    EXPECT_EQ(toHost(startedOut, n), toHost(blockingOut, n)) << "step " << step;
+    EXPECT_EQ(toHost(startedDense, n), toHost(blockingDense, n));
+    std::vector<float> a(n), b(n);
+    ASSERT_OK(gradcomm_state_read("blocking", a.data(), n));
+    ASSERT_OK(gradcomm_state_read("started", b.data(), n));
+    EXPECT_EQ(a, b);
+    for (float *p : {g, blockingOut, startedOut, blockingDense, startedDense})
+      cudaFree(p);
+  }
+  gradcomm_request refused = nullptr;
+  float *values = toDevice(std::vector<float>(4, 1.0f));
+  int64_t *indices = nullptr;
+  ASSERT_EQ(cudaMalloc(&indices, 8 * 4), cudaSuccess);
+  float *out = toDevice(std::vector<float>(16));
+  EXPECT_EQ(gradcomm_sparse_all_reduce_start_f32("sar", values, indices, 4, out,
+                                                 16, GRADCOMM_REDUCE_SUM,
+                                                 &refused),
+            GRADCOMM_ERR_UNSUPPORTED);
+  EXPECT_EQ(refused, nullptr);
+  for (void *p : {static_cast<void *>(values), static_cast<void *>(indices),
+                  static_cast<void *>(out)})
+    cudaFree(p);
+  ASSERT_OK(gradcomm_finalize());
+}
+
 TEST(CudaBackend, LocalTopkMatchesCpu) {
   const int64_t n = 20000, k = 200;
   std::vector<std::vector<float>> cpu;

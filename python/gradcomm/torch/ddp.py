@@ -303,7 +303,8 @@ def dense_hook(state, bucket):
         return _waiter(state.rt, [(_start_dense_average(
             state.rt, b"ddp.dense", buffer, state.size), None, None)])
 
-    # The started form runs on the CPU backend only.
+    # Started on the CPU backend only: on CUDA the runtime's started form
+    # runs in its own stream's order, which PyTorch's stream does not follow.
     return state.submit(bucket, lambda: _dense_average(
         state.rt, b"ddp.dense", buffer, state.size),
         start=start if state.backend == "cpu" else None)

@@ -60,10 +60,10 @@ struct Prepared {
 
 /// The operations a backend runs. Pointers are where the backend keeps
 /// tensors (host or device); `call` names the entry point in messages.
-/// A `start*` entry fills `request` (its MPI requests and the `finish`
-/// that runs at gradcomm_wait) instead of completing; a backend that
-/// cannot start calls returns GRADCOMM_ERR_UNSUPPORTED, and the started
-/// entry points ask `startsCalls()` before validating anything.
+/// A `start*` entry fills `request` (its MPI requests or its `poll`, and
+/// the `finish` that runs at gradcomm_wait) instead of completing; the
+/// started entry points ask `starts(form)` before validating anything, and
+/// a form a backend does not start returns GRADCOMM_ERR_UNSUPPORTED.
 class Backend {
 public:
   virtual ~Backend() = default;
@@ -72,8 +72,8 @@ public:
   virtual const char *name() const = 0;
   /// Tensors are host memory the runtime may read and pass to MPI.
   virtual bool tensorsOnHost() const = 0;
-  /// The started forms (gradcomm_*_start_f32) run on this backend.
-  virtual bool startsCalls() const = 0;
+  /// The started form `form` (gradcomm_*_start_f32) runs on this backend.
+  virtual bool starts(StartedForm form) const = 0;
 
   // Memory: states, compiled code's buffers, staging.
   /// `count` zeroed floats.

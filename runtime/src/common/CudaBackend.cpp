@@ -5,10 +5,13 @@
 // libgradcomm_runtime links neither CUDA nor NCCL: the CUDA backend's work
 // is in libgradcomm_runtime_cuda.so (src/cuda), loaded on demand, whose C
 // table (CudaBackendTable.h) this adapter puts behind Backend.h's
-// operations. Every call completes on the device before it returns; the
-// started forms are not built for CUDA yet (they would be enqueued on the
-// backend's stream), so startsCalls() is false and the entry points refuse
-// them before validating anything.
+// operations. A blocking call completes on the device before it returns.
+// The started dense all-reduce, ScaleCom step and gossip exchange enqueue
+// the same work on the backend's stream and return; the wait polls the
+// event recorded after it under the watchdog (never a stream synchronize
+// that could wait forever). The other started forms (sparse all-reduce,
+// local top-k, elastic averaging) are refused before anything is
+// validated.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,7 +31,10 @@ public:
 
   const char *name() const override { return "cuda"; }
   bool tensorsOnHost() const override { return false; }
-  bool startsCalls() const override { return false; }
+  bool starts(StartedForm form) const override {
+    return form == StartedForm::DenseAllReduce || form == StartedForm::Gossip ||
+           form == StartedForm::Scalecom;
+  }
 
   gradcomm_status allocate(const Call &call, int64_t count,
                            float **memory) const override {
@@ -75,18 +81,35 @@ public:
     return status(call, table->denseAllReduce(data, count, average, error),
                   error);
   }
-  gradcomm_status startDenseAllReduce(const Call &call, float *, int64_t, bool,
-                                      gradcomm_request_s &) const override {
-    return notStarted(call);
+  gradcomm_status
+  startDenseAllReduce(const Call &call, float *data, int64_t count,
+                      bool average,
+                      gradcomm_request_s &request) const override {
+    char error[kErrorSize] = {0};
+    void *completion = nullptr;
+    GRADCOMM_RETURN_IF_ERROR(status(
+        call,
+        table->startDenseAllReduce(data, count, average, &completion, error),
+        error));
+    awaitDevice(request, completion, "ncclAllReduce (started)");
+    return GRADCOMM_OK;
   }
   gradcomm_status gossip(const Call &call, float *x, int64_t count, int peer,
                          float mixing) const override {
     char error[kErrorSize] = {0};
     return status(call, table->gossip(x, count, peer, mixing, error), error);
   }
-  gradcomm_status startGossip(const Call &call, float *, int64_t, int, float,
-                              gradcomm_request_s &) const override {
-    return notStarted(call);
+  gradcomm_status startGossip(const Call &call, float *x, int64_t count,
+                              int peer, float mixing,
+                              gradcomm_request_s &request) const override {
+    char error[kErrorSize] = {0};
+    void *completion = nullptr;
+    GRADCOMM_RETURN_IF_ERROR(status(
+        call, table->startGossip(x, count, peer, mixing, &completion, error),
+        error));
+    awaitDevice(request, completion, "ncclSend/ncclRecv (started gossip)");
+    request.peer = peer;
+    return GRADCOMM_OK;
   }
 
   /// The device kernels broadcast int64 indices.
@@ -105,10 +128,20 @@ public:
                                   average, step.leader, error),
                   error);
   }
-  gradcomm_status startScalecom(const Call &call, const CompressStep &,
-                                const Prepared &, float, bool, float *,
-                                gradcomm_request_s &) const override {
-    return notStarted(call);
+  gradcomm_status startScalecom(const Call &call, const CompressStep &step,
+                                const Prepared &, float beta, bool average,
+                                float *out,
+                                gradcomm_request_s &request) const override {
+    char error[kErrorSize] = {0};
+    void *completion = nullptr;
+    GRADCOMM_RETURN_IF_ERROR(status(
+        call,
+        table->startScalecom(step.state.data(), step.grad, out, step.count,
+                             step.k, step.selection, step.chunkSize, beta,
+                             average, step.leader, &completion, error),
+        error));
+    awaitDevice(request, completion, "ScaleCom step on the device (started)");
+    return GRADCOMM_OK;
   }
   gradcomm_status compress(const Call &call, const CompressStep &step,
                            const Prepared &, float *values,
@@ -175,7 +208,23 @@ private:
   }
   static gradcomm_status notStarted(const Call &call) {
     return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                     "the started forms run on the CPU backend only");
+                     "this started form does not run on the cuda backend");
+  }
+  /// The wait polls `completion` (the event after the enqueued work) and
+  /// frees it whatever happens.
+  void awaitDevice(gradcomm_request_s &request, void *completion,
+                   const char *what) const {
+    const CudaBackendTable *loaded = table;
+    request.what = what;
+    request.poll = [loaded, completion](const Call &call, bool *finished) {
+      char error[kErrorSize] = {0};
+      int done = 0;
+      GRADCOMM_RETURN_IF_ERROR(
+          status(call, loaded->poll(completion, &done, error), error));
+      *finished = done != 0;
+      return GRADCOMM_OK;
+    };
+    alsoRelease(request, [loaded, completion] { loaded->forget(completion); });
   }
   /// The device scan of g against the summed input limit (the kernels
   /// select after the agreement, so nothing rides along).

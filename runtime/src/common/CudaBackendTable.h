@@ -7,7 +7,9 @@
 // libgradcomm_runtime_cuda.so (built when nvcc is found) and takes this table
 // from it. Every entry returns 0 on success, or fills `error` (at most
 // kErrorSize bytes, NUL-terminated) and returns non-zero. Pointers are
-// device pointers; calls complete before they return. The backend calls no
+// device pointers; calls complete before they return, except the `start*`
+// entries, which enqueue the same work on the backend's stream and hand
+// back a completion to `poll` (and then `forget`). The backend calls no
 // MPI: what must be agreed across ranks (did every rank start? NCCL's unique
 // id) the runtime agrees on between `prepare` and `connect`.
 //
@@ -21,11 +23,11 @@
 
 namespace gradcomm {
 
-inline constexpr int kCudaBackendVersion = 5;
+inline constexpr int kCudaBackendVersion = 6;
 inline constexpr size_t kErrorSize = 512;
 /// sizeof(ncclUniqueId) (NCCL_UNIQUE_ID_BYTES), checked where nccl.h is.
 inline constexpr size_t kNcclUniqueIdBytes = 128;
-inline constexpr const char *kCudaBackendSymbol = "gradcomm_cuda_backend_v5";
+inline constexpr const char *kCudaBackendSymbol = "gradcomm_cuda_backend_v6";
 inline constexpr const char *kCudaBackendLibrary =
     "libgradcomm_runtime_cuda.so";
 
@@ -87,6 +89,24 @@ struct CudaBackendTable {
                    int64_t k, int average, int64_t *unionSize, char *error);
   /// x = (1 - mixing) x + mixing x_peer, via grouped ncclSend/ncclRecv.
   int (*gossip)(float *x, int64_t count, int peer, float mixing, char *error);
+  /// The started forms of denseAllReduce, scalecom and gossip: the same
+  /// work, in the same order, enqueued on the backend's stream without
+  /// waiting for it; `*completion` marks its end (an event recorded after
+  /// it). Work started earlier runs first (one stream), so the backend's
+  /// scratch buffers are reused in order.
+  int (*startDenseAllReduce)(float *data, int64_t count, int average,
+                             void **completion, char *error);
+  int (*startScalecom)(float *memory, const float *grad, float *out,
+                       int64_t count, int64_t k, int selection,
+                       int64_t chunkSize, float beta, int average, int leader,
+                       void **completion, char *error);
+  int (*startGossip)(float *x, int64_t count, int peer, float mixing,
+                     void **completion, char *error);
+  /// `*finished` = 1 once the work before `completion` is done; an error
+  /// NCCL reported asynchronously fails the poll.
+  int (*poll)(void *completion, int *finished, char *error);
+  /// Frees a completion (polled to the end or not).
+  void (*forget)(void *completion);
 };
 
 } // namespace gradcomm

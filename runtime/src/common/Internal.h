@@ -206,6 +206,10 @@ void releaseGroups();
 
 } // namespace gradcomm
 
+namespace gradcomm {
+class Call;
+} // namespace gradcomm
+
 /// A started call (runtime.h's gradcomm_request): its MPI requests and what
 /// gradcomm_wait still has to do once they completed.
 struct gradcomm_request_s {
@@ -214,8 +218,12 @@ struct gradcomm_request_s {
   /// Runs once every request completed (the average, the scatter, the
   /// counters); not when the call was skipped by the non-finite policy.
   std::function<void()> finish;
-  /// Runs whatever happens to the wait (frees what the call holds).
+  /// Runs whatever happens to the wait (frees what the call holds; add to
+  /// it with alsoRelease).
   std::function<void()> release;
+  /// Work that is not an MPI request (a device stream's): the wait polls
+  /// it, under the watchdog, until it sets `*finished`.
+  std::function<gradcomm_status(const gradcomm::Call &, bool *finished)> poll;
   /// The non-finite policy skipped it: nothing was sent.
   bool skipped = false;
   /// What the requests are and whom they wait for (-1: the group), for
@@ -414,10 +422,37 @@ gradcomm_op_stats &opStats(const char *name);
 uint64_t allReduceBytes(uint64_t bytes, int size);
 uint64_t broadcastBytes(uint64_t bytes, int size);
 
-/// The started forms' first checks: a request pointer (set to NULL) and
-/// the CPU backend (`blocking` names the form to use on CUDA).
+/// The started forms, for the backend's Backend::starts.
+enum class StartedForm {
+  DenseAllReduce,
+  Gossip,
+  Scalecom,
+  SparseAllReduce,
+  LocalTopk,
+  ElasticAverage,
+};
+
+/// The started forms' first checks: a request pointer (set to NULL) and a
+/// backend that starts `form` (`blocking` names the form to use if not).
 gradcomm_status requireStartable(const Call &call, gradcomm_request *request,
-                                 const char *blocking);
+                                 StartedForm form, const char *blocking);
+
+/// Adds `more` to what `request` frees when it is done.
+void alsoRelease(gradcomm_request_s &request, std::function<void()> more);
+
+/// Runs `finish` when it is set (a backend's part of a started call's
+/// wait may be empty).
+inline void runIfSet(const std::function<void()> &finish) {
+  if (finish)
+    finish();
+}
+
+/// Polls `test` (which sets its `*finished`) until it finishes, yielding
+/// the core between polls, under the watchdog as waitYielding.
+gradcomm_status
+waitPolling(const Call &call,
+            const std::function<gradcomm_status(const Call &, bool *)> &test,
+            const char *what, int peer = -1);
 
 /// Hands a started call to the caller as a gradcomm_request, counted in
 /// Context::requestsInFlight until gradcomm_wait.

@@ -258,15 +258,15 @@ gradcomm::checkConsistency(const Call &call,
 
 gradcomm_status gradcomm::requireStartable(const Call &call,
                                            gradcomm_request *request,
+                                           StartedForm form,
                                            const char *blocking) {
   if (!request)
     return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT, "request pointer is null");
   *request = nullptr;
-  if (!backend().startsCalls())
+  if (!backend().starts(form))
     return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                     std::string("the started form runs on the CPU backend "
-                                 "only; use ") +
-                         blocking);
+                     std::string("this started form does not run on the ") +
+                         backend().name() + " backend; use " + blocking);
   return GRADCOMM_OK;
 }
 
@@ -427,8 +427,10 @@ gradcomm_status gradcomm::broadcastIndices(const Call &call, int64_t *data,
   return GRADCOMM_OK;
 }
 
-gradcomm_status gradcomm::waitYielding(const Call &call, MPI_Request &request,
-                                       const char *what, int peer) {
+gradcomm_status gradcomm::waitPolling(
+    const Call &call,
+    const std::function<gradcomm_status(const Call &, bool *)> &test,
+    const char *what, int peer) {
   // A blocking MPI call busy-polls: with more ranks than cores (4 ranks on
   // a 2-core machine), the waiting ranks take the cores the others need
   // to compute, and a step takes 100x longer. Test a little, then yield
@@ -438,10 +440,9 @@ gradcomm_status gradcomm::waitYielding(const Call &call, MPI_Request &request,
   const Context &ctx = context();
   const double start = now();
   for (int spins = 0;; ++spins) {
-    int done = 0;
-    GRADCOMM_RETURN_IF_ERROR(
-        call.mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what));
-    if (done)
+    bool finished = false;
+    GRADCOMM_RETURN_IF_ERROR(test(call, &finished));
+    if (finished)
       return GRADCOMM_OK;
     if (spins < kSpinsBeforeYield)
       continue;
@@ -449,6 +450,30 @@ gradcomm_status gradcomm::waitYielding(const Call &call, MPI_Request &request,
     if (ctx.timeoutSeconds > 0 && now() - start > ctx.timeoutSeconds)
       timedOut(call, what, peer, now() - start);
   }
+}
+
+gradcomm_status gradcomm::waitYielding(const Call &call, MPI_Request &request,
+                                       const char *what, int peer) {
+  return waitPolling(
+      call,
+      [&](const Call &, bool *finished) {
+        int done = 0;
+        GRADCOMM_RETURN_IF_ERROR(
+            call.mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what));
+        *finished = done != 0;
+        return GRADCOMM_OK;
+      },
+      what, peer);
+}
+
+void gradcomm::alsoRelease(gradcomm_request_s &request,
+                           std::function<void()> more) {
+  request.release = [first = std::move(request.release),
+                     more = std::move(more)] {
+    if (first)
+      first();
+    more();
+  };
 }
 
 void gradcomm::timedOut(const Call &call, const char *what, int peer,

@@ -20,7 +20,7 @@ class CpuBackend final : public Backend {
 public:
   const char *name() const override { return "cpu"; }
   bool tensorsOnHost() const override { return true; }
-  bool startsCalls() const override { return true; }
+  bool starts(StartedForm) const override { return true; }
 
   gradcomm_status allocate(const Call &call, int64_t count,
                            float **memory) const override;

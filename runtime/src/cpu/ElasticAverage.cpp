@@ -121,8 +121,9 @@ gradcomm_status gradcomm_elastic_average_start_f32(const char *stateName,
                                                    float alpha, int64_t period,
                                                    gradcomm_request *request) {
   return guarded("elastic_average_start_f32", stateName, [&](const Call &call) {
-    GRADCOMM_RETURN_IF_ERROR(
-        requireStartable(call, request, "gradcomm_elastic_average_f32"));
+    GRADCOMM_RETURN_IF_ERROR(requireStartable(call, request,
+                                              StartedForm::ElasticAverage,
+                                              "gradcomm_elastic_average_f32"));
     const double start = now();
     State *state = nullptr;
     bool exchange = false, skipped = false;
@@ -146,7 +147,7 @@ gradcomm_status gradcomm_elastic_average_start_f32(const char *stateName,
       };
       // The center is read by the update at the wait.
       state->inFlight = true;
-      started->release = [state] { state->inFlight = false; };
+      alsoRelease(*started, [state] { state->inFlight = false; });
     }
     *request = trackRequest(std::move(started));
     return GRADCOMM_OK;

@@ -405,22 +405,61 @@ int anyNonFinite(const float *input, int64_t count, float limit, int *result,
   return 0;
 }
 
-int denseAllReduce(float *data, int64_t count, int average, char *error) {
+/// Runs `enqueue` (which puts work on the backend's stream) and waits for
+/// the stream: the blocking forms.
+template <typename Enqueue> int completed(Enqueue &&enqueue, char *error) {
   ENTER();
+  if (enqueue())
+    return 1;
+  CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
+  return 0;
+}
+
+/// Runs `enqueue` and records an event after its work: the started forms.
+template <typename Enqueue>
+int started(Enqueue &&enqueue, void **completion, char *error) {
+  ENTER();
+  *completion = nullptr;
+  if (enqueue())
+    return 1;
+  cudaEvent_t event = nullptr;
+  CUDA_OR_FAIL(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  cudaError_t recorded = cudaEventRecord(event, backend->stream);
+  if (recorded != cudaSuccess) {
+    cudaEventDestroy(event);
+    return fail(error, cuda::errorText(recorded, "cudaEventRecord"));
+  }
+  *completion = event;
+  return 0;
+}
+
+int enqueueDenseAllReduce(float *data, int64_t count, int average,
+                          char *error) {
   NCCL_OR_FAIL(ncclAllReduce(data, data, count, ncclFloat, ncclSum,
                              backend->comm, backend->stream));
   // Sum, then divide (not ncclAvg), as the CPU backend does.
   if (average)
     CUDA_OR_FAIL(
         cuda::divide(data, count, float(backend->size), backend->stream));
-  CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
   return 0;
 }
 
-int scalecom(float *memory, const float *grad, float *out, int64_t count,
-             int64_t k, int selection, int64_t chunkSize, float beta,
-             int average, int leader, char *error) {
-  ENTER();
+int denseAllReduce(float *data, int64_t count, int average, char *error) {
+  return completed(
+      [&] { return enqueueDenseAllReduce(data, count, average, error); },
+      error);
+}
+
+int startDenseAllReduce(float *data, int64_t count, int average,
+                        void **completion, char *error) {
+  return started(
+      [&] { return enqueueDenseAllReduce(data, count, average, error); },
+      completion, error);
+}
+
+int enqueueScalecom(float *memory, const float *grad, float *out, int64_t count,
+                    int64_t k, int selection, int64_t chunkSize, float beta,
+                    int average, int leader, char *error) {
   int rank = 0;
   NCCL_OR_FAIL(ncclCommUserRank(backend->comm, &rank));
   if (reserve(backend->indices, backend->indexCapacity, k, error) ||
@@ -452,8 +491,29 @@ int scalecom(float *memory, const float *grad, float *out, int64_t count,
   CUDA_OR_FAIL(cuda::scatter(out, backend->indices, backend->values, k,
                              average ? float(backend->size) : 1.0f,
                              backend->stream));
-  CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
   return 0;
+}
+
+int scalecom(float *memory, const float *grad, float *out, int64_t count,
+             int64_t k, int selection, int64_t chunkSize, float beta,
+             int average, int leader, char *error) {
+  return completed(
+      [&] {
+        return enqueueScalecom(memory, grad, out, count, k, selection,
+                               chunkSize, beta, average, leader, error);
+      },
+      error);
+}
+
+int startScalecom(float *memory, const float *grad, float *out, int64_t count,
+                  int64_t k, int selection, int64_t chunkSize, float beta,
+                  int average, int leader, void **completion, char *error) {
+  return started(
+      [&] {
+        return enqueueScalecom(memory, grad, out, count, k, selection,
+                               chunkSize, beta, average, leader, error);
+      },
+      completion, error);
 }
 
 int localTopk(float *memory, const float *grad, float *out, int64_t count,
@@ -506,8 +566,10 @@ int localTopk(float *memory, const float *grad, float *out, int64_t count,
   return 0;
 }
 
-int gossip(float *x, int64_t count, int peer, float mixing, char *error) {
-  ENTER();
+int enqueueGossip(float *x, int64_t count, int peer, float mixing,
+                  char *error) {
+  // Growing the buffer frees the old one: cudaFree waits for the work
+  // still using it, so exchanges in flight keep their data.
   if (reserve(backend->peer, backend->peerCapacity, count, error))
     return 1;
   NCCL_OR_FAIL(ncclGroupStart());
@@ -517,15 +579,49 @@ int gossip(float *x, int64_t count, int peer, float mixing, char *error) {
                                  backend->comm, backend->stream));
   NCCL_OR_FAIL(ncclGroupEnd());
   CUDA_OR_FAIL(cuda::mix(x, backend->peer, count, mixing, backend->stream));
-  CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
   return 0;
+}
+
+int gossip(float *x, int64_t count, int peer, float mixing, char *error) {
+  return completed([&] { return enqueueGossip(x, count, peer, mixing, error); },
+                   error);
+}
+
+int startGossip(float *x, int64_t count, int peer, float mixing,
+                void **completion, char *error) {
+  return started([&] { return enqueueGossip(x, count, peer, mixing, error); },
+                 completion, error);
+}
+
+int poll(void *completion, int *finished, char *error) {
+  ENTER();
+  *finished = 0;
+  cudaError_t state = cudaEventQuery(static_cast<cudaEvent_t>(completion));
+  if (state != cudaSuccess && state != cudaErrorNotReady)
+    return fail(error, cuda::errorText(state, "cudaEventQuery"));
+  // A peer that failed shows here, not as a stuck event.
+  ncclResult_t async = ncclSuccess;
+  if (ncclCommGetAsyncError(backend->comm, &async) == ncclSuccess &&
+      async != ncclSuccess && async != ncclInProgress)
+    return fail(error,
+                std::string("NCCL reported: ") + ncclGetErrorString(async));
+  *finished = state == cudaSuccess;
+  return 0;
+}
+
+void forget(void *completion) {
+  if (!completion)
+    return;
+  if (backend)
+    cudaSetDevice(backend->device);
+  cudaEventDestroy(static_cast<cudaEvent_t>(completion));
 }
 
 } // namespace
 
 extern "C" __attribute__((visibility("default")))
 // In the order of CudaBackendTable.h.
-const CudaBackendTable gradcomm_cuda_backend_v5 = {kCudaBackendVersion,
+const CudaBackendTable gradcomm_cuda_backend_v6 = {kCudaBackendVersion,
                                                    prepare,
                                                    connect,
                                                    shutdown,
@@ -543,4 +639,9 @@ const CudaBackendTable gradcomm_cuda_backend_v5 = {kCudaBackendVersion,
                                                    sparseAllReduce,
                                                    memoryUpdate,
                                                    localTopk,
-                                                   gossip};
+                                                   gossip,
+                                                   startDenseAllReduce,
+                                                   startScalecom,
+                                                   startGossip,
+                                                   poll,
+                                                   forget};

@@ -83,8 +83,9 @@ gradcomm_dense_all_reduce_start_f32(const char *opName, float *data,
                                     int64_t count, gradcomm_reduction reduction,
                                     gradcomm_request *request) {
   return guarded("dense_all_reduce_start_f32", opName, [&](const Call &call) {
-    GRADCOMM_RETURN_IF_ERROR(
-        requireStartable(call, request, "gradcomm_dense_all_reduce_f32"));
+    GRADCOMM_RETURN_IF_ERROR(requireStartable(call, request,
+                                              StartedForm::DenseAllReduce,
+                                              "gradcomm_dense_all_reduce_f32"));
     bool skipped = false;
     GRADCOMM_RETURN_IF_ERROR(
         beginDenseAllReduce(call, opName, data, count, reduction, &skipped));
@@ -97,7 +98,7 @@ gradcomm_dense_all_reduce_start_f32(const char *opName, float *data,
           call, data, count, reduction == GRADCOMM_REDUCE_AVERAGE, *started));
       started->finish = [name = started->opName, count, start,
                          average = std::move(started->finish)] {
-        average();
+        runIfSet(average);
         countDenseAllReduce(name.c_str(), count, start);
       };
     }
@@ -118,6 +119,9 @@ gradcomm_status gradcomm_wait(gradcomm_request *request) {
     for (MPI_Request &chunk : started->requests)
       GRADCOMM_RETURN_IF_ERROR(
           waitYielding(call, chunk, started->what, started->peer));
+    if (started->poll)
+      GRADCOMM_RETURN_IF_ERROR(
+          waitPolling(call, started->poll, started->what, started->peer));
     if (!started->skipped && started->finish)
       started->finish();
     return GRADCOMM_OK;

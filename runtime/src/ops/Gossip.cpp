@@ -134,8 +134,8 @@ gradcomm_status gradcomm_gossip_exchange_start_f32(
     const char *stateName, float *x, int64_t count, gradcomm_schedule schedule,
     float mixing, uint64_t seed, int64_t period, gradcomm_request *request) {
   return guarded("gossip_exchange_start_f32", stateName, [&](const Call &call) {
-    GRADCOMM_RETURN_IF_ERROR(
-        requireStartable(call, request, "gradcomm_gossip_exchange_f32"));
+    GRADCOMM_RETURN_IF_ERROR(requireStartable(
+        call, request, StartedForm::Gossip, "gradcomm_gossip_exchange_f32"));
     int peer = -1;
     GRADCOMM_RETURN_IF_ERROR(beginGossip(call, stateName, x, count, schedule,
                                          mixing, seed, period, &peer));
@@ -149,7 +149,7 @@ gradcomm_status gradcomm_gossip_exchange_start_f32(
           backend().startGossip(call, x, count, peer, mixing, *started));
       started->finish = [name = started->opName, count, start,
                          mix = std::move(started->finish)] {
-        mix();
+        runIfSet(mix);
         countExchange(name.c_str(), count, start);
       };
     }

@@ -115,8 +115,9 @@ gradcomm_status gradcomm_local_topk_all_gather_start_f32(
     int64_t k, gradcomm_reduction reduction, gradcomm_request *request) {
   return guarded(
       "local_topk_all_gather_start_f32", stateName, [&](const Call &call) {
-        GRADCOMM_RETURN_IF_ERROR(requireStartable(
-            call, request, "gradcomm_local_topk_all_gather_f32"));
+        GRADCOMM_RETURN_IF_ERROR(
+            requireStartable(call, request, StartedForm::LocalTopk,
+                             "gradcomm_local_topk_all_gather_f32"));
         const double start = now();
         State *state = nullptr;
         bool skipped = false;
@@ -135,7 +136,7 @@ gradcomm_status gradcomm_local_topk_all_gather_start_f32(
               }));
           // The state's scratch is sent from until the wait.
           state->inFlight = true;
-          started->release = [state] { state->inFlight = false; };
+          alsoRelease(*started, [state] { state->inFlight = false; });
         }
         *request = trackRequest(std::move(started));
         return GRADCOMM_OK;

@@ -268,8 +268,8 @@ gradcomm_status gradcomm_scalecom_start_f32(
     int64_t k, gradcomm_selection selection, int64_t chunkSize, float beta,
     gradcomm_reduction reduction, gradcomm_request *request) {
   return guarded("scalecom_start_f32", stateName, [&](const Call &call) {
-    GRADCOMM_RETURN_IF_ERROR(
-        requireStartable(call, request, "gradcomm_scalecom_f32"));
+    GRADCOMM_RETURN_IF_ERROR(requireStartable(
+        call, request, StartedForm::Scalecom, "gradcomm_scalecom_f32"));
     const ScalecomCall c{{stateName, grad, count, k, selection, chunkSize},
                          out,
                          beta,
@@ -293,11 +293,11 @@ gradcomm_status gradcomm_scalecom_start_f32(
       started->finish = [name = started->opName, step,
                          folds = prepared.foldsIndices, start,
                          scatter = std::move(started->finish)] {
-        scatter();
+        runIfSet(scatter);
         countScalecom(name.c_str(), step, folds, start);
       };
       state->inFlight = true;
-      started->release = [state] { state->inFlight = false; };
+      alsoRelease(*started, [state] { state->inFlight = false; });
     }
     *request = trackRequest(std::move(started));
     return GRADCOMM_OK;
@@ -391,7 +391,8 @@ gradcomm_status gradcomm_sparse_all_reduce_start_f32(
     gradcomm_request *request) {
   return guarded("sparse_all_reduce_start_f32", opName, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(
-        requireStartable(call, request, "gradcomm_sparse_all_reduce_f32"));
+        requireStartable(call, request, StartedForm::SparseAllReduce,
+                         "gradcomm_sparse_all_reduce_f32"));
     GRADCOMM_RETURN_IF_ERROR(
         beginSparseAllReduce(call, values, indices, k, out, count, reduction));
     const double start = now();
@@ -402,7 +403,7 @@ gradcomm_status gradcomm_sparse_all_reduce_start_f32(
         reduction == GRADCOMM_REDUCE_AVERAGE, *started));
     started->finish = [name = started->opName, k, start,
                        scatter = std::move(started->finish)] {
-      scatter();
+      runIfSet(scatter);
       countSparseAllReduce(name.c_str(), k, start);
     };
     *request = trackRequest(std::move(started));
