@@ -114,8 +114,13 @@ gradcomm_status gradcomm::requireHostTensors(const Call &call,
 
 void gradcomm::releaseCudaBackend() {
   Context &ctx = context();
-  // States first: their device memory goes back while the backend runs.
+  // States and groups' communicators first: they go back while the
+  // backend runs.
   ctx.states.clear();
+  for (auto &entry : ctx.groups) {
+    backend().freeGroup(entry.second->backendGroup);
+    entry.second->backendGroup = nullptr;
+  }
   if (!ctx.cuda)
     return;
   ctx.cuda->shutdown();
@@ -140,12 +145,6 @@ gradcomm_status gradcomm_set_backend(gradcomm_backend backend) {
                        "cannot switch backends with live state (" +
                            std::to_string(ctx.states.size()) +
                            " states); call gradcomm_finalize first");
-    if (backend == GRADCOMM_BACKEND_CUDA && !ctx.groups.empty())
-      return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                       "the CUDA backend communicates among every rank only "
-                       "(groups of grid axes need one NCCL communicator per "
-                       "group, not built yet); this process made " +
-                           std::to_string(ctx.groups.size()) + " groups");
     if (backend == GRADCOMM_BACKEND_CPU) {
       releaseCudaBackend();
       ctx.backend = backend;
@@ -194,6 +193,17 @@ gradcomm_status gradcomm_set_backend(gradcomm_backend backend) {
     ctx.cuda = table;
     ctx.selected = cudaBackendOver(table);
     ctx.backend = backend;
+    // Groups made before: their NCCL communicators, split in spec order
+    // (the same on every rank). The scope's end makes the active group's
+    // the one calls run in.
+    for (auto &entry : ctx.groups) {
+      gradcomm_status split = splitBackendGroup(call, *entry.second);
+      if (split != GRADCOMM_OK) {
+        releaseCudaBackend();
+        ctx.backend = GRADCOMM_BACKEND_CPU;
+        return split;
+      }
+    }
     return GRADCOMM_OK;
   });
 }

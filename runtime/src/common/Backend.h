@@ -76,6 +76,16 @@ public:
   virtual bool starts(StartedForm form) const = 0;
 
   // Memory: states, compiled code's buffers, staging.
+  // Groups of grid axes, for a backend with a transport of its own (NCCL):
+  // its communicator for the ranks of `color` ordered by `key` (collective:
+  // every rank splits the same groups in the same order), the one the next
+  // calls run in (nullptr: every rank), and its release. The CPU backend
+  // communicates in the group's MPI communicator and needs none.
+  virtual gradcomm_status splitGroup(const Call &call, int color, int key,
+                                     void **group) const = 0;
+  virtual void useGroup(void *group) const = 0;
+  virtual void freeGroup(void *group) const = 0;
+
   /// `count` zeroed floats.
   virtual gradcomm_status allocate(const Call &call, int64_t count,
                                    float **memory) const = 0;

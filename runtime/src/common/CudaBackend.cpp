@@ -36,6 +36,20 @@ public:
            form == StartedForm::Scalecom;
   }
 
+  gradcomm_status splitGroup(const Call &call, int color, int key,
+                             void **group) const override {
+    char error[kErrorSize] = {0};
+    return status(call, table->splitGroup(color, key, group, error), error);
+  }
+  void useGroup(void *group) const override {
+    if (table)
+      table->useGroup(group);
+  }
+  void freeGroup(void *group) const override {
+    if (table && group)
+      table->freeGroup(group);
+  }
+
   gradcomm_status allocate(const Call &call, int64_t count,
                            float **memory) const override {
     char error[kErrorSize] = {0};

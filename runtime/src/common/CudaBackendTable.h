@@ -107,6 +107,15 @@ struct CudaBackendTable {
   int (*poll)(void *completion, int *finished, char *error);
   /// Frees a completion (polled to the end or not).
   void (*forget)(void *completion);
+  /// Groups of grid axes: a communicator for the ranks of `color`, ordered
+  /// by `key`, split from every rank's (ncclCommSplit: every rank calls it,
+  /// for the same groups in the same order); `*group` is its handle.
+  int (*splitGroup)(int color, int key, void **group, char *error);
+  /// The communicator the next calls run in: `group`, or every rank's for
+  /// nullptr.
+  void (*useGroup)(void *group);
+  /// Frees a group's communicator (after the work queued on it).
+  void (*freeGroup)(void *group);
 };
 
 } // namespace gradcomm

@@ -35,6 +35,22 @@ void gradcomm::activateGroup(gradcomm_group_s *group) {
   ctx.size = to.size;
   ctx.sequence = to.sequence;
   ctx.active = group;
+  backend().useGroup(to.backendGroup);
+}
+
+gradcomm_status gradcomm::splitBackendGroup(const Call &call,
+                                            gradcomm_group_s &group) {
+  // Collective in every rank's communicator: a rank whose split failed
+  // makes every rank fail with its message, and none keeps a half-made
+  // group.
+  gradcomm_status local =
+      backend().splitGroup(call, group.color, group.key, &group.backendGroup);
+  gradcomm_status agreed = agreeOnStatus(call, local);
+  if (agreed != GRADCOMM_OK) {
+    backend().freeGroup(group.backendGroup);
+    group.backendGroup = nullptr;
+  }
+  return agreed;
 }
 
 std::string gradcomm::groupLabel(const gradcomm_group_s *group) {
@@ -47,8 +63,10 @@ void gradcomm::releaseGroups() {
   // its own group only, so the orders cannot cross. (Every rank's group is
   // the context's `world`, never kept here: each kept group owns its
   // communicator.)
-  for (auto &[spec, group] : ctx.groups)
+  for (auto &[spec, group] : ctx.groups) {
+    backend().freeGroup(group->backendGroup);
     MPI_Comm_free(&group->comm);
+  }
   ctx.groups.clear();
 }
 
@@ -193,7 +211,9 @@ gradcomm_status splitGroup(const Call &call, const GridAxes &grid,
   GRADCOMM_RETURN_IF_ERROR(
       call.mpi(MPI_Comm_size(group.comm, &group.size), "MPI_Comm_size"));
   group.label = grid.label();
-  return GRADCOMM_OK;
+  group.color = static_cast<int>(color);
+  group.key = static_cast<int>(key);
+  return splitBackendGroup(call, group);
 }
 
 /// Parses "2x2:0,1" (shape, then the axes; "2x2:" spans no axis).
@@ -258,7 +278,12 @@ gradcomm_status gradcomm_group_from_grid(const int64_t *shape, int32_t dims,
     }
     GRADCOMM_RETURN_IF_ERROR(agreeOnGrid(call, grid, local));
     auto made = std::make_unique<gradcomm_group_s>();
-    GRADCOMM_RETURN_IF_ERROR(splitGroup(call, grid, *made));
+    gradcomm_status split = splitGroup(call, grid, *made);
+    if (split != GRADCOMM_OK) {
+      if (made->comm != MPI_COMM_NULL)
+        MPI_Comm_free(&made->comm);
+      return split;
+    }
     *group = made.get();
     ctx.groups.emplace(grid.spec(), std::move(made));
     return GRADCOMM_OK;
@@ -275,11 +300,6 @@ gradcomm_status gradcomm_group_use(gradcomm_group group) {
       return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
                        "unknown group handle (made before gradcomm_finalize, "
                        "or not made by gradcomm_group_from_grid)");
-    // Groups of grid axes need one NCCL communicator per group on CUDA
-    // (not built yet).
-    if (group)
-      GRADCOMM_RETURN_IF_ERROR(
-          requireHostTensors(call, "communicating in a group of grid axes"));
     activateGroup(group);
     return GRADCOMM_OK;
   });

@@ -36,6 +36,13 @@ struct gradcomm_group_s {
   /// "the group over axes [0] of grid 2x2" (empty for every rank), for
   /// messages.
   std::string label;
+  /// The split that made it (MPI_Comm_split's color and key), so a backend
+  /// selected later can make its own communicator for the same ranks.
+  int color = 0;
+  int key = 0;
+  /// The selected backend's communicator for the group (the CUDA
+  /// backend's NCCL one; nullptr on the CPU and for every rank).
+  void *backendGroup = nullptr;
 };
 
 namespace gradcomm {
@@ -203,6 +210,12 @@ std::string groupLabel(const gradcomm_group_s *group);
 /// Frees the groups' own communicators (collective in each group), in spec
 /// order, and forgets them.
 void releaseGroups();
+
+class Call;
+/// The selected backend's communicator for `group` (Backend::splitGroup),
+/// agreed on by every rank; made when the group is made, or for every
+/// group when the CUDA backend starts after them.
+gradcomm_status splitBackendGroup(const Call &call, gradcomm_group_s &group);
 
 } // namespace gradcomm
 

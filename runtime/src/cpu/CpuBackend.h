@@ -22,6 +22,14 @@ public:
   bool tensorsOnHost() const override { return true; }
   bool starts(StartedForm) const override { return true; }
 
+  gradcomm_status splitGroup(const Call &, int, int,
+                             void **group) const override {
+    *group = nullptr;
+    return GRADCOMM_OK;
+  }
+  void useGroup(void *) const override {}
+  void freeGroup(void *) const override {}
+
   gradcomm_status allocate(const Call &call, int64_t count,
                            float **memory) const override;
   void release(float *memory) const override;

@@ -29,11 +29,22 @@ using namespace gradcomm;
 
 namespace {
 
+/// A group's communicator (splitGroup) and its size.
+struct DeviceGroup {
+  ncclComm_t comm = nullptr;
+  int size = 1;
+};
+
 /// The backend's process-wide state, alive between prepare and shutdown.
 /// Not copyable: the destructor frees what it holds, once.
 struct Backend {
   int device = 0;
+  /// Every rank's communicator, and the one the operations use (every
+  /// rank's, or the group useGroup chose) with its size.
   ncclComm_t comm = nullptr;
+  ncclComm_t active = nullptr;
+  int activeSize = 1;
+  std::vector<std::unique_ptr<DeviceGroup>> groups;
   bool ownsComm = false;
   cudaStream_t stream = nullptr;
   bool ownsStream = false;
@@ -63,6 +74,8 @@ struct Backend {
     cudaFree(marks);
     cudaFree(peer);
     cudaFree(nonFiniteFlag);
+    for (auto &group : groups)
+      ncclCommDestroy(group->comm);
     if (ownsComm && comm)
       ncclCommDestroy(comm);
     if (ownsStream && stream)
@@ -126,7 +139,7 @@ std::string ncclText(ncclResult_t result, bool timedOut, double timeout,
   do {                                                                         \
     bool timedOut = false;                                                     \
     ncclResult_t r =                                                           \
-        settle(backend->comm, (expr), backend->timeoutSeconds, &timedOut);     \
+        settle(backend->active, (expr), backend->timeoutSeconds, &timedOut);   \
     if (r != ncclSuccess)                                                      \
       return fail(error,                                                       \
                   ncclText(r, timedOut, backend->timeoutSeconds, #expr));      \
@@ -241,6 +254,7 @@ int connect(int rank, int size, const void *uniqueId, double timeoutSeconds,
   backend->size = size;
   backend->timeoutSeconds = timeoutSeconds;
   if (backend->comm) {
+    backend->active = backend->comm;
     // The trainer's: it must span the runtime's ranks in the same order.
     int count = 0, userRank = 0;
     NCCL_OR_FAIL(ncclCommCount(backend->comm, &count));
@@ -252,6 +266,8 @@ int connect(int rank, int size, const void *uniqueId, double timeoutSeconds,
                      std::to_string(userRank) + " of " + std::to_string(count) +
                      ", the runtime's MPI communicator as rank " +
                      std::to_string(rank) + " of " + std::to_string(size));
+    backend->active = backend->comm;
+    backend->activeSize = size;
     return 0;
   }
   ncclUniqueId id;
@@ -271,6 +287,8 @@ int connect(int rank, int size, const void *uniqueId, double timeoutSeconds,
   }
   backend->comm = comm;
   backend->ownsComm = true;
+  backend->active = comm;
+  backend->activeSize = size;
   return 0;
 }
 
@@ -329,7 +347,7 @@ int compress(const float *memory, const float *grad, int64_t count, int64_t k,
              int64_t *indices, char *error) {
   ENTER();
   int rank = 0;
-  NCCL_OR_FAIL(ncclCommUserRank(backend->comm, &rank));
+  NCCL_OR_FAIL(ncclCommUserRank(backend->active, &rank));
   if (rank == leader) {
     if (selection == 1)
       CUDA_OR_FAIL(cuda::selectChunk(const_cast<float *>(memory), grad, count,
@@ -340,7 +358,7 @@ int compress(const float *memory, const float *grad, int64_t count, int64_t k,
                                      backend->select, backend->stream));
   }
   NCCL_OR_FAIL(ncclBroadcast(indices, indices, k, ncclInt64, leader,
-                             backend->comm, backend->stream));
+                             backend->active, backend->stream));
   CUDA_OR_FAIL(cuda::gather(memory, grad, indices, k, values, backend->stream));
   CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
   return 0;
@@ -352,10 +370,10 @@ int sparseAllReduce(const float *values, const int64_t *indices, int64_t k,
   if (reserve(backend->values, backend->valueCapacity, k, error))
     return 1;
   NCCL_OR_FAIL(ncclAllReduce(values, backend->values, k, ncclFloat, ncclSum,
-                             backend->comm, backend->stream));
+                             backend->active, backend->stream));
   CUDA_OR_FAIL(cudaMemsetAsync(out, 0, sizeof(float) * count, backend->stream));
   CUDA_OR_FAIL(cuda::scatter(out, indices, backend->values, k,
-                             average ? float(backend->size) : 1.0f,
+                             average ? float(backend->activeSize) : 1.0f,
                              backend->stream));
   CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
   return 0;
@@ -415,6 +433,13 @@ template <typename Enqueue> int completed(Enqueue &&enqueue, char *error) {
   return 0;
 }
 
+/// A started call's end: the event recorded after its work, and the
+/// communicator it ran in (whose asynchronous errors the poll reports).
+struct Completion {
+  cudaEvent_t event = nullptr;
+  ncclComm_t comm = nullptr;
+};
+
 /// Runs `enqueue` and records an event after its work: the started forms.
 template <typename Enqueue>
 int started(Enqueue &&enqueue, void **completion, char *error) {
@@ -422,25 +447,26 @@ int started(Enqueue &&enqueue, void **completion, char *error) {
   *completion = nullptr;
   if (enqueue())
     return 1;
-  cudaEvent_t event = nullptr;
-  CUDA_OR_FAIL(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-  cudaError_t recorded = cudaEventRecord(event, backend->stream);
+  auto done = std::make_unique<Completion>();
+  done->comm = backend->active;
+  CUDA_OR_FAIL(cudaEventCreateWithFlags(&done->event, cudaEventDisableTiming));
+  cudaError_t recorded = cudaEventRecord(done->event, backend->stream);
   if (recorded != cudaSuccess) {
-    cudaEventDestroy(event);
+    cudaEventDestroy(done->event);
     return fail(error, cuda::errorText(recorded, "cudaEventRecord"));
   }
-  *completion = event;
+  *completion = done.release();
   return 0;
 }
 
 int enqueueDenseAllReduce(float *data, int64_t count, int average,
                           char *error) {
   NCCL_OR_FAIL(ncclAllReduce(data, data, count, ncclFloat, ncclSum,
-                             backend->comm, backend->stream));
+                             backend->active, backend->stream));
   // Sum, then divide (not ncclAvg), as the CPU backend does.
   if (average)
     CUDA_OR_FAIL(
-        cuda::divide(data, count, float(backend->size), backend->stream));
+        cuda::divide(data, count, float(backend->activeSize), backend->stream));
   return 0;
 }
 
@@ -461,7 +487,7 @@ int enqueueScalecom(float *memory, const float *grad, float *out, int64_t count,
                     int64_t k, int selection, int64_t chunkSize, float beta,
                     int average, int leader, char *error) {
   int rank = 0;
-  NCCL_OR_FAIL(ncclCommUserRank(backend->comm, &rank));
+  NCCL_OR_FAIL(ncclCommUserRank(backend->active, &rank));
   if (reserve(backend->indices, backend->indexCapacity, k, error) ||
       reserve(backend->values, backend->valueCapacity, k, error) ||
       nextStamp(count, error))
@@ -481,15 +507,15 @@ int enqueueScalecom(float *memory, const float *grad, float *out, int64_t count,
     }
   }
   NCCL_OR_FAIL(ncclBroadcast(backend->indices, backend->indices, k, ncclInt64,
-                             leader, backend->comm, backend->stream));
+                             leader, backend->active, backend->stream));
   if (!updated)
     CUDA_OR_FAIL(cuda::gatherAndUpdate(
         memory, grad, count, backend->indices, k, beta, backend->values, out,
         backend->marks, backend->stamp, backend->stream));
   NCCL_OR_FAIL(ncclAllReduce(backend->values, backend->values, k, ncclFloat,
-                             ncclSum, backend->comm, backend->stream));
+                             ncclSum, backend->active, backend->stream));
   CUDA_OR_FAIL(cuda::scatter(out, backend->indices, backend->values, k,
-                             average ? float(backend->size) : 1.0f,
+                             average ? float(backend->activeSize) : 1.0f,
                              backend->stream));
   return 0;
 }
@@ -519,13 +545,13 @@ int startScalecom(float *memory, const float *grad, float *out, int64_t count,
 int localTopk(float *memory, const float *grad, float *out, int64_t count,
               int64_t k, int average, int64_t *unionSize, char *error) {
   ENTER();
-  const int64_t all = k * backend->size;
+  const int64_t all = k * backend->activeSize;
   if (reserve(backend->indices, backend->indexCapacity, all, error) ||
       reserve(backend->values, backend->valueCapacity, all, error) ||
       nextStamp(count, error))
     return 1;
   int rank = 0;
-  NCCL_OR_FAIL(ncclCommUserRank(backend->comm, &rank));
+  NCCL_OR_FAIL(ncclCommUserRank(backend->active, &rank));
   // This rank's block of the gathered buffers holds its own k entries.
   int64_t *mine = backend->indices + rank * k;
   float *myValues = backend->values + rank * k;
@@ -537,11 +563,11 @@ int localTopk(float *memory, const float *grad, float *out, int64_t count,
                                      backend->stamp, backend->stream));
   NCCL_OR_FAIL(ncclGroupStart());
   NCCL_IN_GROUP_OR_FAIL(ncclAllGather(myValues, backend->values, k, ncclFloat,
-                                      backend->comm, backend->stream));
+                                      backend->active, backend->stream));
   NCCL_IN_GROUP_OR_FAIL(ncclAllGather(mine, backend->indices, k, ncclInt64,
-                                      backend->comm, backend->stream));
+                                      backend->active, backend->stream));
   NCCL_OR_FAIL(ncclGroupEnd());
-  for (int r = 0; r < backend->size; ++r)
+  for (int r = 0; r < backend->activeSize; ++r)
     CUDA_OR_FAIL(cuda::scatterAdd(out, backend->indices + r * k,
                                   backend->values + r * k, k, backend->stream));
   // The union of the index sets (build-up), on the host: n k entries.
@@ -560,7 +586,7 @@ int localTopk(float *memory, const float *grad, float *out, int64_t count,
                                  cudaMemcpyHostToDevice, backend->stream));
     CUDA_OR_FAIL(cuda::divideAt(out, backend->indices,
                                 static_cast<int64_t>(host.size()),
-                                float(backend->size), backend->stream));
+                                float(backend->activeSize), backend->stream));
   }
   CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
   return 0;
@@ -574,9 +600,9 @@ int enqueueGossip(float *x, int64_t count, int peer, float mixing,
     return 1;
   NCCL_OR_FAIL(ncclGroupStart());
   NCCL_IN_GROUP_OR_FAIL(
-      ncclSend(x, count, ncclFloat, peer, backend->comm, backend->stream));
+      ncclSend(x, count, ncclFloat, peer, backend->active, backend->stream));
   NCCL_IN_GROUP_OR_FAIL(ncclRecv(backend->peer, count, ncclFloat, peer,
-                                 backend->comm, backend->stream));
+                                 backend->active, backend->stream));
   NCCL_OR_FAIL(ncclGroupEnd());
   CUDA_OR_FAIL(cuda::mix(x, backend->peer, count, mixing, backend->stream));
   return 0;
@@ -596,12 +622,13 @@ int startGossip(float *x, int64_t count, int peer, float mixing,
 int poll(void *completion, int *finished, char *error) {
   ENTER();
   *finished = 0;
-  cudaError_t state = cudaEventQuery(static_cast<cudaEvent_t>(completion));
+  const Completion &done = *static_cast<const Completion *>(completion);
+  cudaError_t state = cudaEventQuery(done.event);
   if (state != cudaSuccess && state != cudaErrorNotReady)
     return fail(error, cuda::errorText(state, "cudaEventQuery"));
   // A peer that failed shows here, not as a stuck event.
   ncclResult_t async = ncclSuccess;
-  if (ncclCommGetAsyncError(backend->comm, &async) == ncclSuccess &&
+  if (ncclCommGetAsyncError(done.comm, &async) == ncclSuccess &&
       async != ncclSuccess && async != ncclInProgress)
     return fail(error,
                 std::string("NCCL reported: ") + ncclGetErrorString(async));
@@ -614,7 +641,64 @@ void forget(void *completion) {
     return;
   if (backend)
     cudaSetDevice(backend->device);
-  cudaEventDestroy(static_cast<cudaEvent_t>(completion));
+  auto *done = static_cast<Completion *>(completion);
+  cudaEventDestroy(done->event);
+  delete done;
+}
+
+int splitGroup(int color, int key, void **group, char *error) {
+  ENTER();
+  *group = nullptr;
+  auto made = std::make_unique<DeviceGroup>();
+  // The child inherits every rank's communicator's configuration: a
+  // non-blocking one (the backend's own) answers at once and is settled
+  // under the watchdog's limit like every other call.
+  bool timedOut = false;
+  ncclComm_t comm = nullptr;
+  ncclResult_t r = ncclCommSplit(backend->comm, color, key, &comm, nullptr);
+  if (r == ncclInProgress && comm)
+    r = settle(comm, r, backend->timeoutSeconds, &timedOut);
+  if (r != ncclSuccess) {
+    if (comm && !timedOut)
+      ncclCommAbort(comm);
+    return fail(
+        error, ncclText(r, timedOut, backend->timeoutSeconds, "ncclCommSplit"));
+  }
+  made->comm = comm;
+  r = ncclCommCount(comm, &made->size);
+  if (r != ncclSuccess) {
+    ncclCommDestroy(comm);
+    return fail(error, std::string("ncclCommCount: ") + ncclGetErrorString(r));
+  }
+  *group = made.get();
+  backend->groups.push_back(std::move(made));
+  return 0;
+}
+
+void useGroup(void *group) {
+  if (!backend)
+    return;
+  auto *chosen = static_cast<DeviceGroup *>(group);
+  backend->active = chosen ? chosen->comm : backend->comm;
+  backend->activeSize = chosen ? chosen->size : backend->size;
+}
+
+void freeGroup(void *group) {
+  if (!backend || !group)
+    return;
+  cudaSetDevice(backend->device);
+  auto &groups = backend->groups;
+  for (auto it = groups.begin(); it != groups.end(); ++it) {
+    if (it->get() != group)
+      continue;
+    if (backend->active == (*it)->comm)
+      useGroup(nullptr);
+    // Work still queued on the stream may use it.
+    cudaStreamSynchronize(backend->stream);
+    ncclCommDestroy((*it)->comm);
+    groups.erase(it);
+    return;
+  }
 }
 
 } // namespace
@@ -644,4 +728,7 @@ const CudaBackendTable gradcomm_cuda_backend_v6 = {kCudaBackendVersion,
                                                    startScalecom,
                                                    startGossip,
                                                    poll,
-                                                   forget};
+                                                   forget,
+                                                   splitGroup,
+                                                   useGroup,
+                                                   freeGroup};
