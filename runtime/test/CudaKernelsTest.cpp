@@ -410,23 +410,39 @@ TEST(CudaKernels, NonFiniteScan) {
   Device<float> clean(g);
   Device<int> flag(1);
   bool bad = true;
-  ASSERT_EQ(gradcomm::cuda::anyNonFinite(clean.ptr, 10000, 1e30f, flag.ptr,
-                                         &bad, nullptr),
+  ASSERT_EQ(gradcomm::cuda::anyNonFinite(nullptr, clean.ptr, 10000, 1e30f,
+                                         flag.ptr, &bad, nullptr),
             cudaSuccess);
   EXPECT_FALSE(bad);
   g[1234] = std::numeric_limits<float>::infinity();
   Device<float> dirty(g);
-  ASSERT_EQ(gradcomm::cuda::anyNonFinite(dirty.ptr, 10000, 1e30f, flag.ptr,
-                                         &bad, nullptr),
+  ASSERT_EQ(gradcomm::cuda::anyNonFinite(nullptr, dirty.ptr, 10000, 1e30f,
+                                         flag.ptr, &bad, nullptr),
             cudaSuccess);
   EXPECT_TRUE(bad);
   // Finite, but above the limit.
   g[1234] = 2e30f;
   Device<float> large(g);
-  ASSERT_EQ(gradcomm::cuda::anyNonFinite(large.ptr, 10000, 1e30f, flag.ptr,
-                                         &bad, nullptr),
+  ASSERT_EQ(gradcomm::cuda::anyNonFinite(nullptr, large.ptr, 10000, 1e30f,
+                                         flag.ptr, &bad, nullptr),
             cudaSuccess);
   EXPECT_TRUE(bad);
+  // m + g, as the CPU scans it: each below the limit, the sum above; and
+  // a large g that the memory cancels.
+  std::vector<float> m(10000, 0.0f);
+  g[1234] = 6e29f;
+  m[1234] = 6e29f;
+  Device<float> half(g), memory(m);
+  ASSERT_EQ(gradcomm::cuda::anyNonFinite(memory.ptr, half.ptr, 10000, 1e30f,
+                                         flag.ptr, &bad, nullptr),
+            cudaSuccess);
+  EXPECT_TRUE(bad);
+  m[1234] = -6e29f;
+  Device<float> cancelling(m);
+  ASSERT_EQ(gradcomm::cuda::anyNonFinite(cancelling.ptr, half.ptr, 10000, 1e30f,
+                                         flag.ptr, &bad, nullptr),
+            cudaSuccess);
+  EXPECT_FALSE(bad);
 }
 
 } // namespace

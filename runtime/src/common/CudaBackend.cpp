@@ -84,7 +84,8 @@ public:
     int found = 0;
     char error[kErrorSize] = {0};
     GRADCOMM_RETURN_IF_ERROR(status(
-        call, table->anyNonFinite(input, count, limit, &found, error), error));
+        call, table->anyNonFinite(nullptr, input, count, limit, &found, error),
+        error));
     *result = found != 0;
     return GRADCOMM_OK;
   }
@@ -240,14 +241,23 @@ private:
     };
     alsoRelease(request, [loaded, completion] { loaded->forget(completion); });
   }
-  /// The device scan of g against the summed input limit (the kernels
-  /// select after the agreement, so nothing rides along).
+  /// The device scan of m + g against the summed input limit, as the CPU
+  /// backend's scan (the kernels select after the agreement, so it is a
+  /// pass of its own).
   gradcomm_status scanGradient(const Call &call, const CompressStep &step,
                                Prepared &prepared) const {
-    if (!scanForNonFinite())
+    prepared.nonFinite = false;
+    if (!scanForNonFinite() || step.count <= 0)
       return GRADCOMM_OK;
-    return exceedsLimit(call, step.grad, step.count,
-                        inputLimit(/*summed=*/true), &prepared.nonFinite);
+    int found = 0;
+    char error[kErrorSize] = {0};
+    GRADCOMM_RETURN_IF_ERROR(
+        status(call,
+               table->anyNonFinite(step.state.data(), step.grad, step.count,
+                                   inputLimit(/*summed=*/true), &found, error),
+               error));
+    prepared.nonFinite = found != 0;
+    return GRADCOMM_OK;
   }
 };
 

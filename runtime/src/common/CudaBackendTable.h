@@ -59,9 +59,10 @@ struct CudaBackendTable {
                        char *error);
   /// Zeroes `count` floats (a call skipped by the non-finite policy).
   int (*zero)(float *data, int64_t count, char *error);
-  /// `result` = 1 when some |input| is above `limit` or NaN.
-  int (*anyNonFinite)(const float *input, int64_t count, float limit,
-                      int *result, char *error);
+  /// `result` = 1 when some |memory + input| (|input| when `memory` is
+  /// null) is above `limit` or NaN.
+  int (*anyNonFinite)(const float *memory, const float *input, int64_t count,
+                      float limit, int *result, char *error);
   int (*denseAllReduce)(float *data, int64_t count, int average, char *error);
   /// One fused ScaleCom step on the device (leader's selection, NCCL
   /// broadcast of the indices, gather + low-pass update, NCCL all-reduce of

@@ -69,11 +69,13 @@ gradcomm_status
 gradcomm::checkConsistencyOfInput(const Call &call, const float *input,
                                   int64_t count, float limit,
                                   const std::vector<CheckField> &fields) {
+  // A rank whose scan failed still joins the agreement: every rank then
+  // fails with its message.
   bool nonFinite = false;
+  gradcomm_status local = GRADCOMM_OK;
   if (scanForNonFinite())
-    GRADCOMM_RETURN_IF_ERROR(
-        backend().exceedsLimit(call, input, count, limit, &nonFinite));
-  return checkConsistency(call, fields, nonFinite);
+    local = backend().exceedsLimit(call, input, count, limit, &nonFinite);
+  return checkConsistency(call, fields, nonFinite, local);
 }
 
 bool gradcomm::scanForNonFinite() {

@@ -411,14 +411,15 @@ int zero(float *data, int64_t count, char *error) {
   return 0;
 }
 
-int anyNonFinite(const float *input, int64_t count, float limit, int *result,
-                 char *error) {
+int anyNonFinite(const float *memory, const float *input, int64_t count,
+                 float limit, int *result, char *error) {
   ENTER();
   if (!backend->nonFiniteFlag)
     CUDA_OR_FAIL(cudaMalloc(&backend->nonFiniteFlag, sizeof(int)));
   bool bad = false;
-  CUDA_OR_FAIL(cuda::anyNonFinite(input, count, limit, backend->nonFiniteFlag,
-                                  &bad, backend->stream));
+  CUDA_OR_FAIL(cuda::anyNonFinite(memory, input, count, limit,
+                                  backend->nonFiniteFlag, &bad,
+                                  backend->stream));
   *result = bad;
   return 0;
 }

@@ -38,12 +38,12 @@ int blocksFor(int64_t n, int64_t perBlock) {
       std::min<int64_t>(std::max<int64_t>(blocks, 1), 65535LL * 32));
 }
 
-__global__ void nonFiniteKernel(const float *g, int64_t n, uint32_t limitKey,
-                                int *flag) {
+__global__ void nonFiniteKernel(const float *m, const float *g, int64_t n,
+                                uint32_t limitKey, int *flag) {
   int bad = 0;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
-    bad |= magnitudeKey(g[i]) > limitKey;
+    bad |= magnitudeKey(m ? m[i] + g[i] : g[i]) > limitKey;
   if (__syncthreads_or(bad) && threadIdx.x == 0)
     atomicOr(flag, 1);
 }
@@ -552,11 +552,11 @@ std::string errorText(cudaError_t error, const char *what) {
   return std::string(what) + ": " + cudaGetErrorString(error);
 }
 
-cudaError_t anyNonFinite(const float *g, int64_t n, float limit, int *flag,
-                         bool *result, cudaStream_t stream) {
+cudaError_t anyNonFinite(const float *m, const float *g, int64_t n, float limit,
+                         int *flag, bool *result, cudaStream_t stream) {
   GRADCOMM_CUDA_TRY(cudaMemsetAsync(flag, 0, sizeof(int), stream));
   nonFiniteKernel<<<blocksFor(n, kThreads * 8), kThreads, 0, stream>>>(
-      g, n, magnitudeKey(limit), flag);
+      m, g, n, magnitudeKey(limit), flag);
   int host = 0;
   GRADCOMM_CUDA_TRY(cudaMemcpyAsync(&host, flag, sizeof(int),
                                     cudaMemcpyDeviceToHost, stream));

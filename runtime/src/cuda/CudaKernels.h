@@ -35,10 +35,11 @@ struct SelectScratch {
 /// A CUDA error as "what: cudaGetErrorString" or empty on success.
 std::string errorText(cudaError_t error, const char *what);
 
-/// True when some |g| is NaN or above `limit` (synchronizes `stream`).
+/// True when some |m + g| (|g| when `m` is null) is NaN or above `limit`
+/// (synchronizes `stream`); m + g rounds as the CPU's scan rounds it.
 /// `flag` is one device int of the caller's, so the scan allocates nothing.
-cudaError_t anyNonFinite(const float *g, int64_t n, float limit, int *flag,
-                         bool *result, cudaStream_t stream);
+cudaError_t anyNonFinite(const float *m, const float *g, int64_t n, float limit,
+                         int *flag, bool *result, cudaStream_t stream);
 
 /// Exact top-k of |m + g|, ties to the lower index, indices ascending:
 /// four 8-bit radix passes find the k-th key, then an ordered compaction

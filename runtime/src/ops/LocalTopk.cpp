@@ -72,15 +72,17 @@ gradcomm_status beginLocalTopk(const Call &call, const char *stateName,
     return lookupIdleState(call, stateName, count, state);
   }));
   Prepared prepared;
-  GRADCOMM_RETURN_IF_ERROR(backend().prepareLocalTopk(
-      call, stepOf(*state, grad, count, k), prepared));
+  // A rank whose preparation failed still joins the agreement: every rank
+  // then fails with its message.
+  gradcomm_status local = backend().prepareLocalTopk(
+      call, stepOf(*state, grad, count, k), prepared);
   gradcomm_status agreed =
       checkConsistency(call,
                        {{"count", count},
                         {"k", k},
                         {"reduction", reduction},
                         {"step", static_cast<int64_t>(state->step)}},
-                       prepared.nonFinite);
+                       prepared.nonFinite, local);
   if ((*skipped = skippedNonFinite(agreed, stateName)))
     return zeroBuffer(call, out, count);
   return agreed;

@@ -11,8 +11,6 @@
 #include "Backend.h"
 
 #include <algorithm>
-#include <array>
-#include <cmath>
 #include <functional>
 #include <memory>
 #include <numeric>
@@ -88,7 +86,9 @@ gradcomm_status prepareAndAgree(const Call &call, const CompressArgs &args,
                                 const CompressStep &step,
                                 const std::vector<CheckField> &extra,
                                 Prepared &prepared, bool *skipped) {
-  GRADCOMM_RETURN_IF_ERROR(backend().prepareCompress(call, step, prepared));
+  // A rank whose preparation failed still joins the agreement: every rank
+  // then fails with its message.
+  gradcomm_status local = backend().prepareCompress(call, step, prepared);
   std::vector<CheckField> fields = compressFields(args, step.state);
   fields.insert(fields.end(), extra.begin(), extra.end());
   const AgreementPayload payload{step.leader, prepared.sent.data(),
@@ -97,7 +97,7 @@ gradcomm_status prepareAndAgree(const Call &call, const CompressArgs &args,
   // Nothing is written before every rank agrees and all gradients are
   // finite.
   gradcomm_status agreed =
-      checkConsistency(call, fields, prepared.nonFinite, GRADCOMM_OK,
+      checkConsistency(call, fields, prepared.nonFinite, local,
                        prepared.foldsIndices ? &payload : nullptr);
   *skipped = skippedNonFinite(agreed, args.state);
   return *skipped ? GRADCOMM_OK : agreed;
