@@ -146,10 +146,11 @@ TEST(CudaBackend, UnfusedOpsMatchTheFusedStep) {
   ASSERT_OK(gradcomm_finalize());
 }
 
-/// The started dense all-reduce, ScaleCom step and gossip exchange enqueue
-/// the blocking forms' work on the backend's stream: the same bits, several
-/// in flight at once, the state held until the wait; the forms not built
-/// for CUDA are refused before anything is validated.
+/// The started dense all-reduce, ScaleCom step, gossip exchange and sparse
+/// all-reduce enqueue the blocking forms' work on the backend's stream: the
+/// same bits, several in flight at once, the state held until the wait;
+/// the started local top-k, not built for CUDA, is refused before anything
+/// is validated.
 TEST(CudaBackend, StartedFormsMatchBlocking) {
   const int64_t n = 40000, k = 400;
   ASSERT_OK(gradcomm_finalize());
@@ -192,18 +193,35 @@ TEST(CudaBackend, StartedFormsMatchBlocking) {
     for (float *p : {g, blockingOut, startedOut, blockingDense, startedDense})
       cudaFree(p);
   }
-  gradcomm_request refused = nullptr;
-  float *values = toDevice(std::vector<float>(4, 1.0f));
+  // The started sparse all-reduce: the blocking form's bits.
+  std::vector<float> hostValues = {1.5f, -2.0f, 0.25f, 8.0f};
+  std::vector<int64_t> hostIndices = {3, 0, 11, 7};
+  float *values = toDevice(hostValues);
   int64_t *indices = nullptr;
   ASSERT_EQ(cudaMalloc(&indices, 8 * 4), cudaSuccess);
-  float *out = toDevice(std::vector<float>(16));
-  EXPECT_EQ(gradcomm_sparse_all_reduce_start_f32("sar", values, indices, 4, out,
-                                                 16, GRADCOMM_REDUCE_SUM,
-                                                 &refused),
+  ASSERT_EQ(
+      cudaMemcpy(indices, hostIndices.data(), 8 * 4, cudaMemcpyHostToDevice),
+      cudaSuccess);
+  float *blockingOut = toDevice(std::vector<float>(16, 9.0f));
+  float *startedOut = toDevice(std::vector<float>(16, 9.0f));
+  ASSERT_OK(gradcomm_sparse_all_reduce_f32(
+      "sar", values, indices, 4, blockingOut, 16, GRADCOMM_REDUCE_AVERAGE));
+  gradcomm_request sparse = nullptr;
+  ASSERT_OK(gradcomm_sparse_all_reduce_start_f32(
+      "sar", values, indices, 4, startedOut, 16, GRADCOMM_REDUCE_AVERAGE,
+      &sparse));
+  ASSERT_OK(gradcomm_wait(&sparse));
+  EXPECT_EQ(toHost(startedOut, 16), toHost(blockingOut, 16));
+  // Not built for CUDA: refused before anything is validated.
+  gradcomm_request refused = nullptr;
+  EXPECT_EQ(gradcomm_local_topk_all_gather_start_f32("topk", values, startedOut,
+                                                     4, 1, GRADCOMM_REDUCE_SUM,
+                                                     &refused),
             GRADCOMM_ERR_UNSUPPORTED);
   EXPECT_EQ(refused, nullptr);
-  for (void *p : {static_cast<void *>(values), static_cast<void *>(indices),
-                  static_cast<void *>(out)})
+  for (void *p :
+       {static_cast<void *>(values), static_cast<void *>(indices),
+        static_cast<void *>(blockingOut), static_cast<void *>(startedOut)})
     cudaFree(p);
   ASSERT_OK(gradcomm_finalize());
 }

@@ -6,12 +6,11 @@
 // is in libgradcomm_runtime_cuda.so (src/cuda), loaded on demand, whose C
 // table (CudaBackendTable.h) this adapter puts behind Backend.h's
 // operations. A blocking call completes on the device before it returns.
-// The started dense all-reduce, ScaleCom step and gossip exchange enqueue
-// the same work on the backend's stream and return; the wait polls the
-// event recorded after it under the watchdog (never a stream synchronize
-// that could wait forever). The other started forms (sparse all-reduce,
-// local top-k, elastic averaging) are refused before anything is
-// validated.
+// The started dense all-reduce, ScaleCom step, gossip exchange and sparse
+// all-reduce enqueue the same work on the backend's stream and return; the
+// wait polls the event recorded after it under the watchdog (never a
+// stream synchronize that could wait forever). The started local top-k
+// and elastic average are refused before anything is validated.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,7 +32,8 @@ public:
   bool tensorsOnHost() const override { return false; }
   bool starts(StartedForm form) const override {
     return form == StartedForm::DenseAllReduce || form == StartedForm::Gossip ||
-           form == StartedForm::Scalecom;
+           form == StartedForm::Scalecom ||
+           form == StartedForm::SparseAllReduce;
   }
 
   gradcomm_status splitGroup(const Call &call, int color, int key,
@@ -177,11 +177,20 @@ public:
         table->sparseAllReduce(values, indices, k, out, count, average, error),
         error);
   }
-  gradcomm_status startSparseAllReduce(const Call &call, const float *,
-                                       const int64_t *, int64_t, float *,
-                                       int64_t, bool,
-                                       gradcomm_request_s &) const override {
-    return notStarted(call);
+  gradcomm_status
+  startSparseAllReduce(const Call &call, const float *values,
+                       const int64_t *indices, int64_t k, float *out,
+                       int64_t count, bool average,
+                       gradcomm_request_s &request) const override {
+    char error[kErrorSize] = {0};
+    void *completion = nullptr;
+    GRADCOMM_RETURN_IF_ERROR(
+        status(call,
+               table->startSparseAllReduce(values, indices, k, out, count,
+                                           average, &completion, error),
+               error));
+    awaitDevice(request, completion, "ncclAllReduce (started sparse)");
+    return GRADCOMM_OK;
   }
   gradcomm_status memoryUpdate(const Call &call, State &state,
                                const float *grad, int64_t count,

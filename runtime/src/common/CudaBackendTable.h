@@ -90,7 +90,8 @@ struct CudaBackendTable {
                    int64_t k, int average, int64_t *unionSize, char *error);
   /// x = (1 - mixing) x + mixing x_peer, via grouped ncclSend/ncclRecv.
   int (*gossip)(float *x, int64_t count, int peer, float mixing, char *error);
-  /// The started forms of denseAllReduce, scalecom and gossip: the same
+  /// The started forms of denseAllReduce, scalecom, gossip and
+  /// sparseAllReduce: the same
   /// work, in the same order, enqueued on the backend's stream without
   /// waiting for it; `*completion` marks its end (an event recorded after
   /// it). Work started earlier runs first (one stream), so the backend's
@@ -103,6 +104,9 @@ struct CudaBackendTable {
                        void **completion, char *error);
   int (*startGossip)(float *x, int64_t count, int peer, float mixing,
                      void **completion, char *error);
+  int (*startSparseAllReduce)(const float *values, const int64_t *indices,
+                              int64_t k, float *out, int64_t count, int average,
+                              void **completion, char *error);
   /// `*finished` = 1 once the work before `completion` is done; an error
   /// NCCL reported asynchronously fails the poll.
   int (*poll)(void *completion, int *finished, char *error);

@@ -364,9 +364,9 @@ int compress(const float *memory, const float *grad, int64_t count, int64_t k,
   return 0;
 }
 
-int sparseAllReduce(const float *values, const int64_t *indices, int64_t k,
-                    float *out, int64_t count, int average, char *error) {
-  ENTER();
+int enqueueSparseAllReduce(const float *values, const int64_t *indices,
+                           int64_t k, float *out, int64_t count, int average,
+                           char *error) {
   if (reserve(backend->values, backend->valueCapacity, k, error))
     return 1;
   NCCL_OR_FAIL(ncclAllReduce(values, backend->values, k, ncclFloat, ncclSum,
@@ -375,7 +375,6 @@ int sparseAllReduce(const float *values, const int64_t *indices, int64_t k,
   CUDA_OR_FAIL(cuda::scatter(out, indices, backend->values, k,
                              average ? float(backend->activeSize) : 1.0f,
                              backend->stream));
-  CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
   return 0;
 }
 
@@ -481,6 +480,27 @@ int startDenseAllReduce(float *data, int64_t count, int average,
                         void **completion, char *error) {
   return started(
       [&] { return enqueueDenseAllReduce(data, count, average, error); },
+      completion, error);
+}
+
+int sparseAllReduce(const float *values, const int64_t *indices, int64_t k,
+                    float *out, int64_t count, int average, char *error) {
+  return completed(
+      [&] {
+        return enqueueSparseAllReduce(values, indices, k, out, count, average,
+                                      error);
+      },
+      error);
+}
+
+int startSparseAllReduce(const float *values, const int64_t *indices, int64_t k,
+                         float *out, int64_t count, int average,
+                         void **completion, char *error) {
+  return started(
+      [&] {
+        return enqueueSparseAllReduce(values, indices, k, out, count, average,
+                                      error);
+      },
       completion, error);
 }
 
@@ -728,6 +748,7 @@ const CudaBackendTable gradcomm_cuda_backend_v6 = {kCudaBackendVersion,
                                                    startDenseAllReduce,
                                                    startScalecom,
                                                    startGossip,
+                                                   startSparseAllReduce,
                                                    poll,
                                                    forget,
                                                    splitGroup,
