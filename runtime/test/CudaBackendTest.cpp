@@ -26,22 +26,6 @@ using namespace gradcomm::test;
 
 namespace {
 
-std::vector<float> toHost(const float *device, size_t n) {
-  std::vector<float> host(n);
-  EXPECT_EQ(cudaMemcpy(host.data(), device, 4 * n, cudaMemcpyDeviceToHost),
-            cudaSuccess);
-  return host;
-}
-
-float *toDevice(const std::vector<float> &host) {
-  float *device = nullptr;
-  EXPECT_EQ(cudaMalloc(&device, 4 * host.size()), cudaSuccess);
-  EXPECT_EQ(
-      cudaMemcpy(device, host.data(), 4 * host.size(), cudaMemcpyHostToDevice),
-      cudaSuccess);
-  return device;
-}
-
 /// Runs `steps` ScaleCom steps on the current backend, returning outputs.
 std::vector<std::vector<float>> run(const char *state, bool device,
                                     uint64_t first, uint64_t last,

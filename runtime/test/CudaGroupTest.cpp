@@ -25,22 +25,6 @@ using namespace gradcomm::test;
 
 namespace {
 
-std::vector<float> toHost(const float *device, size_t n) {
-  std::vector<float> host(n);
-  EXPECT_EQ(cudaMemcpy(host.data(), device, 4 * n, cudaMemcpyDeviceToHost),
-            cudaSuccess);
-  return host;
-}
-
-float *toDevice(const std::vector<float> &host) {
-  float *device = nullptr;
-  EXPECT_EQ(cudaMalloc(&device, 4 * host.size()), cudaSuccess);
-  EXPECT_EQ(
-      cudaMemcpy(device, host.data(), 4 * host.size(), cudaMemcpyHostToDevice),
-      cudaSuccess);
-  return device;
-}
-
 constexpr int64_t kCount = 30000, kK = 300;
 
 /// Dense all-reduce and two ScaleCom steps over axis `axis` of the 2x2

@@ -7,10 +7,13 @@
 #ifndef GRADCOMM_RUNTIME_TEST_CUDATESTUTIL_H
 #define GRADCOMM_RUNTIME_TEST_CUDATESTUTIL_H
 
+#include "MiniTest.h"
+
 #include <cuda_runtime.h>
 
 #include <cstdio>
 #include <unistd.h>
+#include <vector>
 
 /// 0 when CUDA sees a device. Otherwise 77 (ctest: skipped) only if the
 /// machine has no NVIDIA GPU at all (no /dev/nvidia0, no driver in
@@ -34,6 +37,23 @@ inline int requireCudaDevice(const char *tests) {
                                    : cudaGetErrorString(error),
               tests);
   return 1;
+}
+
+/// Host copies of device floats and back (checked).
+inline std::vector<float> toHost(const float *device, size_t n) {
+  std::vector<float> host(n);
+  EXPECT_EQ(cudaMemcpy(host.data(), device, 4 * n, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  return host;
+}
+
+inline float *toDevice(const std::vector<float> &host) {
+  float *device = nullptr;
+  EXPECT_EQ(cudaMalloc(&device, 4 * host.size()), cudaSuccess);
+  EXPECT_EQ(
+      cudaMemcpy(device, host.data(), 4 * host.size(), cudaMemcpyHostToDevice),
+      cudaSuccess);
+  return device;
 }
 
 #endif // GRADCOMM_RUNTIME_TEST_CUDATESTUTIL_H
