@@ -12,8 +12,11 @@
 using namespace gradcomm;
 
 Context &gradcomm::context() {
-  static Context ctx;
-  return ctx;
+  // Never destroyed: a process that exits without gradcomm_finalize must
+  // not release states through backends (and a device runtime) that exit
+  // may already have torn down; the system takes the memory back.
+  static Context *ctx = new Context;
+  return *ctx;
 }
 
 /// GRADCOMM_BACKEND=cpu|cuda picks the backend at initialization.

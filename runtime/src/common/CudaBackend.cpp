@@ -273,7 +273,8 @@ private:
 } // namespace
 
 const Backend *gradcomm::cudaBackendOver(const CudaBackendTable *table) {
-  static CudaBackend backend;
-  backend.table = table;
-  return table ? &backend : nullptr;
+  // Never destroyed, like the context whose states it owns memory of.
+  static CudaBackend *backend = new CudaBackend;
+  backend->table = table;
+  return table ? backend : nullptr;
 }

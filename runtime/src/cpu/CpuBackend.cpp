@@ -20,8 +20,9 @@
 using namespace gradcomm;
 
 const Backend &gradcomm::cpuBackend() {
-  static const CpuBackend backend;
-  return backend;
+  // Never destroyed, like the context whose states it owns memory of.
+  static const CpuBackend *backend = new CpuBackend;
+  return *backend;
 }
 
 void gradcomm::averageOverGroup(float *values, int64_t count, bool average) {

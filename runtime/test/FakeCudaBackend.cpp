@@ -1,0 +1,309 @@
+//===- FakeCudaBackend.cpp - CudaBackendTable on host memory, one rank ----===//
+//
+// Part of the GradComm project.
+//
+// A stand-in for libgradcomm_runtime_cuda.so that machines without a GPU
+// can load: every entry of CudaBackendTable.h on host memory with the CPU
+// kernels, for one rank (NCCL's collectives are then the identity). It
+// exercises everything the runtime does around the CUDA backend (loading,
+// the adapter behind Backend.h, state memory owned through the backend,
+// staging for checkpoints and logs, compiled code's buffers, the started
+// forms' completions and their polling) on every CI run; the real device
+// code is tested by the GPU-gated tests.
+//
+// It also keeps books: shutdown aborts the process, naming what leaked, if
+// a buffer was not released or a completion not forgotten.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaBackendTable.h"
+#include "Kernels.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace gradcomm;
+
+namespace {
+
+bool started = false;
+std::set<void *> buffers;
+std::set<void *> completions;
+std::set<void *> groups;
+cpu::SelectScratch scratch;
+
+int fail(char *error, const char *message) {
+  std::snprintf(error, kErrorSize, "%s", message);
+  return 1;
+}
+
+#define ENTER()                                                                \
+  do {                                                                         \
+    if (!started)                                                              \
+      return fail(error, "the fake cuda backend is not started");              \
+  } while (0)
+
+int prepare(int rank, int, void *, void *, void *uniqueId, char *error) {
+  if (rank != 0)
+    return fail(error, "the fake cuda backend runs one rank only");
+  std::memset(uniqueId, 7, kNcclUniqueIdBytes);
+  started = true;
+  return 0;
+}
+
+int connect(int, int size, const void *, double, char *error) {
+  if (size != 1) {
+    started = false;
+    return fail(error, "the fake cuda backend runs one rank only");
+  }
+  return 0;
+}
+
+void shutdown() {
+  if (!buffers.empty() || !completions.empty() || !groups.empty()) {
+    std::fprintf(stderr,
+                 "fake cuda backend: shut down holding %zu buffers, %zu "
+                 "completions, %zu groups\n",
+                 buffers.size(), completions.size(), groups.size());
+    std::abort();
+  }
+  started = false;
+}
+
+int allocate(float **memory, int64_t count, char *error) {
+  ENTER();
+  *memory = nullptr;
+  if (count == 0)
+    return 0;
+  *memory = static_cast<float *>(std::calloc(count, sizeof(float)));
+  if (!*memory)
+    return fail(error, "fake cuda backend: out of memory");
+  buffers.insert(*memory);
+  return 0;
+}
+
+void release(float *memory) {
+  if (!memory)
+    return;
+  if (buffers.erase(memory) == 0) {
+    std::fprintf(stderr, "fake cuda backend: release of %p, not allocated\n",
+                 static_cast<void *>(memory));
+    std::abort();
+  }
+  std::free(memory);
+}
+
+int bytesToHost(void *host, const void *device, size_t bytes, char *error) {
+  ENTER();
+  if (bytes > 0)
+    std::memcpy(host, device, bytes);
+  return 0;
+}
+
+int toHost(float *host, const float *device, int64_t count, char *error) {
+  return bytesToHost(host, device, sizeof(float) * count, error);
+}
+
+int bytesFromHost(void *device, const void *host, size_t bytes, char *error) {
+  ENTER();
+  if (bytes > 0)
+    std::memcpy(device, host, bytes);
+  return 0;
+}
+
+int fromHost(float *device, const float *host, int64_t count, char *error) {
+  return bytesFromHost(device, host, sizeof(float) * count, error);
+}
+
+int zero(float *data, int64_t count, char *error) {
+  ENTER();
+  std::memset(data, 0, sizeof(float) * count);
+  return 0;
+}
+
+int anyNonFinite(const float *memory, const float *input, int64_t count,
+                 float limit, int *result, char *error) {
+  ENTER();
+  uint32_t largest = memory ? cpu::maxMagnitudeKeySum(memory, input, count)
+                            : cpu::maxMagnitudeKey(input, count);
+  *result = cpu::exceedsLimit(largest, limit) ? 1 : 0;
+  return 0;
+}
+
+// One rank: a sum over the group is the value, a mean divides by one.
+
+int denseAllReduce(float *, int64_t, int, char *error) {
+  ENTER();
+  return 0;
+}
+
+void select(const float *memory, const float *grad, int64_t count, int64_t k,
+            int selection, int64_t chunkSize, int64_t *indices) {
+  if (selection == 1)
+    cpu::selectChunk(memory, grad, count, chunkSize, indices);
+  else
+    cpu::selectExact(memory, grad, count, k, indices, scratch);
+}
+
+int scalecom(float *memory, const float *grad, float *out, int64_t count,
+             int64_t k, int selection, int64_t chunkSize, float beta, int,
+             int leader, char *error) {
+  ENTER();
+  if (leader != 0)
+    return fail(error, "fake cuda backend: the leader of one rank is 0");
+  std::vector<int64_t> indices(k);
+  std::vector<float> values(k);
+  select(memory, grad, count, k, selection, chunkSize, indices.data());
+  cpu::gatherAndUpdate(memory, grad, count, indices.data(), k, beta,
+                       values.data(), out);
+  cpu::scatter(out, indices.data(), values.data(), k);
+  return 0;
+}
+
+int compress(const float *memory, const float *grad, int64_t count, int64_t k,
+             int selection, int64_t chunkSize, int, float *values,
+             int64_t *indices, char *error) {
+  ENTER();
+  select(memory, grad, count, k, selection, chunkSize, indices);
+  cpu::gather(memory, grad, indices, k, values);
+  return 0;
+}
+
+int sparseAllReduce(const float *values, const int64_t *indices, int64_t k,
+                    float *out, int64_t count, int, char *error) {
+  ENTER();
+  std::memset(out, 0, sizeof(float) * count);
+  cpu::scatter(out, indices, values, k);
+  return 0;
+}
+
+int memoryUpdate(float *memory, const float *grad, int64_t count,
+                 const int64_t *indices, int64_t k, float beta, char *error) {
+  ENTER();
+  cpu::gatherAndUpdate(memory, grad, count, indices, k, beta, nullptr, nullptr);
+  return 0;
+}
+
+int localTopk(float *memory, const float *grad, float *out, int64_t count,
+              int64_t k, int, int64_t *unionSize, char *error) {
+  ENTER();
+  std::vector<int64_t> indices(k);
+  std::vector<float> values(k);
+  cpu::selectExact(memory, grad, count, k, indices.data(), scratch);
+  cpu::gatherAndUpdate(memory, grad, count, indices.data(), k, 1.0f,
+                       values.data(), out);
+  for (int64_t j = 0; j < k; ++j)
+    out[indices[j]] += values[j];
+  *unionSize = k;
+  return 0;
+}
+
+int gossip(float *, int64_t, int, float, char *error) {
+  return fail(error, "fake cuda backend: one rank has no peer");
+}
+
+/// A completion that finishes on its second poll, so the wait's polling
+/// loop runs.
+int complete(void **completion) {
+  auto *polls = new int(2);
+  completions.insert(polls);
+  *completion = polls;
+  return 0;
+}
+
+int startDenseAllReduce(float *data, int64_t count, int average,
+                        void **completion, char *error) {
+  return denseAllReduce(data, count, average, error) ? 1 : complete(completion);
+}
+
+int startScalecom(float *memory, const float *grad, float *out, int64_t count,
+                  int64_t k, int selection, int64_t chunkSize, float beta,
+                  int average, int leader, void **completion, char *error) {
+  return scalecom(memory, grad, out, count, k, selection, chunkSize, beta,
+                  average, leader, error)
+             ? 1
+             : complete(completion);
+}
+
+int startGossip(float *x, int64_t count, int peer, float mixing,
+                void **completion, char *error) {
+  return gossip(x, count, peer, mixing, error) ? 1 : complete(completion);
+}
+
+int startSparseAllReduce(const float *values, const int64_t *indices, int64_t k,
+                         float *out, int64_t count, int average,
+                         void **completion, char *error) {
+  return sparseAllReduce(values, indices, k, out, count, average, error)
+             ? 1
+             : complete(completion);
+}
+
+int poll(void *completion, int *finished, char *error) {
+  ENTER();
+  if (completions.count(completion) == 0)
+    return fail(error, "fake cuda backend: poll of an unknown completion");
+  int &polls = *static_cast<int *>(completion);
+  polls -= polls > 0 ? 1 : 0;
+  *finished = polls == 0;
+  return 0;
+}
+
+void forget(void *completion) {
+  if (completions.erase(completion) == 0) {
+    std::fprintf(stderr, "fake cuda backend: forget of %p, not started\n",
+                 completion);
+    std::abort();
+  }
+  delete static_cast<int *>(completion);
+}
+
+int splitGroup(int, int, void **group, char *error) {
+  ENTER();
+  *group = new int(0);
+  groups.insert(*group);
+  return 0;
+}
+
+void useGroup(void *) {}
+
+void freeGroup(void *group) {
+  if (groups.erase(group) != 0)
+    delete static_cast<int *>(group);
+}
+
+} // namespace
+
+extern "C" __attribute__((visibility("default")))
+// In the order of CudaBackendTable.h; the real library's symbol.
+const CudaBackendTable gradcomm_cuda_backend_v6 = {kCudaBackendVersion,
+                                                   prepare,
+                                                   connect,
+                                                   shutdown,
+                                                   allocate,
+                                                   release,
+                                                   toHost,
+                                                   bytesToHost,
+                                                   fromHost,
+                                                   bytesFromHost,
+                                                   zero,
+                                                   anyNonFinite,
+                                                   denseAllReduce,
+                                                   scalecom,
+                                                   compress,
+                                                   sparseAllReduce,
+                                                   memoryUpdate,
+                                                   localTopk,
+                                                   gossip,
+                                                   startDenseAllReduce,
+                                                   startScalecom,
+                                                   startGossip,
+                                                   startSparseAllReduce,
+                                                   poll,
+                                                   forget,
+                                                   splitGroup,
+                                                   useGroup,
+                                                   freeGroup};

@@ -1,0 +1,218 @@
+"""The runtime's side of the CUDA backend, on a machine without a GPU.
+
+Loads a copy of libgradcomm_runtime.so that has the host-memory stand-in
+(FakeCudaBackend.cpp) beside it as libgradcomm_runtime_cuda.so, runs every
+operation on the CPU backend and then on the "CUDA" one, and checks the
+same bits: outputs, memory read back through the backend, checkpoints
+crossing backends, started forms polled to their end, skips under the
+non-finite policy, refusals of what the backend does not run. The stand-in
+aborts at shutdown if a buffer or completion leaked.
+
+Usage: fake_cuda_backend.py <dir with libgradcomm_runtime.so> <work dir>
+"""
+
+import ctypes
+import os
+import sys
+
+import numpy as np
+
+OK, ERR_STATE, ERR_UNSUPPORTED = 0, 9, 10
+CPU, CUDA = 0, 1
+SUM, AVERAGE = 0, 1
+EXACT, CHUNK = 0, 1
+SKIP, ERROR = 1, 0
+
+lib = ctypes.CDLL(os.path.join(sys.argv[1], "libgradcomm_runtime.so"))
+work = sys.argv[2]
+# MPI is this script's (MPICH, the runtime's dependency), so the runtime
+# can be finalized and started again on either backend.
+lib.MPI_Init(None, None)
+lib.gradcomm_last_error.restype = ctypes.c_char_p
+lib._mlir_memref_to_llvm_alloc.restype = ctypes.c_void_p
+lib._mlir_memref_to_llvm_alloc.argtypes = [ctypes.c_size_t]
+lib.gradcomm_free_buffer.argtypes = [ctypes.c_void_p]
+lib.gradcomm_set_nonfinite_policy.argtypes = [ctypes.c_int]
+i64, f32 = ctypes.c_int64, ctypes.c_float
+Request = ctypes.c_void_p
+
+
+def ptr(array):
+    return array.ctypes.data_as(ctypes.c_void_p)
+
+
+def check(status, what):
+    if status != OK:
+        raise AssertionError("%s: status %d: %s" %
+                             (what, status, lib.gradcomm_last_error().decode()))
+
+
+def expect(status, expected, what):
+    if status != expected:
+        raise AssertionError("%s: status %d, expected %d: %s" %
+                             (what, status, expected,
+                              lib.gradcomm_last_error().decode()))
+
+
+def restart(backend):
+    check(lib.gradcomm_finalize(), "finalize")
+    check(lib.gradcomm_set_backend(backend), "set_backend %d" % backend)
+
+
+def gradient(seed, n):
+    return np.random.default_rng(seed).standard_normal(n).astype(np.float32)
+
+
+def read_state(name, n):
+    memory = np.zeros(n, np.float32)
+    check(lib.gradcomm_state_read(name, ptr(memory), i64(n)), "state_read")
+    return memory
+
+
+def scalecom_steps(name, selection, started, n=20000, chunk=40, steps=3):
+    """Fused ScaleCom steps on a new state; outputs, then the memory."""
+    k = -(-n // chunk) if selection == CHUNK else 200
+    results = []
+    for step in range(steps):
+        grad, out = gradient(step, n), np.full(n, 5.0, np.float32)
+        args = (name, ptr(grad), ptr(out), i64(n), i64(k), selection,
+                i64(chunk), f32(0.5), AVERAGE)
+        if started:
+            request = Request()
+            check(lib.gradcomm_scalecom_start_f32(*args, ctypes.byref(request)),
+                  "scalecom_start")
+            # Held until the wait.
+            expect(lib.gradcomm_scalecom_f32(*args), ERR_STATE,
+                   "scalecom while held")
+            check(lib.gradcomm_wait(ctypes.byref(request)), "wait")
+        else:
+            check(lib.gradcomm_scalecom_f32(*args), "scalecom")
+        results.append(out)
+    results.append(read_state(name, n))
+    return results
+
+
+def unfused_steps(n=12000, k=120):
+    """Compress, sparse all-reduce (started), memory update."""
+    results = []
+    for step in range(3):
+        grad = gradient(100 + step, n)
+        values = np.zeros(k, np.float32)
+        indices = np.zeros(k, np.int64)
+        out = np.full(n, 3.0, np.float32)
+        check(lib.gradcomm_cltk_compress_f32(
+            b"u", ptr(grad), i64(n), i64(k), EXACT, i64(0), ptr(values),
+            ptr(indices)), "cltk_compress")
+        request = Request()
+        check(lib.gradcomm_sparse_all_reduce_start_f32(
+            b"sar", ptr(values), ptr(indices), i64(k), ptr(out), i64(n),
+            AVERAGE, ctypes.byref(request)), "sparse_all_reduce_start")
+        check(lib.gradcomm_wait(ctypes.byref(request)), "wait (sparse)")
+        check(lib.gradcomm_memory_update_f32(
+            b"u", ptr(grad), i64(n), ptr(indices), i64(k), f32(0.25)),
+            "memory_update")
+        results += [indices.copy(), values.copy(), out]
+    results.append(read_state(b"u", n))
+    return results
+
+
+def dense_and_topk(n=5000):
+    data = gradient(7, n)
+    check(lib.gradcomm_dense_all_reduce_f32(b"d", ptr(data), i64(n), AVERAGE),
+          "dense")
+    started = gradient(8, n)
+    request = Request()
+    check(lib.gradcomm_dense_all_reduce_start_f32(
+        b"d", ptr(started), i64(n), AVERAGE, ctypes.byref(request)),
+        "dense_start")
+    check(lib.gradcomm_wait(ctypes.byref(request)), "wait (dense)")
+    results = [data, started]
+    for step in range(2):
+        grad, out = gradient(200 + step, n), np.zeros(n, np.float32)
+        union = i64(-1)
+        check(lib.gradcomm_local_topk_all_gather_f32(
+            b"t", ptr(grad), ptr(out), i64(n), i64(50), AVERAGE,
+            ctypes.byref(union)), "local_topk")
+        results += [out, np.array([union.value])]
+    results.append(read_state(b"t", n))
+    return results
+
+
+def skipped_step(n=4000):
+    """Under skip, a gradient whose m + g is not finite: zeros out, memory
+    and step unchanged (the memory is the scan's other half)."""
+    check(lib.gradcomm_set_nonfinite_policy(SKIP), "policy skip")
+    grad = gradient(9, n)
+    out = np.zeros(n, np.float32)
+    check(lib.gradcomm_scalecom_f32(b"s", ptr(grad), ptr(out), i64(n), i64(40),
+                                    EXACT, i64(0), f32(1.0), SUM), "scalecom")
+    before = read_state(b"s", n)
+    grad[17] = np.inf
+    out[:] = 1.0
+    check(lib.gradcomm_scalecom_f32(b"s", ptr(grad), ptr(out), i64(n), i64(40),
+                                    EXACT, i64(0), f32(1.0), SUM),
+          "skipped scalecom")
+    assert not out.any(), "a skipped step's output is not zeros"
+    assert np.array_equal(read_state(b"s", n), before), "memory changed"
+    check(lib.gradcomm_set_nonfinite_policy(ERROR), "policy error")
+    return [before]
+
+
+def run_all():
+    return {
+        "scalecom exact": scalecom_steps(b"w", EXACT, started=False),
+        "scalecom chunk": scalecom_steps(b"c", CHUNK, started=False),
+        "scalecom exact started": scalecom_steps(b"ws", EXACT, started=True),
+        "unfused": unfused_steps(),
+        "dense and local top-k": dense_and_topk(),
+        "skip": skipped_step(),
+    }
+
+
+def same(a, b):
+    return all(x.dtype == y.dtype and np.array_equal(x.view(np.uint8),
+                                                     y.view(np.uint8))
+               for x, y in zip(a, b)) and len(a) == len(b)
+
+
+restart(CPU)
+cpu = run_all()
+restart(CUDA)
+cuda = run_all()
+for name in cpu:
+    assert same(cpu[name], cuda[name]), "%s: the fake CUDA backend differs" % name
+# The started fused step gives the blocking bits on both backends.
+assert same(cpu["scalecom exact"], cuda["scalecom exact started"])
+
+# Checkpoints cross backends through the host staging.
+path = os.path.join(work, "checkpoint").encode()
+check(lib.gradcomm_state_save(path), "save on cuda")
+memory = read_state(b"w", 20000)
+restart(CPU)
+check(lib.gradcomm_state_restore(path), "restore on cpu")
+assert np.array_equal(read_state(b"w", 20000), memory), "checkpoint differs"
+restart(CUDA)
+check(lib.gradcomm_state_restore(path), "restore on cuda")
+assert np.array_equal(read_state(b"w", 20000), memory), "restore differs"
+
+# Compiled code's buffers come from the backend and go back to it.
+buffer = lib._mlir_memref_to_llvm_alloc(4096)
+assert buffer, "no buffer for compiled code"
+lib.gradcomm_free_buffer(buffer)
+
+# What the CUDA backend does not run is refused, nothing started.
+x = gradient(3, 100)
+request = Request(12345)
+expect(lib.gradcomm_local_topk_all_gather_start_f32(
+    b"t2", ptr(x), ptr(np.zeros(100, np.float32)), i64(100), i64(5), SUM,
+    ctypes.byref(request)), ERR_UNSUPPORTED, "started local top-k")
+assert request.value is None, "a refused start left a request"
+expect(lib.gradcomm_elastic_average_f32(b"e", ptr(x), i64(100), f32(0.5),
+                                        i64(1)), ERR_UNSUPPORTED,
+       "elastic average")
+
+# The stand-in aborts here if a buffer or completion leaked.
+check(lib.gradcomm_finalize(), "finalize")
+lib.MPI_Finalize()
+print("fake cuda backend: %d groups of results identical to the cpu "
+      "backend's" % len(cpu))
