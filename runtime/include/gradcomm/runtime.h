@@ -170,7 +170,8 @@ typedef struct gradcomm_group_s *gradcomm_group;
 /// rank. Collective over every rank the first time a grid and axes are
 /// asked for (the ranks agree on them, then split the communicator); later
 /// calls with the same grid and axes return the same handle without
-/// communicating. Groups live until gradcomm_finalize. CPU backend only.
+/// communicating. Groups live until gradcomm_finalize. On the CUDA backend
+/// each group also has its own NCCL communicator (ncclCommSplit).
 gradcomm_status gradcomm_group_from_grid(const int64_t *shape, int32_t dims,
                                          const int32_t *axes,
                                          int32_t axis_count,
@@ -207,8 +208,9 @@ typedef struct gradcomm_request_s *gradcomm_request;
 /// mismatch or non-finite input fails on every rank here, with nothing
 /// started), then starts the reduction and returns at once with
 /// `*request` set. `data` must not be read or written until
-/// gradcomm_wait returns. On error `*request` is NULL. CPU backend only
-/// (the CUDA backend returns GRADCOMM_ERR_UNSUPPORTED). Every started
+/// gradcomm_wait returns. On error `*request` is NULL. On the CUDA backend
+/// the work is enqueued on the backend's stream and the wait polls its
+/// completion under the watchdog (docs/runtime.md, Backends). Every started
 /// request must be waited for before gradcomm_finalize (which otherwise
 /// returns GRADCOMM_ERR_STATE and finalizes nothing).
 gradcomm_status
@@ -339,8 +341,9 @@ gradcomm_status gradcomm_scalecom_f32(const char *state, const float *grad,
 /// reduction of this one: start every tensor, then wait for each. `grad`
 /// may be reused at once; `out` must not be touched until the wait. The
 /// state may not be used again (nor reset, restored or finalized) before
-/// the wait: GRADCOMM_ERR_STATE. Same bits as the blocking form. CPU
-/// backend only.
+/// the wait: GRADCOMM_ERR_STATE. Same bits as the blocking form. On CUDA
+/// the whole step is enqueued on the backend's stream (`grad` is read in
+/// stream order).
 gradcomm_status gradcomm_scalecom_start_f32(
     const char *state, const float *grad, float *out, int64_t count, int64_t k,
     gradcomm_selection selection, int64_t chunk_size, float beta,
@@ -375,7 +378,8 @@ gradcomm_sparse_all_reduce_f32(const char *op_name, const float *values,
 /// `values` and `indices` copied (free at once), the all-reduce of the
 /// values started; gradcomm_wait averages, zeroes `out` and scatters into
 /// it. `out` is off limits until then. Same bits as the blocking form.
-/// CPU backend only.
+/// On CUDA enqueued on the backend's stream (`values` and `indices` are
+/// read in stream order).
 gradcomm_status gradcomm_sparse_all_reduce_start_f32(
     const char *op_name, const float *values, const int64_t *indices, int64_t k,
     float *out, int64_t count, gradcomm_reduction reduction,
@@ -420,8 +424,8 @@ gradcomm_status gradcomm_gossip_exchange_f32(const char *state, float *x,
 /// and the non-finite policy run here and the exchange with the peer is
 /// posted both ways; gradcomm_wait completes it and mixes. `x` must not be
 /// touched until the wait. Start the exchanges of every tensor, then wait
-/// for each: their latencies overlap. Same bits as the blocking form. CPU
-/// backend only.
+/// for each: their latencies overlap. Same bits as the blocking form. On
+/// CUDA enqueued on the backend's stream.
 gradcomm_status gradcomm_gossip_exchange_start_f32(
     const char *state, float *x, int64_t count, gradcomm_schedule schedule,
     float mixing, uint64_t seed, int64_t period, gradcomm_request *request);
