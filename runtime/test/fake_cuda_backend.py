@@ -158,6 +158,25 @@ def skipped_step(n=4000):
     return [before]
 
 
+def logged_values(n=3000):
+    """What comes to the host for logs and checks: the consensus distance
+    (a copy of the replica) and indices validated before a scatter."""
+    x = gradient(300, n)
+    distance = ctypes.c_double(-1.0)
+    check(lib.gradcomm_consensus_distance_f32(ptr(x), i64(n),
+                                              ctypes.byref(distance)),
+          "consensus_distance")
+    values = np.ones(2, np.float32)
+    out = np.zeros(n, np.float32)
+    bad = np.array([5, n], np.int64)
+    expect(lib.gradcomm_sparse_all_reduce_f32(
+        b"bad", ptr(values), ptr(bad), i64(2), ptr(out), i64(n), SUM), 1,
+        "an index out of range")
+    message = lib.gradcomm_last_error().decode()
+    assert "outside [0, %d)" % n in message, message
+    return [np.array([distance.value])]
+
+
 def run_all():
     return {
         "scalecom exact": scalecom_steps(b"w", EXACT, started=False),
@@ -166,6 +185,7 @@ def run_all():
         "unfused": unfused_steps(),
         "dense and local top-k": dense_and_topk(),
         "skip": skipped_step(),
+        "logged values": logged_values(),
     }
 
 
