@@ -104,19 +104,11 @@ int bytesToHost(void *host, const void *device, size_t bytes, char *error) {
   return 0;
 }
 
-int toHost(float *host, const float *device, int64_t count, char *error) {
-  return bytesToHost(host, device, sizeof(float) * count, error);
-}
-
 int bytesFromHost(void *device, const void *host, size_t bytes, char *error) {
   ENTER();
   if (bytes > 0)
     std::memcpy(device, host, bytes);
   return 0;
-}
-
-int fromHost(float *device, const float *host, int64_t count, char *error) {
-  return bytesFromHost(device, host, sizeof(float) * count, error);
 }
 
 int zero(float *data, int64_t count, char *error) {
@@ -285,9 +277,7 @@ const CudaBackendTable gradcomm_cuda_backend_v6 = {kCudaBackendVersion,
                                                    shutdown,
                                                    allocate,
                                                    release,
-                                                   toHost,
                                                    bytesToHost,
-                                                   fromHost,
                                                    bytesFromHost,
                                                    zero,
                                                    anyNonFinite,

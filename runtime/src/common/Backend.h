@@ -50,10 +50,10 @@ struct Prepared {
   /// Some |m + g| (or |g|) exceeded the summed input limit, or is NaN.
   bool nonFinite = false;
   /// The leader's indices ride in the agreement's message (CPU backend,
-  /// small k): `payloadBytes` of `sent` on the leader reach `received` on
-  /// every rank once the ranks agree.
-  bool foldsIndices = false;
+  /// small k) when `payloadBytes` is not 0: that many bytes of `sent` on
+  /// the leader reach `received` on every rank once the ranks agree.
   size_t payloadBytes = 0;
+  bool foldsIndices() const { return payloadBytes > 0; }
   std::array<uint8_t, kAgreementPayloadBytes> sent{};
   std::array<uint8_t, kAgreementPayloadBytes> received{};
 };

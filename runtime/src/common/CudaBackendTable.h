@@ -51,10 +51,8 @@ struct CudaBackendTable {
   /// Zeroed device memory for a state.
   int (*allocate)(float **memory, int64_t count, char *error);
   void (*release)(float *memory);
-  int (*toHost)(float *host, const float *device, int64_t count, char *error);
   /// Any device bytes to the host (indices to validate, tensors to log).
   int (*bytesToHost)(void *host, const void *device, size_t bytes, char *error);
-  int (*fromHost)(float *device, const float *host, int64_t count, char *error);
   int (*bytesFromHost)(void *device, const void *host, size_t bytes,
                        char *error);
   /// Zeroes `count` floats (a call skipped by the non-finite policy).

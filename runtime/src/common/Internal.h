@@ -453,12 +453,9 @@ gradcomm_status requireStartable(const Call &call, gradcomm_request *request,
 /// Adds `more` to what `request` frees when it is done.
 void alsoRelease(gradcomm_request_s &request, std::function<void()> more);
 
-/// Runs `finish` when it is set (a backend's part of a started call's
-/// wait may be empty).
-inline void runIfSet(const std::function<void()> &finish) {
-  if (finish)
-    finish();
-}
+/// Adds `more` after what `request` runs at its wait (a backend's part of
+/// it may be empty).
+void alsoFinish(gradcomm_request_s &request, std::function<void()> more);
 
 /// Polls `test` (which sets its `*finished`) until it finishes, yielding
 /// the core between polls, under the watchdog as waitYielding.

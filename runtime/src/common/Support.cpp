@@ -468,6 +468,15 @@ gradcomm_status gradcomm::waitYielding(const Call &call, MPI_Request &request,
       what, peer);
 }
 
+void gradcomm::alsoFinish(gradcomm_request_s &request,
+                          std::function<void()> more) {
+  request.finish = [first = std::move(request.finish), more = std::move(more)] {
+    if (first)
+      first();
+    more();
+  };
+}
+
 void gradcomm::alsoRelease(gradcomm_request_s &request,
                            std::function<void()> more) {
   request.release = [first = std::move(request.release),

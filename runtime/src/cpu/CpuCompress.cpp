@@ -26,16 +26,25 @@ bool isLeader(const CompressStep &step) {
   return context().rank == step.leader;
 }
 
+/// Bytes per index on the wire: the offset inside its chunk (1 or 2 bytes)
+/// for chunk selection, int32 below 2^31 elements.
+int wireIndexBytes(const CompressStep &step) {
+  return step.selection == GRADCOMM_SELECT_CHUNK
+             ? chunkIndexBytes(step.count, step.chunkSize)
+             : indexBytes(step.count);
+}
+
 /// The leader's indices to every rank, into `state.indices`. With `out`
 /// (the fused step) a chunk leader that selects here also applies the
 /// memory update, fills `values` and zeroes `out` in the same pass;
 /// `*updated` says so.
 gradcomm_status exchangeIndices(const Call &call, const CompressStep &step,
-                                const Prepared &prepared, int width, float beta,
+                                const Prepared &prepared, float beta,
                                 float *out, bool *updated) {
   State &state = step.state;
+  const int width = wireIndexBytes(step);
   *updated = false;
-  if (prepared.foldsIndices) {
+  if (prepared.foldsIndices()) {
     decodeIndices(prepared.received.data(), step.k, width, step.chunkSize,
                   state.indices.data());
     return GRADCOMM_OK;
@@ -58,14 +67,13 @@ gradcomm_status exchangeIndices(const Call &call, const CompressStep &step,
 /// The fused step's part before the value all-reduce: the indices, then
 /// gather + low-pass update, which leaves this rank's k values in
 /// `state.values` and zeros in `out`.
-gradcomm_status exchangeAndUpdate(const Call &call, const CpuBackend &cpu,
-                                  const CompressStep &step,
+gradcomm_status exchangeAndUpdate(const Call &call, const CompressStep &step,
                                   const Prepared &prepared, float beta,
                                   float *out) {
   State &state = step.state;
   bool updated = false;
-  GRADCOMM_RETURN_IF_ERROR(exchangeIndices(
-      call, step, prepared, cpu.indexBytes(step), beta, out, &updated));
+  GRADCOMM_RETURN_IF_ERROR(
+      exchangeIndices(call, step, prepared, beta, out, &updated));
   if (!updated)
     cpu::gatherAndUpdate(state.data(), step.grad, step.count,
                          state.indices.data(), step.k, beta,
@@ -83,11 +91,7 @@ void scatterValues(const CompressStep &step, bool average, float *out) {
 } // namespace
 
 int CpuBackend::indexBytes(const CompressStep &step) const {
-  // The offset inside its chunk (1 or 2 bytes) for chunk selection, int32
-  // below 2^31 elements.
-  return step.selection == GRADCOMM_SELECT_CHUNK
-             ? chunkIndexBytes(step.count, step.chunkSize)
-             : gradcomm::indexBytes(step.count);
+  return wireIndexBytes(step);
 }
 
 gradcomm_status CpuBackend::prepareCompress(const Call &,
@@ -112,11 +116,9 @@ gradcomm_status CpuBackend::prepareCompress(const Call &,
   // collective fewer per call, which is what a small tensor's call costs.
   // Every rank decides the same way once they agree on count, k, selection
   // and chunk size, which the same agreement checks.
-  const int width = indexBytes(step);
-  prepared.foldsIndices =
-      context().consistencyCheck &&
-      step.k * width <= static_cast<int64_t>(kAgreementPayloadBytes);
-  if (!prepared.foldsIndices)
+  const int width = wireIndexBytes(step);
+  if (!context().consistencyCheck ||
+      step.k * width > static_cast<int64_t>(kAgreementPayloadBytes))
     return GRADCOMM_OK;
   prepared.payloadBytes = static_cast<size_t>(step.k * width);
   // So the leader selects now (a chunk leader then updates in the fused
@@ -134,8 +136,7 @@ gradcomm_status CpuBackend::prepareCompress(const Call &,
 gradcomm_status CpuBackend::scalecom(const Call &call, const CompressStep &step,
                                      const Prepared &prepared, float beta,
                                      bool average, float *out) const {
-  GRADCOMM_RETURN_IF_ERROR(
-      exchangeAndUpdate(call, *this, step, prepared, beta, out));
+  GRADCOMM_RETURN_IF_ERROR(exchangeAndUpdate(call, step, prepared, beta, out));
   GRADCOMM_RETURN_IF_ERROR(
       allReduceSum(call, step.state.values.data(), step.k));
   scatterValues(step, average, out);
@@ -147,8 +148,7 @@ gradcomm_status CpuBackend::startScalecom(const Call &call,
                                           const Prepared &prepared, float beta,
                                           bool average, float *out,
                                           gradcomm_request_s &request) const {
-  GRADCOMM_RETURN_IF_ERROR(
-      exchangeAndUpdate(call, *this, step, prepared, beta, out));
+  GRADCOMM_RETURN_IF_ERROR(exchangeAndUpdate(call, step, prepared, beta, out));
   GRADCOMM_RETURN_IF_ERROR(startAllReduceSum(call, step.state.values.data(),
                                              step.k, request.requests));
   // The state's scratch is reduced in place until the wait (the entry
@@ -162,8 +162,8 @@ gradcomm_status CpuBackend::compress(const Call &call, const CompressStep &step,
                                      int64_t *indices) const {
   State &state = step.state;
   bool updated = false;
-  GRADCOMM_RETURN_IF_ERROR(exchangeIndices(
-      call, step, prepared, indexBytes(step), 1.0f, nullptr, &updated));
+  GRADCOMM_RETURN_IF_ERROR(
+      exchangeIndices(call, step, prepared, 1.0f, nullptr, &updated));
   std::copy(state.indices.begin(), state.indices.end(), indices);
   cpu::gather(state.data(), step.grad, indices, step.k, values);
   return GRADCOMM_OK;

@@ -173,10 +173,14 @@ uint32_t gradcomm::cpu::selectExact(const float *m, const float *g, int64_t n,
   constexpr int64_t kBlock = 16;
   std::vector<uint32_t> &keys = scratch.survivorKeys;
   std::vector<int64_t> &survivors = scratch.survivorIndices;
-  if (keys.size() < static_cast<size_t>(1.5 * k) + kBlock) {
-    keys.resize(static_cast<size_t>(1.5 * k) + kBlock);
+  // Room for `needed` survivors (doubling, so rare on the hot path).
+  auto reserveSurvivors = [&](size_t needed) {
+    if (keys.size() >= needed)
+      return;
+    keys.resize(std::max(needed, 2 * keys.size()));
     survivors.resize(keys.size());
-  }
+  };
+  reserveSurvivors(static_cast<size_t>(1.5 * k) + kBlock);
   const int32_t limit = static_cast<int32_t>(threshold);
   int32_t largest = 0;
   int64_t count = 0, i = 0;
@@ -195,10 +199,7 @@ uint32_t gradcomm::cpu::selectExact(const float *m, const float *g, int64_t n,
     largest = blockLargest > largest ? blockLargest : largest;
     if (blockLargest < limit)
       continue;
-    if (keys.size() < static_cast<size_t>(count + kBlock)) {
-      keys.resize(2 * keys.size());
-      survivors.resize(keys.size());
-    }
+    reserveSurvivors(static_cast<size_t>(count + kBlock));
     for (int64_t j = 0; j < kBlock; ++j) {
       uint32_t key = magnitudeKey(mb[j] + gb[j]);
       keys[count] = key;
@@ -211,10 +212,7 @@ uint32_t gradcomm::cpu::selectExact(const float *m, const float *g, int64_t n,
     largest = std::max(largest, static_cast<int32_t>(key));
     if (key < threshold)
       continue;
-    if (keys.size() <= static_cast<size_t>(count)) {
-      keys.resize(2 * keys.size());
-      survivors.resize(keys.size());
-    }
+    reserveSurvivors(static_cast<size_t>(count + 1));
     keys[count] = key;
     survivors[count++] = i;
   }

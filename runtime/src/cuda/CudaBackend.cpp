@@ -322,10 +322,6 @@ int bytesToHost(void *host, const void *device, size_t bytes, char *error) {
   return 0;
 }
 
-int toHost(float *host, const float *device, int64_t count, char *error) {
-  return bytesToHost(host, device, sizeof(float) * count, error);
-}
-
 /// A fresh stamp for the marks of `count` elements (grown and cleared as
 /// needed), so each update sees only its own indices.
 int nextStamp(int64_t count, char *error) {
@@ -396,10 +392,6 @@ int bytesFromHost(void *device, const void *host, size_t bytes, char *error) {
                                backend->stream));
   CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
   return 0;
-}
-
-int fromHost(float *device, const float *host, int64_t count, char *error) {
-  return bytesFromHost(device, host, sizeof(float) * count, error);
 }
 
 int zero(float *data, int64_t count, char *error) {
@@ -732,9 +724,7 @@ const CudaBackendTable gradcomm_cuda_backend_v6 = {kCudaBackendVersion,
                                                    shutdown,
                                                    allocate,
                                                    release,
-                                                   toHost,
                                                    bytesToHost,
-                                                   fromHost,
                                                    bytesFromHost,
                                                    zero,
                                                    anyNonFinite,

@@ -96,11 +96,9 @@ gradcomm_dense_all_reduce_start_f32(const char *opName, float *data,
     if (!skipped) {
       GRADCOMM_RETURN_IF_ERROR(backend().startDenseAllReduce(
           call, data, count, reduction == GRADCOMM_REDUCE_AVERAGE, *started));
-      started->finish = [name = started->opName, count, start,
-                         average = std::move(started->finish)] {
-        runIfSet(average);
+      alsoFinish(*started, [name = started->opName, count, start] {
         countDenseAllReduce(name.c_str(), count, start);
-      };
+      });
     }
     *request = trackRequest(std::move(started));
     return GRADCOMM_OK;

@@ -147,11 +147,9 @@ gradcomm_status gradcomm_gossip_exchange_start_f32(
       const double start = now();
       GRADCOMM_RETURN_IF_ERROR(
           backend().startGossip(call, x, count, peer, mixing, *started));
-      started->finish = [name = started->opName, count, start,
-                         mix = std::move(started->finish)] {
-        runIfSet(mix);
+      alsoFinish(*started, [name = started->opName, count, start] {
         countExchange(name.c_str(), count, start);
-      };
+      });
     }
     *request = trackRequest(std::move(started));
     return GRADCOMM_OK;

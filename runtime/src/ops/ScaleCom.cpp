@@ -98,7 +98,7 @@ gradcomm_status prepareAndAgree(const Call &call, const CompressArgs &args,
   // finite.
   gradcomm_status agreed =
       checkConsistency(call, fields, prepared.nonFinite, local,
-                       prepared.foldsIndices ? &payload : nullptr);
+                       prepared.foldsIndices() ? &payload : nullptr);
   *skipped = skippedNonFinite(agreed, args.state);
   return *skipped ? GRADCOMM_OK : agreed;
 }
@@ -258,7 +258,7 @@ gradcomm_status gradcomm_scalecom_f32(const char *stateName, const float *grad,
     GRADCOMM_RETURN_IF_ERROR(backend().scalecom(
         call, step, prepared, beta, reduction == GRADCOMM_REDUCE_AVERAGE, out));
     state->step += 1;
-    countScalecom(stateName, step, prepared.foldsIndices, start);
+    countScalecom(stateName, step, prepared.foldsIndices(), start);
     return GRADCOMM_OK;
   });
 }
@@ -290,12 +290,9 @@ gradcomm_status gradcomm_scalecom_start_f32(
       state->step += 1;
       // The names the counters use outlive the caller's string: the
       // request keeps a copy.
-      started->finish = [name = started->opName, step,
-                         folds = prepared.foldsIndices, start,
-                         scatter = std::move(started->finish)] {
-        runIfSet(scatter);
-        countScalecom(name.c_str(), step, folds, start);
-      };
+      alsoFinish(*started,
+                 [name = started->opName, step, folds = prepared.foldsIndices(),
+                  start] { countScalecom(name.c_str(), step, folds, start); });
       state->inFlight = true;
       alsoRelease(*started, [state] { state->inFlight = false; });
     }
@@ -333,7 +330,7 @@ gradcomm_status gradcomm_cltk_compress_f32(const char *stateName,
         backend().compress(call, step, prepared, values, indices));
     gradcomm_op_stats &stats = opStats(stateName);
     stats.calls += 1;
-    countCompress(stats, step, prepared.foldsIndices);
+    countCompress(stats, step, prepared.foldsIndices());
     stats.seconds += now() - start;
     return GRADCOMM_OK;
   });
@@ -401,11 +398,9 @@ gradcomm_status gradcomm_sparse_all_reduce_start_f32(
     GRADCOMM_RETURN_IF_ERROR(backend().startSparseAllReduce(
         call, values, indices, k, out, count,
         reduction == GRADCOMM_REDUCE_AVERAGE, *started));
-    started->finish = [name = started->opName, k, start,
-                       scatter = std::move(started->finish)] {
-      runIfSet(scatter);
+    alsoFinish(*started, [name = started->opName, k, start] {
       countSparseAllReduce(name.c_str(), k, start);
-    };
+    });
     *request = trackRequest(std::move(started));
     return GRADCOMM_OK;
   });
