@@ -104,11 +104,25 @@ _SIGNATURES = {
         ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
         ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)],
     "gradcomm_wait": [ctypes.POINTER(ctypes.c_void_p)],
+    "gradcomm_stats_get": [ctypes.c_char_p, ctypes.c_void_p],
     "gradcomm_set_backend": [ctypes.c_int],
     "gradcomm_get_backend": [ctypes.POINTER(ctypes.c_int)],
     "gradcomm_cuda_use_handles": [ctypes.c_void_p, ctypes.c_void_p],
 }
 BACKENDS = {"cpu": 0, "cuda": 1}
+
+
+class OpStats(ctypes.Structure):
+    """gradcomm_op_stats (runtime.h): one named op's counters on this
+    rank."""
+    _fields_ = [("calls", ctypes.c_uint64), ("messages", ctypes.c_uint64),
+                ("value_bytes_sent", ctypes.c_uint64),
+                ("value_bytes_received", ctypes.c_uint64),
+                ("index_bytes_sent", ctypes.c_uint64),
+                ("index_bytes_received", ctypes.c_uint64),
+                ("seconds", ctypes.c_double),
+                ("last_union_size", ctypes.c_int64),
+                ("skipped_non_finite", ctypes.c_uint64)]
 
 
 class Runtime:
@@ -160,6 +174,13 @@ class Runtime:
                              % (sorted(NONFINITE_POLICIES), policy))
         self.call("gradcomm_set_nonfinite_policy",
                   NONFINITE_POLICIES[policy])
+
+    def stats(self, name):
+        """The counters of the op or state `name` (an OpStats; zeros if it
+        never ran)."""
+        value = OpStats()
+        self.call("gradcomm_stats_get", name.encode(), ctypes.byref(value))
+        return value
 
     def state_step(self, name):
         value = ctypes.c_uint64()

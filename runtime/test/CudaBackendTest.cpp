@@ -196,17 +196,35 @@ TEST(CudaBackend, StartedFormsMatchBlocking) {
       &sparse));
   ASSERT_OK(gradcomm_wait(&sparse));
   EXPECT_EQ(toHost(startedOut, 16), toHost(blockingOut, 16));
-  // Not built for CUDA: refused before anything is validated.
-  gradcomm_request refused = nullptr;
-  EXPECT_EQ(gradcomm_local_topk_all_gather_start_f32("topk", values, startedOut,
-                                                     4, 1, GRADCOMM_REDUCE_SUM,
-                                                     &refused),
-            GRADCOMM_ERR_UNSUPPORTED);
-  EXPECT_EQ(refused, nullptr);
   for (void *p :
        {static_cast<void *>(values), static_cast<void *>(indices),
         static_cast<void *>(blockingOut), static_cast<void *>(startedOut)})
     cudaFree(p);
+  // The started local top-k: the blocking form's bits and memory; its
+  // union size, counted on the device, reaches the counters at the wait.
+  for (uint64_t step = 0; step < 2; ++step) {
+    float *g = toDevice(gradient(12, 0, step, n));
+    float *blockingTopk = toDevice(std::vector<float>(n));
+    float *startedTopk = toDevice(std::vector<float>(n));
+    int64_t unionSize = -1;
+    ASSERT_OK(gradcomm_local_topk_all_gather_f32(
+        "topk", g, blockingTopk, n, k, GRADCOMM_REDUCE_AVERAGE, &unionSize));
+    gradcomm_request topk = nullptr;
+    ASSERT_OK(gradcomm_local_topk_all_gather_start_f32(
+        "topk-started", g, startedTopk, n, k, GRADCOMM_REDUCE_AVERAGE, &topk));
+    ASSERT_OK(gradcomm_wait(&topk));
+    EXPECT_EQ(toHost(startedTopk, n), toHost(blockingTopk, n));
+    gradcomm_op_stats stats;
+    ASSERT_OK(gradcomm_stats_get("topk-started", &stats));
+    EXPECT_EQ(unionSize, k);
+    EXPECT_EQ(stats.last_union_size, unionSize);
+    std::vector<float> a(n), b(n);
+    ASSERT_OK(gradcomm_state_read("topk", a.data(), n));
+    ASSERT_OK(gradcomm_state_read("topk-started", b.data(), n));
+    EXPECT_EQ(a, b);
+    for (float *p : {g, blockingTopk, startedTopk})
+      cudaFree(p);
+  }
   ASSERT_OK(gradcomm_finalize());
 }
 

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <set>
 #include <vector>
 
 namespace {
@@ -402,6 +403,38 @@ TEST(CudaKernels, DivisorsOtherThanOneMatchHostDivision) {
     ASSERT_EQ(gradcomm::cuda::divide(dx.ptr, n, divisor, nullptr), cudaSuccess);
     EXPECT_EQ(out.host(), expectedOut) << "divisor " << divisor;
     EXPECT_EQ(dx.host(), expectedX) << "divisor " << divisor;
+  }
+}
+
+/// The local top-k's union: three ranks' overlapping blocks of indices,
+/// each distinct index counted and divided once; an index whose mark holds
+/// an older stamp (an earlier call's) still counts.
+TEST(CudaKernels, UnionIsCountedAndDividedOnce) {
+  const int64_t n = 50000, k = 1000;
+  std::vector<int64_t> gathered;
+  for (int64_t rank = 0; rank < 3; ++rank)
+    for (int64_t j = 0; j < k; ++j)
+      gathered.push_back((j * (rank + 2) * 7) % n);
+  const std::set<int64_t> distinct(gathered.begin(), gathered.end());
+  ASSERT_TRUE(distinct.size() < gathered.size());
+  const std::vector<float> x = data(n, 21);
+  std::vector<float> divided = x;
+  for (int64_t i : distinct)
+    divided[i] = x[i] / 3.0f;
+  std::vector<uint32_t> oldMarks(n, 0);
+  oldMarks[gathered[5]] = 6;
+  for (bool divide : {true, false}) {
+    Device<float> out(x);
+    Device<int64_t> indices(gathered);
+    Device<uint32_t> marks(oldMarks);
+    Device<unsigned long long> count(std::vector<unsigned long long>{12345});
+    ASSERT_EQ(gradcomm::cuda::divideUnion(
+                  out.ptr, indices.ptr, static_cast<int64_t>(gathered.size()),
+                  divide, 3.0f, marks.ptr, 7, count.ptr, nullptr),
+              cudaSuccess);
+    EXPECT_EQ(count.host()[0], distinct.size()) << "divide " << divide;
+    EXPECT_EQ(bits(out.host()), bits(divide ? divided : x))
+        << "divide " << divide;
   }
 }
 

@@ -199,11 +199,16 @@ int gossip(float *, int64_t, int, float, char *error) {
 }
 
 /// A completion that finishes on its second poll, so the wait's polling
-/// loop runs.
-int complete(void **completion) {
-  auto *polls = new int(2);
-  completions.insert(polls);
-  *completion = polls;
+/// loop runs; `value` is what completionValue reports.
+struct Completion {
+  int polls = 2;
+  int64_t value = 0;
+};
+
+int complete(void **completion, int64_t value = 0) {
+  auto *done = new Completion{2, value};
+  completions.insert(done);
+  *completion = done;
   return 0;
 }
 
@@ -234,14 +239,35 @@ int startSparseAllReduce(const float *values, const int64_t *indices, int64_t k,
              : complete(completion);
 }
 
+int startLocalTopk(float *memory, const float *grad, float *out, int64_t count,
+                   int64_t k, int average, void **completion, char *error) {
+  int64_t unionSize = 0;
+  return localTopk(memory, grad, out, count, k, average, &unionSize, error)
+             ? 1
+             : complete(completion, unionSize);
+}
+
 int poll(void *completion, int *finished, char *error) {
   ENTER();
   if (completions.count(completion) == 0)
     return fail(error, "fake cuda backend: poll of an unknown completion");
-  int &polls = *static_cast<int *>(completion);
+  int &polls = static_cast<Completion *>(completion)->polls;
   polls -= polls > 0 ? 1 : 0;
   *finished = polls == 0;
   return 0;
+}
+
+/// Read before the polls finished, the value would not be there yet on a
+/// device: the stand-in refuses it the same way, loudly.
+int64_t completionValue(void *completion) {
+  const auto *done = static_cast<const Completion *>(completion);
+  if (completions.count(completion) == 0 || done->polls != 0) {
+    std::fprintf(stderr,
+                 "fake cuda backend: value of %p read before it finished\n",
+                 completion);
+    std::abort();
+  }
+  return done->value;
 }
 
 void forget(void *completion) {
@@ -250,7 +276,7 @@ void forget(void *completion) {
                  completion);
     std::abort();
   }
-  delete static_cast<int *>(completion);
+  delete static_cast<Completion *>(completion);
 }
 
 int splitGroup(int, int, void **group, char *error) {
@@ -271,7 +297,7 @@ void freeGroup(void *group) {
 
 extern "C" __attribute__((visibility("default")))
 // In the order of CudaBackendTable.h; the real library's symbol.
-const CudaBackendTable gradcomm_cuda_backend_v6 = {kCudaBackendVersion,
+const CudaBackendTable gradcomm_cuda_backend_v7 = {kCudaBackendVersion,
                                                    prepare,
                                                    connect,
                                                    shutdown,
@@ -292,7 +318,9 @@ const CudaBackendTable gradcomm_cuda_backend_v6 = {kCudaBackendVersion,
                                                    startScalecom,
                                                    startGossip,
                                                    startSparseAllReduce,
+                                                   startLocalTopk,
                                                    poll,
+                                                   completionValue,
                                                    forget,
                                                    splitGroup,
                                                    useGroup,

@@ -355,7 +355,9 @@ gradcomm_status gradcomm_scalecom_start_f32(
 /// started; gradcomm_wait sums the blocks into `out` (zeros until then) and
 /// counts. The state is held until the wait (GRADCOMM_ERR_STATE for any
 /// other use, a checkpoint, a reset or finalize). Same bits as the blocking
-/// form. CPU backend only.
+/// form; the union size is counted at the wait (gradcomm_stats_get's
+/// last_union_size). On CUDA the whole call is enqueued on the backend's
+/// stream (`grad` is read in stream order).
 gradcomm_status gradcomm_local_topk_all_gather_start_f32(
     const char *state, const float *grad, float *out, int64_t count, int64_t k,
     gradcomm_reduction reduction, gradcomm_request *request);

@@ -33,7 +33,8 @@ public:
   bool starts(StartedForm form) const override {
     return form == StartedForm::DenseAllReduce || form == StartedForm::Gossip ||
            form == StartedForm::Scalecom ||
-           form == StartedForm::SparseAllReduce;
+           form == StartedForm::SparseAllReduce ||
+           form == StartedForm::LocalTopk;
   }
 
   gradcomm_status splitGroup(const Call &call, int color, int key,
@@ -217,10 +218,24 @@ public:
                                    error),
                   error);
   }
-  gradcomm_status startLocalTopk(const Call &call, const CompressStep &, bool,
-                                 float *, gradcomm_request_s &,
-                                 std::function<void(int64_t)>) const override {
-    return notStarted(call);
+  gradcomm_status
+  startLocalTopk(const Call &call, const CompressStep &step, bool average,
+                 float *out, gradcomm_request_s &request,
+                 std::function<void(int64_t)> finish) const override {
+    char error[kErrorSize] = {0};
+    void *completion = nullptr;
+    GRADCOMM_RETURN_IF_ERROR(status(
+        call,
+        table->startLocalTopk(step.state.data(), step.grad, out, step.count,
+                              step.k, average, &completion, error),
+        error));
+    awaitDevice(request, completion, "ncclAllGather (started local top-k)");
+    // The wait runs this after the polls finished, before the release.
+    const CudaBackendTable *loaded = table;
+    request.finish = [loaded, completion, finish = std::move(finish)] {
+      finish(loaded->completionValue(completion));
+    };
+    return GRADCOMM_OK;
   }
 
 private:
@@ -229,10 +244,6 @@ private:
       return GRADCOMM_OK;
     return call.fail(GRADCOMM_ERR_INTERNAL,
                      std::string("cuda backend: ") + error);
-  }
-  static gradcomm_status notStarted(const Call &call) {
-    return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                     "this started form does not run on the cuda backend");
   }
   /// The wait polls `completion` (the event after the enqueued work) and
   /// frees it whatever happens.

@@ -23,11 +23,11 @@
 
 namespace gradcomm {
 
-inline constexpr int kCudaBackendVersion = 6;
+inline constexpr int kCudaBackendVersion = 7;
 inline constexpr size_t kErrorSize = 512;
 /// sizeof(ncclUniqueId) (NCCL_UNIQUE_ID_BYTES), checked where nccl.h is.
 inline constexpr size_t kNcclUniqueIdBytes = 128;
-inline constexpr const char *kCudaBackendSymbol = "gradcomm_cuda_backend_v6";
+inline constexpr const char *kCudaBackendSymbol = "gradcomm_cuda_backend_v7";
 inline constexpr const char *kCudaBackendLibrary =
     "libgradcomm_runtime_cuda.so";
 
@@ -88,12 +88,12 @@ struct CudaBackendTable {
                    int64_t k, int average, int64_t *unionSize, char *error);
   /// x = (1 - mixing) x + mixing x_peer, via grouped ncclSend/ncclRecv.
   int (*gossip)(float *x, int64_t count, int peer, float mixing, char *error);
-  /// The started forms of denseAllReduce, scalecom, gossip and
-  /// sparseAllReduce: the same
-  /// work, in the same order, enqueued on the backend's stream without
-  /// waiting for it; `*completion` marks its end (an event recorded after
-  /// it). Work started earlier runs first (one stream), so the backend's
-  /// scratch buffers are reused in order.
+  /// The started forms of denseAllReduce, scalecom, gossip,
+  /// sparseAllReduce and localTopk: the same work, in the same order,
+  /// enqueued on the backend's stream without waiting for it;
+  /// `*completion` marks its end (an event recorded after it). Work started
+  /// earlier runs first (one stream), so the backend's scratch buffers are
+  /// reused in order.
   int (*startDenseAllReduce)(float *data, int64_t count, int average,
                              void **completion, char *error);
   int (*startScalecom)(float *memory, const float *grad, float *out,
@@ -105,9 +105,16 @@ struct CudaBackendTable {
   int (*startSparseAllReduce)(const float *values, const int64_t *indices,
                               int64_t k, float *out, int64_t count, int average,
                               void **completion, char *error);
+  /// The union size is the completion's value.
+  int (*startLocalTopk)(float *memory, const float *grad, float *out,
+                        int64_t count, int64_t k, int average,
+                        void **completion, char *error);
   /// `*finished` = 1 once the work before `completion` is done; an error
   /// NCCL reported asynchronously fails the poll.
   int (*poll)(void *completion, int *finished, char *error);
+  /// What a started call produced (startLocalTopk's union size; 0 for the
+  /// others), once polled to the end.
+  int64_t (*completionValue)(void *completion);
   /// Frees a completion (polled to the end or not).
   void (*forget)(void *completion);
   /// Groups of grid axes: a communicator for the ranks of `color`, ordered

@@ -15,6 +15,7 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -61,6 +62,12 @@ struct Backend {
   float *peer = nullptr;
   int64_t peerCapacity = 0;
   int *nonFiniteFlag = nullptr; // one device int for the NaN/Inf scan
+  /// The local top-k's union size: counted on the device, copied into a
+  /// pinned host slot that the blocking form reads and a started call's
+  /// host function moves into its completion (in stream order, so the next
+  /// call's copy into the slot comes after it).
+  unsigned long long *distinct = nullptr;
+  unsigned long long *distinctHost = nullptr;
 
   Backend() = default;
   Backend(const Backend &) = delete;
@@ -74,6 +81,8 @@ struct Backend {
     cudaFree(marks);
     cudaFree(peer);
     cudaFree(nonFiniteFlag);
+    cudaFree(distinct);
+    cudaFreeHost(distinctHost);
     for (auto &group : groups)
       ncclCommDestroy(group->comm);
     if (ownsComm && comm)
@@ -425,22 +434,32 @@ template <typename Enqueue> int completed(Enqueue &&enqueue, char *error) {
   return 0;
 }
 
-/// A started call's end: the event recorded after its work, and the
-/// communicator it ran in (whose asynchronous errors the poll reports).
+/// A value a started call produces on the device (the local top-k's union
+/// size), written by a host function queued on the stream: shared, so a
+/// completion forgotten before the stream reaches that function leaves it
+/// somewhere to write.
+using DeviceValue = std::shared_ptr<std::atomic<int64_t>>;
+
+/// A started call's end: the event recorded after its work, the
+/// communicator it ran in (whose asynchronous errors the poll reports) and
+/// the value it produces, if any.
 struct Completion {
   cudaEvent_t event = nullptr;
   ncclComm_t comm = nullptr;
+  DeviceValue value;
 };
 
 /// Runs `enqueue` and records an event after its work: the started forms.
 template <typename Enqueue>
-int started(Enqueue &&enqueue, void **completion, char *error) {
+int started(Enqueue &&enqueue, void **completion, char *error,
+            DeviceValue value = nullptr) {
   ENTER();
   *completion = nullptr;
   if (enqueue())
     return 1;
   auto done = std::make_unique<Completion>();
   done->comm = backend->active;
+  done->value = std::move(value);
   CUDA_OR_FAIL(cudaEventCreateWithFlags(&done->event, cudaEventDisableTiming));
   cudaError_t recorded = cudaEventRecord(done->event, backend->stream);
   if (recorded != cudaSuccess) {
@@ -555,14 +574,18 @@ int startScalecom(float *memory, const float *grad, float *out, int64_t count,
       completion, error);
 }
 
-int localTopk(float *memory, const float *grad, float *out, int64_t count,
-              int64_t k, int average, int64_t *unionSize, char *error) {
-  ENTER();
+int enqueueLocalTopk(float *memory, const float *grad, float *out,
+                     int64_t count, int64_t k, int average, char *error) {
   const int64_t all = k * backend->activeSize;
   if (reserve(backend->indices, backend->indexCapacity, all, error) ||
       reserve(backend->values, backend->valueCapacity, all, error) ||
       nextStamp(count, error))
     return 1;
+  if (!backend->distinct)
+    CUDA_OR_FAIL(cudaMalloc(&backend->distinct, sizeof(*backend->distinct)));
+  if (!backend->distinctHost)
+    CUDA_OR_FAIL(
+        cudaMallocHost(&backend->distinctHost, sizeof(*backend->distinctHost)));
   int rank = 0;
   NCCL_OR_FAIL(ncclCommUserRank(backend->active, &rank));
   // This rank's block of the gathered buffers holds its own k entries.
@@ -583,26 +606,58 @@ int localTopk(float *memory, const float *grad, float *out, int64_t count,
   for (int r = 0; r < backend->activeSize; ++r)
     CUDA_OR_FAIL(cuda::scatterAdd(out, backend->indices + r * k,
                                   backend->values + r * k, k, backend->stream));
-  // The union of the index sets (build-up), on the host: n k entries.
-  std::vector<int64_t> host(all);
-  CUDA_OR_FAIL(cudaMemcpyAsync(host.data(), backend->indices,
-                               sizeof(int64_t) * all, cudaMemcpyDeviceToHost,
-                               backend->stream));
-  CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
-  std::sort(host.begin(), host.end());
-  host.erase(std::unique(host.begin(), host.end()), host.end());
-  *unionSize = static_cast<int64_t>(host.size());
-  if (average) {
-    // Reuse the index buffer for the union (the gathered copy is done).
-    CUDA_OR_FAIL(cudaMemcpyAsync(backend->indices, host.data(),
-                                 sizeof(int64_t) * host.size(),
-                                 cudaMemcpyHostToDevice, backend->stream));
-    CUDA_OR_FAIL(cuda::divideAt(out, backend->indices,
-                                static_cast<int64_t>(host.size()),
-                                float(backend->activeSize), backend->stream));
-  }
-  CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
+  // The union (build-up) on the device, on a stamp of its own (the first
+  // one marks this rank's k): sized, and averaged once per index.
+  if (nextStamp(count, error))
+    return 1;
+  CUDA_OR_FAIL(cuda::divideUnion(
+      out, backend->indices, all, average != 0, float(backend->activeSize),
+      backend->marks, backend->stamp, backend->distinct, backend->stream));
+  CUDA_OR_FAIL(cudaMemcpyAsync(backend->distinctHost, backend->distinct,
+                               sizeof(*backend->distinct),
+                               cudaMemcpyDeviceToHost, backend->stream));
   return 0;
+}
+
+int localTopk(float *memory, const float *grad, float *out, int64_t count,
+              int64_t k, int average, int64_t *unionSize, char *error) {
+  if (completed(
+          [&] {
+            return enqueueLocalTopk(memory, grad, out, count, k, average,
+                                    error);
+          },
+          error))
+    return 1;
+  *unionSize = static_cast<int64_t>(*backend->distinctHost);
+  return 0;
+}
+
+/// The pinned union size into a started call's value, run by the stream.
+struct ValueCopy {
+  const unsigned long long *source;
+  DeviceValue target;
+};
+
+void CUDART_CB copyValue(void *data) {
+  std::unique_ptr<ValueCopy> copy(static_cast<ValueCopy *>(data));
+  copy->target->store(static_cast<int64_t>(*copy->source));
+}
+
+int startLocalTopk(float *memory, const float *grad, float *out, int64_t count,
+                   int64_t k, int average, void **completion, char *error) {
+  DeviceValue unionSize = std::make_shared<std::atomic<int64_t>>(0);
+  return started(
+      [&] {
+        if (enqueueLocalTopk(memory, grad, out, count, k, average, error))
+          return 1;
+        auto copy = std::make_unique<ValueCopy>(
+            ValueCopy{backend->distinctHost, unionSize});
+        CUDA_OR_FAIL(
+            cudaLaunchHostFunc(backend->stream, copyValue, copy.get()));
+        copy.release(); // copyValue frees it
+        return 0;
+      },
+      completion, error, unionSize);
 }
 
 int enqueueGossip(float *x, int64_t count, int peer, float mixing,
@@ -647,6 +702,11 @@ int poll(void *completion, int *finished, char *error) {
                 std::string("NCCL reported: ") + ncclGetErrorString(async));
   *finished = state == cudaSuccess;
   return 0;
+}
+
+int64_t completionValue(void *completion) {
+  const auto *done = static_cast<const Completion *>(completion);
+  return done->value ? done->value->load() : 0;
 }
 
 void forget(void *completion) {
@@ -718,7 +778,7 @@ void freeGroup(void *group) {
 
 extern "C" __attribute__((visibility("default")))
 // In the order of CudaBackendTable.h.
-const CudaBackendTable gradcomm_cuda_backend_v6 = {kCudaBackendVersion,
+const CudaBackendTable gradcomm_cuda_backend_v7 = {kCudaBackendVersion,
                                                    prepare,
                                                    connect,
                                                    shutdown,
@@ -739,7 +799,9 @@ const CudaBackendTable gradcomm_cuda_backend_v6 = {kCudaBackendVersion,
                                                    startScalecom,
                                                    startGossip,
                                                    startSparseAllReduce,
+                                                   startLocalTopk,
                                                    poll,
+                                                   completionValue,
                                                    forget,
                                                    splitGroup,
                                                    useGroup,

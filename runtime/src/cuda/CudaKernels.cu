@@ -499,11 +499,26 @@ __global__ void scatterAddKernel(float *out, const int64_t *indices,
     out[indices[j]] += values[j];
 }
 
-__global__ void divideAtKernel(float *out, const int64_t *indices, int64_t k,
-                               float divisor) {
-  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < k;
-       j += int64_t(gridDim.x) * blockDim.x)
-    out[indices[j]] = out[indices[j]] / divisor;
+/// The first thread to stamp an index's mark owns it: divides its sum
+/// (when `divide`) and counts it, so each distinct index is divided and
+/// counted once however many ranks sent it. One atomic add per warp.
+__global__ void unionKernel(float *out, const int64_t *indices, int64_t count,
+                            uint32_t *marks, uint32_t stamp, int divide,
+                            float divisor, unsigned long long *distinct) {
+  unsigned long long claimed = 0;
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < count;
+       j += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t i = indices[j];
+    if (atomicExch(&marks[i], stamp) != stamp) {
+      if (divide)
+        out[i] = out[i] / divisor;
+      ++claimed;
+    }
+  }
+  for (int offset = 16; offset > 0; offset /= 2)
+    claimed += __shfl_down_sync(0xffffffffu, claimed, offset);
+  if ((threadIdx.x & 31) == 0 && claimed != 0)
+    atomicAdd(distinct, claimed);
 }
 
 __global__ void mixKernel(float *x, const float *peer, int64_t n, float a,
@@ -677,10 +692,15 @@ cudaError_t scatterAdd(float *out, const int64_t *indices, const float *values,
   return cudaGetLastError();
 }
 
-cudaError_t divideAt(float *out, const int64_t *indices, int64_t k,
-                     float divisor, cudaStream_t stream) {
-  divideAtKernel<<<blocksFor(k, kThreads), kThreads, 0, stream>>>(out, indices,
-                                                                  k, divisor);
+cudaError_t divideUnion(float *out, const int64_t *indices, int64_t count,
+                        bool divide, float divisor, uint32_t *marks,
+                        uint32_t stamp, unsigned long long *distinct,
+                        cudaStream_t stream) {
+  cudaError_t cleared = cudaMemsetAsync(distinct, 0, sizeof(*distinct), stream);
+  if (cleared != cudaSuccess)
+    return cleared;
+  unionKernel<<<blocksFor(count, kThreads), kThreads, 0, stream>>>(
+      out, indices, count, marks, stamp, divide, divisor, distinct);
   return cudaGetLastError();
 }
 

@@ -78,9 +78,14 @@ cudaError_t scatter(float *out, const int64_t *indices, const float *values,
 cudaError_t scatterAdd(float *out, const int64_t *indices, const float *values,
                        int64_t k, cudaStream_t stream);
 
-/// out[I_j] /= divisor for distinct indices I.
-cudaError_t divideAt(float *out, const int64_t *indices, int64_t k,
-                     float divisor, cudaStream_t stream);
+/// The union of `count` gathered indices, repeats allowed: `*distinct` (a
+/// device counter) = its size and, when `divide`, out[i] = out[i] / divisor
+/// once for each distinct i. `marks` as gatherAndUpdate's (pass a stamp
+/// not used since the marks were last cleared).
+cudaError_t divideUnion(float *out, const int64_t *indices, int64_t count,
+                        bool divide, float divisor, uint32_t *marks,
+                        uint32_t stamp, unsigned long long *distinct,
+                        cudaStream_t stream);
 
 /// x = (1 - a) x + a peer.
 cudaError_t mix(float *x, const float *peer, int64_t n, float a,

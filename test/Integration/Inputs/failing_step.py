@@ -25,7 +25,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "..", "..", "python"))
 
 from gradcomm.runner import CompiledStep, describe  # noqa: E402
-from gradcomm.runtime import GradCommError, NON_FINITE  # noqa: E402
+from gradcomm.runtime import GradCommError, NON_FINITE, OpStats  # noqa: E402
 
 MANIFEST = {
     "function": "step",
@@ -38,17 +38,6 @@ MANIFEST = {
                 {"name": "b", "shape": [4], "dtype": "f32",
                  "aliases_input": "b"}],
 }
-
-
-class Stats(ctypes.Structure):
-    _fields_ = [("calls", ctypes.c_uint64), ("messages", ctypes.c_uint64),
-                ("value_bytes_sent", ctypes.c_uint64),
-                ("value_bytes_received", ctypes.c_uint64),
-                ("index_bytes_sent", ctypes.c_uint64),
-                ("index_bytes_received", ctypes.c_uint64),
-                ("seconds", ctypes.c_double),
-                ("last_union_size", ctypes.c_int64),
-                ("skipped_non_finite", ctypes.c_uint64)]
 
 
 def fail(rank, message):
@@ -146,7 +135,7 @@ def main():
         fail(rank, "skip policy: status not OK")
     if not np.array_equal(w, before_w) or np.array_equal(b, before_b):
         fail(rank, "skip policy: w moved or b did not")
-    stats = Stats()
+    stats = OpStats()
     lib.gradcomm_stats_get(b"w_grad", ctypes.byref(stats))
     # Steps that advanced it: the first, the one after the failure, the
     # 2e38 one (ScaleCom runs before the dense call refuses) and the first
