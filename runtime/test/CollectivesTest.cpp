@@ -175,13 +175,16 @@ TEST(Gossip, ExchangesWithTheScheduledPeer) {
   }
 }
 
-// The started form: three tensors' exchanges (one with period 2, so some
+// The started form: four tensors' exchanges (one with period 2, so some
 // steps do not exchange) in flight together, waited for in reverse order,
-// give the blocking form's bits and counters.
+// give the blocking form's bits and counters. The blocking form exchanges
+// in pipelined chunks of 256K floats, four in flight; the last tensor
+// spans six chunks and a ragged seventh, the started form's one message
+// is the reference.
 TEST(Gossip, StartedExchangesMatchBlocking) {
   World world;
-  const std::vector<int64_t> counts = {5, 1000, 33333};
-  const std::vector<int64_t> periods = {1, 2, 1};
+  const std::vector<int64_t> counts = {5, 1000, 33333, 6 * 262144 + 123};
+  const std::vector<int64_t> periods = {1, 2, 1, 1};
   for (uint64_t step = 0; step < 4; ++step) {
     std::vector<std::vector<float>> started(counts.size());
     std::vector<gradcomm_request> requests(counts.size(), nullptr);

@@ -12,6 +12,7 @@
 #include "Kernels.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -109,19 +110,49 @@ gradcomm_status postExchange(const Call &call, float *x, float *received,
                   "MPI_Isend");
 }
 
+/// The blocking exchange's pipeline: chunks of 256K floats (1 MiB), four
+/// in flight. Each chunk of the peer's replica lands in a ring slot and is
+/// mixed in while it and this rank's chunk (just read by the send) are
+/// still in cache, so the replica is streamed through memory once by the
+/// exchange and once more by the mix's write, where a full-size receive
+/// buffer made the mix a third pass over three arrays. The ring (4 MiB)
+/// replaces a receive buffer the size of the replica.
+constexpr int64_t kGossipChunk = int64_t(1) << 18;
+constexpr int64_t kGossipWindow = 4;
+
 } // namespace
 
 gradcomm_status CpuBackend::gossip(const Call &call, float *x, int64_t count,
                                    int peer, float mixing) const {
-  static thread_local std::vector<float> received;
-  received.resize(count);
-  // Posted both ways, then waited for without monopolizing the core.
-  MPI_Request requests[2];
-  GRADCOMM_RETURN_IF_ERROR(
-      postExchange(call, x, received.data(), count, peer, requests));
-  GRADCOMM_RETURN_IF_ERROR(waitYielding(call, requests[0], "MPI_Irecv", peer));
-  GRADCOMM_RETURN_IF_ERROR(waitYielding(call, requests[1], "MPI_Isend", peer));
-  cpu::mix(x, received.data(), count, mixing);
+  const int64_t chunk = kGossipChunk;
+  const int64_t chunks = (count + chunk - 1) / chunk;
+  const int64_t slot = std::min(count, chunk);
+  const int64_t inFlight = std::min(chunks, kGossipWindow);
+  static thread_local std::vector<float> ring;
+  if (static_cast<int64_t>(ring.size()) < inFlight * slot)
+    ring.resize(inFlight * slot);
+  std::array<MPI_Request, 2 * kGossipWindow> requests;
+  auto post = [&](int64_t c) {
+    const int64_t begin = c * chunk;
+    return postExchange(call, x + begin, ring.data() + (c % inFlight) * slot,
+                        std::min(chunk, count - begin), peer,
+                        &requests[2 * (c % inFlight)]);
+  };
+  // Both sides post the chunks in the same order (the count is agreed), so
+  // chunk c of one matches chunk c of the other. A chunk is mixed once its
+  // send is done too: MPI may still read x there until then.
+  for (int64_t c = 0; c < inFlight; ++c)
+    GRADCOMM_RETURN_IF_ERROR(post(c));
+  for (int64_t c = 0; c < chunks; ++c) {
+    MPI_Request *pair = &requests[2 * (c % inFlight)];
+    GRADCOMM_RETURN_IF_ERROR(waitYielding(call, pair[0], "MPI_Irecv", peer));
+    GRADCOMM_RETURN_IF_ERROR(waitYielding(call, pair[1], "MPI_Isend", peer));
+    const int64_t begin = c * chunk;
+    cpu::mix(x + begin, ring.data() + (c % inFlight) * slot,
+             std::min(chunk, count - begin), mixing);
+    if (c + inFlight < chunks)
+      GRADCOMM_RETURN_IF_ERROR(post(c + inFlight));
+  }
   return GRADCOMM_OK;
 }
 
