@@ -62,7 +62,14 @@ kill_tree() {
 run() {
   local n=$1 i
   shift
-  local args=(-genv UCX_TLS tcp,self -genv UCX_NET_DEVICES eth0
+  # One "host" per rank (launched here, -launcher fork): MPI then maps
+  # each rank to a node of its own, as on a cluster, instead of all of them
+  # to this machine (MPI_COMM_TYPE_SHARED, node-aware algorithms, and the
+  # runtime's same-node gossip pipeline follow that map).
+  local hosts
+  hosts=$(seq -s, -f "${prefix}host%g" 0 $((n - 1)))
+  local args=(-launcher fork -hosts "$hosts"
+    -genv UCX_TLS tcp,self -genv UCX_NET_DEVICES eth0
     -genv MPIR_CVAR_CH4_NETMOD ucx)
   for ((i = 0; i < n; i++)); do
     [ "$i" -gt 0 ] && args+=(:)

@@ -89,6 +89,7 @@ static gradcomm_status bind(const Call &call, MPI_Comm comm, bool ownsMpi) {
   ctx.world.rank = rank;
   ctx.world.size = size;
   ctx.world.sequence = 0;
+  ctx.world.sameNode.clear();
   ctx.active = nullptr;
   ctx.comm = comm;
   ctx.rank = rank;

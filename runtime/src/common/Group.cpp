@@ -53,6 +53,41 @@ gradcomm_status gradcomm::splitBackendGroup(const Call &call,
   return agreed;
 }
 
+gradcomm_status gradcomm::mapNodes(const Call &call) {
+  Context &ctx = context();
+  gradcomm_group_s &group = ctx.active ? *ctx.active : ctx.world;
+  if (!group.sameNode.empty())
+    return GRADCOMM_OK;
+  // A node is named by its lowest rank in the group.
+  MPI_Comm node = MPI_COMM_NULL;
+  GRADCOMM_RETURN_IF_ERROR(
+      call.mpi(MPI_Comm_split_type(group.comm, MPI_COMM_TYPE_SHARED, group.rank,
+                                   MPI_INFO_NULL, &node),
+               "MPI_Comm_split_type"));
+  int leader = group.rank;
+  gradcomm_status status =
+      call.mpi(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node),
+               "MPI_Allreduce (node map)");
+  MPI_Comm_free(&node);
+  GRADCOMM_RETURN_IF_ERROR(status);
+  std::vector<int> leaders(group.size);
+  GRADCOMM_RETURN_IF_ERROR(
+      call.mpi(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT,
+                             group.comm),
+               "MPI_Allgather (node map)"));
+  group.sameNode.resize(group.size);
+  for (int r = 0; r < group.size; ++r)
+    group.sameNode[r] = leaders[r] == leader;
+  return GRADCOMM_OK;
+}
+
+bool gradcomm::sharesNode(int rank) {
+  const Context &ctx = context();
+  const gradcomm_group_s &group = ctx.active ? *ctx.active : ctx.world;
+  return rank >= 0 && rank < static_cast<int>(group.sameNode.size()) &&
+         group.sameNode[rank] != 0;
+}
+
 std::string gradcomm::groupLabel(const gradcomm_group_s *group) {
   return group ? group->label : std::string("every rank");
 }

@@ -43,6 +43,9 @@ struct gradcomm_group_s {
   /// The selected backend's communicator for the group (the CUDA
   /// backend's NCCL one; nullptr on the CPU and for every rank).
   void *backendGroup = nullptr;
+  /// sameNode[r] != 0: rank r of the group runs on this rank's node, as MPI
+  /// maps nodes (MPI_COMM_TYPE_SHARED). Empty until mapNodes.
+  std::vector<uint8_t> sameNode;
 };
 
 namespace gradcomm {
@@ -216,6 +219,15 @@ class Call;
 /// agreed on by every rank; made when the group is made, or for every
 /// group when the CUDA backend starts after them.
 gradcomm_status splitBackendGroup(const Call &call, gradcomm_group_s &group);
+
+/// Maps which ranks of the active group share this rank's node, once per
+/// group. Collective in the group: call it where every rank of the group
+/// is known to be in the same call (after an agreement).
+gradcomm_status mapNodes(const Call &call);
+
+/// True when `rank` of the active group runs on this rank's node (false
+/// before mapNodes).
+bool sharesNode(int rank);
 
 } // namespace gradcomm
 

@@ -110,13 +110,15 @@ gradcomm_status postExchange(const Call &call, float *x, float *received,
                   "MPI_Isend");
 }
 
-/// The blocking exchange's pipeline: chunks of 256K floats (1 MiB), four
-/// in flight. Each chunk of the peer's replica lands in a ring slot and is
-/// mixed in while it and this rank's chunk (just read by the send) are
-/// still in cache, so the replica is streamed through memory once by the
-/// exchange and once more by the mix's write, where a full-size receive
-/// buffer made the mix a third pass over three arrays. The ring (4 MiB)
-/// replaces a receive buffer the size of the replica.
+/// A peer on this rank's node: the exchange is memory copies on these
+/// cores, so it is pipelined in chunks of 256K floats (1 MiB), four in
+/// flight, each chunk of the peer's replica mixed in while it and this
+/// rank's chunk (just read by the send) are in cache; a full-size receive
+/// buffer made the mix a third pass over three arrays through memory. A
+/// peer across a network gets one message: there the link is the cost, and
+/// per-chunk messages only add handshakes (bench/cluster measured 1.08-1.13x
+/// against 0.98-1.01x of MPI_Sendrecv at 25M floats, 1 Gbit/s). Both ends
+/// decide alike: whether two ranks share a node is symmetric.
 constexpr int64_t kGossipChunk = int64_t(1) << 18;
 constexpr int64_t kGossipWindow = 4;
 
@@ -124,8 +126,8 @@ constexpr int64_t kGossipWindow = 4;
 
 gradcomm_status CpuBackend::gossip(const Call &call, float *x, int64_t count,
                                    int peer, float mixing) const {
-  const int64_t chunk = kGossipChunk;
-  const int64_t chunks = (count + chunk - 1) / chunk;
+  const int64_t chunk = sharesNode(peer) ? kGossipChunk : count;
+  const int64_t chunks = chunk > 0 ? (count + chunk - 1) / chunk : 0;
   const int64_t slot = std::min(count, chunk);
   const int64_t inFlight = std::min(chunks, kGossipWindow);
   static thread_local std::vector<float> ring;

@@ -91,6 +91,9 @@ gradcomm_status beginGossip(const Call &call, const char *stateName, float *x,
   if (skippedNonFinite(agreed, stateName))
     return GRADCOMM_OK; // the replica and the step counter as they were
   GRADCOMM_RETURN_IF_ERROR(agreed);
+  // Every rank of the group is in this call: the CPU backend's exchange
+  // needs to know which peers share the node (once per group).
+  GRADCOMM_RETURN_IF_ERROR(mapNodes(call));
   opStats(stateName).calls += 1;
   uint64_t step = state->step;
   state->step += 1;
