@@ -64,17 +64,24 @@ gradcomm_status gradcomm::mapNodes(const Call &call) {
       call.mpi(MPI_Comm_split_type(group.comm, MPI_COMM_TYPE_SHARED, group.rank,
                                    MPI_INFO_NULL, &node),
                "MPI_Comm_split_type"));
+  // Non-blocking and waited for under the watchdog, as every collective.
   int leader = group.rank;
+  MPI_Request request;
   gradcomm_status status =
-      call.mpi(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node),
-               "MPI_Allreduce (node map)");
+      call.mpi(MPI_Iallreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node,
+                              &request),
+               "MPI_Iallreduce (node map)");
+  if (status == GRADCOMM_OK)
+    status = waitYielding(call, request, "MPI_Iallreduce (node map)");
   MPI_Comm_free(&node);
   GRADCOMM_RETURN_IF_ERROR(status);
   std::vector<int> leaders(group.size);
   GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT,
-                             group.comm),
-               "MPI_Allgather (node map)"));
+      call.mpi(MPI_Iallgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT,
+                              group.comm, &request),
+               "MPI_Iallgather (node map)"));
+  GRADCOMM_RETURN_IF_ERROR(
+      waitYielding(call, request, "MPI_Iallgather (node map)"));
   group.sameNode.resize(group.size);
   for (int r = 0; r < group.size; ++r)
     group.sameNode[r] = leaders[r] == leader;
