@@ -116,9 +116,10 @@ gradcomm_status postExchange(const Call &call, float *x, float *received,
 /// rank's chunk (just read by the send) are in cache; a full-size receive
 /// buffer made the mix a third pass over three arrays through memory. A
 /// peer across a network gets one message: there the link is the cost, and
-/// per-chunk messages only add handshakes (bench/cluster measured 1.08-1.13x
-/// against 0.98-1.01x of MPI_Sendrecv at 25M floats, 1 Gbit/s). Both ends
-/// decide alike: whether two ranks share a node is symmetric.
+/// per-chunk messages only add handshakes (bench/cluster measured these
+/// chunks at 1.12-1.14x of MPI_Sendrecv, one message at 0.98-1.01x, 25M
+/// floats, 1 Gbit/s; docs/performance.md). Both ends decide alike: whether
+/// two ranks share a node is symmetric.
 constexpr int64_t kGossipChunk = int64_t(1) << 18;
 constexpr int64_t kGossipWindow = 4;
 
