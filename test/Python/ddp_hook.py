@@ -352,6 +352,17 @@ def test_gossip():
         everyone = torch.tensor([float(moved)])
         dist.all_reduce(everyone)
         failures += report(everyone.item() > 0, "gossip mixed the replicas")
+    # The runtime's counters, read through gradcomm.runtime: one call per
+    # parameter, and its bytes when this rank had a peer.
+    counted = [averager.rt.stats(averager.state_name(p).decode())
+               for p in model.parameters()]
+    bytes_expected = [4 * p.numel() if c.messages else 0
+                      for p, c in zip(model.parameters(), counted)]
+    failures += report(
+        all(c.calls == 1 for c in counted) and
+        [c.value_bytes_sent for c in counted] == bytes_expected,
+        "the runtime counted one gossip call per parameter (stats: %s)" %
+        [(c.calls, c.messages, c.value_bytes_sent) for c in counted])
     return failures
 
 
