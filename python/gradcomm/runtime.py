@@ -176,10 +176,12 @@ class Runtime:
                   NONFINITE_POLICIES[policy])
 
     def stats(self, name):
-        """The counters of the op or state `name` (an OpStats; zeros if it
-        never ran)."""
+        """The counters of the op or state `name` (str or bytes; an
+        OpStats, zeros if it never ran)."""
         value = OpStats()
-        self.call("gradcomm_stats_get", name.encode(), ctypes.byref(value))
+        if isinstance(name, str):
+            name = name.encode()
+        self.call("gradcomm_stats_get", name, ctypes.byref(value))
         return value
 
     def state_step(self, name):

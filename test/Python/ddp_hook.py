@@ -354,7 +354,7 @@ def test_gossip():
         failures += report(everyone.item() > 0, "gossip mixed the replicas")
     # The runtime's counters, read through gradcomm.runtime: one call per
     # parameter, and its bytes when this rank had a peer.
-    counted = [averager.rt.stats(averager.state_name(p).decode())
+    counted = [averager.rt.stats(averager.state_name(p))
                for p in model.parameters()]
     bytes_expected = [4 * p.numel() if c.messages else 0
                       for p, c in zip(model.parameters(), counted)]
