@@ -438,6 +438,38 @@ TEST(CudaKernels, UnionIsCountedAndDividedOnce) {
   }
 }
 
+/// The index broadcast's wire form: each index's offset inside its chunk
+/// (or the index itself) as 1, 2 or 4 little-endian bytes, and back.
+TEST(CudaKernels, IndicesNarrowAndWidenOnTheWire) {
+  struct Case {
+    int width;
+    int64_t chunkSize;
+  };
+  for (Case c : {Case{1, 200}, Case{2, 60000}, Case{4, 0}, Case{4, 100000}}) {
+    const int64_t k = 3000;
+    std::vector<int64_t> indices(k);
+    for (int64_t j = 0; j < k; ++j)
+      indices[j] = c.chunkSize ? j * c.chunkSize + (j * 7919) % c.chunkSize
+                               : j * 715827 + 3;
+    std::vector<uint8_t> expected(k * c.width);
+    for (int64_t j = 0; j < k; ++j) {
+      const uint64_t offset = uint64_t(indices[j] - j * c.chunkSize);
+      for (int b = 0; b < c.width; ++b)
+        expected[j * c.width + b] = uint8_t(offset >> (8 * b));
+    }
+    Device<int64_t> device(indices), back(static_cast<size_t>(k));
+    Device<uint8_t> wire(static_cast<size_t>(k * c.width));
+    ASSERT_EQ(gradcomm::cuda::narrowIndices(device.ptr, k, c.width, c.chunkSize,
+                                            wire.ptr, nullptr),
+              cudaSuccess);
+    ASSERT_EQ(gradcomm::cuda::widenIndices(wire.ptr, k, c.width, c.chunkSize,
+                                           back.ptr, nullptr),
+              cudaSuccess);
+    EXPECT_EQ(wire.host(), expected) << "width " << c.width;
+    EXPECT_EQ(back.host(), indices) << "width " << c.width;
+  }
+}
+
 TEST(CudaKernels, NonFiniteScan) {
   std::vector<float> g = data(10000, 9);
   Device<float> clean(g);

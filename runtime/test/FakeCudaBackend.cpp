@@ -141,15 +141,32 @@ void select(const float *memory, const float *grad, int64_t count, int64_t k,
     cpu::selectExact(memory, grad, count, k, indices, scratch);
 }
 
+/// The real library narrows the indices to `indexBytes` each for the
+/// broadcast (index j less j * chunkSize): every one must fit.
+int checkWire(const int64_t *indices, int64_t k, int64_t chunkSize,
+              int indexBytes, char *error) {
+  if (indexBytes != 1 && indexBytes != 2 && indexBytes != 4 && indexBytes != 8)
+    return fail(error, "fake cuda backend: index width not 1, 2, 4 or 8");
+  for (int64_t j = 0; j < k && indexBytes < 8; ++j) {
+    const uint64_t offset = static_cast<uint64_t>(indices[j] - j * chunkSize);
+    if (offset >> (8 * indexBytes) != 0)
+      return fail(error, "fake cuda backend: an index does not fit the "
+                         "broadcast's width");
+  }
+  return 0;
+}
+
 int scalecom(float *memory, const float *grad, float *out, int64_t count,
              int64_t k, int selection, int64_t chunkSize, float beta, int,
-             int leader, char *error) {
+             int leader, int indexBytes, char *error) {
   ENTER();
   if (leader != 0)
     return fail(error, "fake cuda backend: the leader of one rank is 0");
   std::vector<int64_t> indices(k);
   std::vector<float> values(k);
   select(memory, grad, count, k, selection, chunkSize, indices.data());
+  if (checkWire(indices.data(), k, chunkSize, indexBytes, error))
+    return 1;
   cpu::gatherAndUpdate(memory, grad, count, indices.data(), k, beta,
                        values.data(), out);
   cpu::scatter(out, indices.data(), values.data(), k);
@@ -157,10 +174,12 @@ int scalecom(float *memory, const float *grad, float *out, int64_t count,
 }
 
 int compress(const float *memory, const float *grad, int64_t count, int64_t k,
-             int selection, int64_t chunkSize, int, float *values,
-             int64_t *indices, char *error) {
+             int selection, int64_t chunkSize, int, int indexBytes,
+             float *values, int64_t *indices, char *error) {
   ENTER();
   select(memory, grad, count, k, selection, chunkSize, indices);
+  if (checkWire(indices, k, chunkSize, indexBytes, error))
+    return 1;
   cpu::gather(memory, grad, indices, k, values);
   return 0;
 }
@@ -219,9 +238,10 @@ int startDenseAllReduce(float *data, int64_t count, int average,
 
 int startScalecom(float *memory, const float *grad, float *out, int64_t count,
                   int64_t k, int selection, int64_t chunkSize, float beta,
-                  int average, int leader, void **completion, char *error) {
+                  int average, int leader, int indexBytes, void **completion,
+                  char *error) {
   return scalecom(memory, grad, out, count, k, selection, chunkSize, beta,
-                  average, leader, error)
+                  average, leader, indexBytes, error)
              ? 1
              : complete(completion);
 }

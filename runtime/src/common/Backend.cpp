@@ -77,6 +77,12 @@ gradcomm_status nodeLocalRank(const Call &call, int *localRank) {
 
 } // namespace
 
+int gradcomm::wireIndexBytes(const CompressStep &step) {
+  return step.selection == GRADCOMM_SELECT_CHUNK
+             ? chunkIndexBytes(step.count, step.chunkSize)
+             : indexBytes(step.count);
+}
+
 const Backend &gradcomm::backend() {
   const Backend *selected = context().selected;
   return selected ? *selected : cpuBackend();

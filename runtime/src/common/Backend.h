@@ -45,6 +45,11 @@ struct CompressStep {
   int leader;
 };
 
+/// Bytes per index on the wire, on every backend: the offset inside its
+/// chunk (1 or 2 bytes) for chunk selection, int32 below 2^31 elements,
+/// else int64.
+int wireIndexBytes(const CompressStep &step);
+
 /// What a backend prepared before a compressing step's agreement.
 struct Prepared {
   /// Some |m + g| (or |g|) exceeded the summed input limit, or is NaN.

@@ -128,8 +128,11 @@ public:
     return GRADCOMM_OK;
   }
 
-  /// The device kernels broadcast int64 indices.
-  int indexBytes(const CompressStep &) const override { return 8; }
+  /// The width the CPU backend sends: the device narrows the indices to
+  /// it for the broadcast.
+  int indexBytes(const CompressStep &step) const override {
+    return wireIndexBytes(step);
+  }
   gradcomm_status prepareCompress(const Call &call, const CompressStep &step,
                                   Prepared &prepared) const override {
     return scanGradient(call, step, prepared);
@@ -141,7 +144,8 @@ public:
     return status(call,
                   table->scalecom(step.state.data(), step.grad, out, step.count,
                                   step.k, step.selection, step.chunkSize, beta,
-                                  average, step.leader, error),
+                                  average, step.leader, indexBytes(step),
+                                  error),
                   error);
   }
   gradcomm_status startScalecom(const Call &call, const CompressStep &step,
@@ -150,12 +154,13 @@ public:
                                 gradcomm_request_s &request) const override {
     char error[kErrorSize] = {0};
     void *completion = nullptr;
-    GRADCOMM_RETURN_IF_ERROR(status(
-        call,
-        table->startScalecom(step.state.data(), step.grad, out, step.count,
-                             step.k, step.selection, step.chunkSize, beta,
-                             average, step.leader, &completion, error),
-        error));
+    GRADCOMM_RETURN_IF_ERROR(
+        status(call,
+               table->startScalecom(step.state.data(), step.grad, out,
+                                    step.count, step.k, step.selection,
+                                    step.chunkSize, beta, average, step.leader,
+                                    indexBytes(step), &completion, error),
+               error));
     awaitDevice(request, completion, "ScaleCom step on the device (started)");
     return GRADCOMM_OK;
   }
@@ -166,7 +171,8 @@ public:
     return status(call,
                   table->compress(step.state.data(), step.grad, step.count,
                                   step.k, step.selection, step.chunkSize,
-                                  step.leader, values, indices, error),
+                                  step.leader, indexBytes(step), values,
+                                  indices, error),
                   error);
   }
   gradcomm_status sparseAllReduce(const Call &call, const float *values,

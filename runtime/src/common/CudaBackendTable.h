@@ -64,17 +64,20 @@ struct CudaBackendTable {
   int (*denseAllReduce)(float *data, int64_t count, int average, char *error);
   /// One fused ScaleCom step on the device (leader's selection, NCCL
   /// broadcast of the indices, gather + low-pass update, NCCL all-reduce of
-  /// the k values, scatter into `out`).
+  /// the k values, scatter into `out`). The indices travel as
+  /// `indexBytes` bytes each (Backend::indexBytes: the offset inside its
+  /// chunk in 1 or 2 bytes, int32 below 2^31 elements, else int64), so the
+  /// counters and the wire agree.
   int (*scalecom)(float *memory, const float *grad, float *out, int64_t count,
                   int64_t k, int selection, int64_t chunkSize, float beta,
-                  int average, int leader, char *error);
+                  int average, int leader, int indexBytes, char *error);
   /// The dialect's three ScaleCom ops, unfused: the leader's selection and
   /// NCCL broadcast into `indices` and this rank's p[I] into `values`; the
   /// sum (or mean) of `values` scattered into a zeroed `out`; the low-pass
   /// update of `memory` at `indices`.
   int (*compress)(const float *memory, const float *grad, int64_t count,
                   int64_t k, int selection, int64_t chunkSize, int leader,
-                  float *values, int64_t *indices, char *error);
+                  int indexBytes, float *values, int64_t *indices, char *error);
   int (*sparseAllReduce)(const float *values, const int64_t *indices, int64_t k,
                          float *out, int64_t count, int average, char *error);
   int (*memoryUpdate)(float *memory, const float *grad, int64_t count,
@@ -99,7 +102,7 @@ struct CudaBackendTable {
   int (*startScalecom)(float *memory, const float *grad, float *out,
                        int64_t count, int64_t k, int selection,
                        int64_t chunkSize, float beta, int average, int leader,
-                       void **completion, char *error);
+                       int indexBytes, void **completion, char *error);
   int (*startGossip)(float *x, int64_t count, int peer, float mixing,
                      void **completion, char *error);
   int (*startSparseAllReduce)(const float *values, const int64_t *indices,

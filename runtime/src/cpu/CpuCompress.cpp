@@ -26,14 +26,6 @@ bool isLeader(const CompressStep &step) {
   return context().rank == step.leader;
 }
 
-/// Bytes per index on the wire: the offset inside its chunk (1 or 2 bytes)
-/// for chunk selection, int32 below 2^31 elements.
-int wireIndexBytes(const CompressStep &step) {
-  return step.selection == GRADCOMM_SELECT_CHUNK
-             ? chunkIndexBytes(step.count, step.chunkSize)
-             : indexBytes(step.count);
-}
-
 /// The leader's indices to every rank, into `state.indices`. With `out`
 /// (the fused step) a chunk leader that selects here also applies the
 /// memory update, fills `values` and zeroes `out` in the same pass;

@@ -61,6 +61,9 @@ struct Backend {
   uint32_t stamp = 0;
   float *peer = nullptr;
   int64_t peerCapacity = 0;
+  /// The index broadcast's narrowed form (narrowIndices).
+  uint8_t *wire = nullptr;
+  int64_t wireCapacity = 0;
   int *nonFiniteFlag = nullptr; // one device int for the NaN/Inf scan
   /// The local top-k's union size: counted on the device, copied into a
   /// pinned host slot that the blocking form reads and a started call's
@@ -80,6 +83,7 @@ struct Backend {
     cudaFree(values);
     cudaFree(marks);
     cudaFree(peer);
+    cudaFree(wire);
     cudaFree(nonFiniteFlag);
     cudaFree(distinct);
     cudaFreeHost(distinctHost);
@@ -347,9 +351,32 @@ int nextStamp(int64_t count, char *error) {
   return 0;
 }
 
+/// The leader's k indices to every rank, `width` bytes each on the wire
+/// (narrowed on the leader, widened everywhere; int64 as they are for 8).
+int broadcastIndices(int64_t *indices, int64_t k, int64_t chunkSize, int width,
+                     int leader, char *error) {
+  if (width == 8) {
+    NCCL_OR_FAIL(ncclBroadcast(indices, indices, k, ncclInt64, leader,
+                               backend->active, backend->stream));
+    return 0;
+  }
+  if (reserve(backend->wire, backend->wireCapacity, k * width, error))
+    return 1;
+  int rank = 0;
+  NCCL_OR_FAIL(ncclCommUserRank(backend->active, &rank));
+  if (rank == leader)
+    CUDA_OR_FAIL(cuda::narrowIndices(indices, k, width, chunkSize,
+                                     backend->wire, backend->stream));
+  NCCL_OR_FAIL(ncclBroadcast(backend->wire, backend->wire, k * width, ncclUint8,
+                             leader, backend->active, backend->stream));
+  CUDA_OR_FAIL(cuda::widenIndices(backend->wire, k, width, chunkSize, indices,
+                                  backend->stream));
+  return 0;
+}
+
 int compress(const float *memory, const float *grad, int64_t count, int64_t k,
-             int selection, int64_t chunkSize, int leader, float *values,
-             int64_t *indices, char *error) {
+             int selection, int64_t chunkSize, int leader, int indexBytes,
+             float *values, int64_t *indices, char *error) {
   ENTER();
   int rank = 0;
   NCCL_OR_FAIL(ncclCommUserRank(backend->active, &rank));
@@ -362,8 +389,8 @@ int compress(const float *memory, const float *grad, int64_t count, int64_t k,
       CUDA_OR_FAIL(cuda::selectExact(memory, grad, count, k, indices,
                                      backend->select, backend->stream));
   }
-  NCCL_OR_FAIL(ncclBroadcast(indices, indices, k, ncclInt64, leader,
-                             backend->active, backend->stream));
+  if (broadcastIndices(indices, k, chunkSize, indexBytes, leader, error))
+    return 1;
   CUDA_OR_FAIL(cuda::gather(memory, grad, indices, k, values, backend->stream));
   CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
   return 0;
@@ -517,7 +544,7 @@ int startSparseAllReduce(const float *values, const int64_t *indices, int64_t k,
 
 int enqueueScalecom(float *memory, const float *grad, float *out, int64_t count,
                     int64_t k, int selection, int64_t chunkSize, float beta,
-                    int average, int leader, char *error) {
+                    int average, int leader, int indexBytes, char *error) {
   int rank = 0;
   NCCL_OR_FAIL(ncclCommUserRank(backend->active, &rank));
   if (reserve(backend->indices, backend->indexCapacity, k, error) ||
@@ -538,8 +565,9 @@ int enqueueScalecom(float *memory, const float *grad, float *out, int64_t count,
                                      backend->select, backend->stream));
     }
   }
-  NCCL_OR_FAIL(ncclBroadcast(backend->indices, backend->indices, k, ncclInt64,
-                             leader, backend->active, backend->stream));
+  if (broadcastIndices(backend->indices, k, chunkSize, indexBytes, leader,
+                       error))
+    return 1;
   if (!updated)
     CUDA_OR_FAIL(cuda::gatherAndUpdate(
         memory, grad, count, backend->indices, k, beta, backend->values, out,
@@ -554,22 +582,25 @@ int enqueueScalecom(float *memory, const float *grad, float *out, int64_t count,
 
 int scalecom(float *memory, const float *grad, float *out, int64_t count,
              int64_t k, int selection, int64_t chunkSize, float beta,
-             int average, int leader, char *error) {
+             int average, int leader, int indexBytes, char *error) {
   return completed(
       [&] {
         return enqueueScalecom(memory, grad, out, count, k, selection,
-                               chunkSize, beta, average, leader, error);
+                               chunkSize, beta, average, leader, indexBytes,
+                               error);
       },
       error);
 }
 
 int startScalecom(float *memory, const float *grad, float *out, int64_t count,
                   int64_t k, int selection, int64_t chunkSize, float beta,
-                  int average, int leader, void **completion, char *error) {
+                  int average, int leader, int indexBytes, void **completion,
+                  char *error) {
   return started(
       [&] {
         return enqueueScalecom(memory, grad, out, count, k, selection,
-                               chunkSize, beta, average, leader, error);
+                               chunkSize, beta, average, leader, indexBytes,
+                               error);
       },
       completion, error);
 }

@@ -521,6 +521,30 @@ __global__ void unionKernel(float *out, const int64_t *indices, int64_t count,
     atomicAdd(distinct, claimed);
 }
 
+/// Index j as `width` little-endian bytes: its offset inside chunk j
+/// (j * chunkSize subtracted; chunkSize 0: the index itself), as the CPU
+/// backend encodes it.
+__global__ void narrowKernel(const int64_t *indices, int64_t k, int width,
+                             int64_t chunkSize, uint8_t *wire) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < k;
+       j += int64_t(gridDim.x) * blockDim.x) {
+    const uint64_t value = static_cast<uint64_t>(indices[j] - j * chunkSize);
+    for (int b = 0; b < width; ++b)
+      wire[j * width + b] = static_cast<uint8_t>(value >> (8 * b));
+  }
+}
+
+__global__ void widenKernel(const uint8_t *wire, int64_t k, int width,
+                            int64_t chunkSize, int64_t *indices) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < k;
+       j += int64_t(gridDim.x) * blockDim.x) {
+    uint64_t value = 0;
+    for (int b = 0; b < width; ++b)
+      value |= static_cast<uint64_t>(wire[j * width + b]) << (8 * b);
+    indices[j] = static_cast<int64_t>(value) + j * chunkSize;
+  }
+}
+
 __global__ void mixKernel(float *x, const float *peer, int64_t n, float a,
                           float keep) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
@@ -701,6 +725,22 @@ cudaError_t divideUnion(float *out, const int64_t *indices, int64_t count,
     return cleared;
   unionKernel<<<blocksFor(count, kThreads), kThreads, 0, stream>>>(
       out, indices, count, marks, stamp, divide, divisor, distinct);
+  return cudaGetLastError();
+}
+
+cudaError_t narrowIndices(const int64_t *indices, int64_t k, int width,
+                          int64_t chunkSize, uint8_t *wire,
+                          cudaStream_t stream) {
+  narrowKernel<<<blocksFor(k, kThreads), kThreads, 0, stream>>>(
+      indices, k, width, chunkSize, wire);
+  return cudaGetLastError();
+}
+
+cudaError_t widenIndices(const uint8_t *wire, int64_t k, int width,
+                         int64_t chunkSize, int64_t *indices,
+                         cudaStream_t stream) {
+  widenKernel<<<blocksFor(k, kThreads), kThreads, 0, stream>>>(
+      wire, k, width, chunkSize, indices);
   return cudaGetLastError();
 }
 

@@ -87,6 +87,17 @@ cudaError_t divideUnion(float *out, const int64_t *indices, int64_t count,
                         uint32_t stamp, unsigned long long *distinct,
                         cudaStream_t stream);
 
+/// The index broadcast's wire form: index j as `width` (1, 2 or 4)
+/// little-endian bytes of its offset inside chunk j (j * chunkSize
+/// subtracted; chunkSize 0: the index itself), the CPU backend's encoding;
+/// widenIndices is the inverse.
+cudaError_t narrowIndices(const int64_t *indices, int64_t k, int width,
+                          int64_t chunkSize, uint8_t *wire,
+                          cudaStream_t stream);
+cudaError_t widenIndices(const uint8_t *wire, int64_t k, int width,
+                         int64_t chunkSize, int64_t *indices,
+                         cudaStream_t stream);
+
 /// x = (1 - a) x + a peer.
 cudaError_t mix(float *x, const float *peer, int64_t n, float a,
                 cudaStream_t stream);

@@ -104,7 +104,7 @@ gradcomm_status prepareAndAgree(const Call &call, const CompressArgs &args,
 }
 
 /// The index broadcast's bytes: as the backend sends them (offsets inside
-/// their chunks, or int32, on the CPU; int64 on CUDA). Indices folded into
+/// their chunks, or int32, on both backends). Indices folded into
 /// the agreement count as the same bytes, in no message of their own.
 void countCompress(gradcomm_op_stats &stats, const CompressStep &step,
                    bool foldsIndices) {
