@@ -120,9 +120,8 @@ public:
                                       int peer, float mixing,
                                       gradcomm_request_s &request) const = 0;
 
-  // ScaleCom.
-  /// Bytes per index in the leader's broadcast (counters and cost model).
-  virtual int indexBytes(const CompressStep &step) const = 0;
+  // ScaleCom. The leader's indices travel wireIndexBytes(step) bytes each
+  // on both backends.
   /// Before the agreement: the non-finite scan (of m + g on the CPU, where
   /// it rides along the leader's selection; of g on CUDA) and, when the
   /// indices fold into the agreement, the leader's selection.

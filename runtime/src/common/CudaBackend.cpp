@@ -128,11 +128,6 @@ public:
     return GRADCOMM_OK;
   }
 
-  /// The width the CPU backend sends: the device narrows the indices to
-  /// it for the broadcast.
-  int indexBytes(const CompressStep &step) const override {
-    return wireIndexBytes(step);
-  }
   gradcomm_status prepareCompress(const Call &call, const CompressStep &step,
                                   Prepared &prepared) const override {
     return scanGradient(call, step, prepared);
@@ -144,7 +139,7 @@ public:
     return status(call,
                   table->scalecom(step.state.data(), step.grad, out, step.count,
                                   step.k, step.selection, step.chunkSize, beta,
-                                  average, step.leader, indexBytes(step),
+                                  average, step.leader, wireIndexBytes(step),
                                   error),
                   error);
   }
@@ -159,7 +154,7 @@ public:
                table->startScalecom(step.state.data(), step.grad, out,
                                     step.count, step.k, step.selection,
                                     step.chunkSize, beta, average, step.leader,
-                                    indexBytes(step), &completion, error),
+                                    wireIndexBytes(step), &completion, error),
                error));
     awaitDevice(request, completion, "ScaleCom step on the device (started)");
     return GRADCOMM_OK;
@@ -171,7 +166,7 @@ public:
     return status(call,
                   table->compress(step.state.data(), step.grad, step.count,
                                   step.k, step.selection, step.chunkSize,
-                                  step.leader, indexBytes(step), values,
+                                  step.leader, wireIndexBytes(step), values,
                                   indices, error),
                   error);
   }

@@ -54,7 +54,6 @@ public:
                               int peer, float mixing,
                               gradcomm_request_s &request) const override;
 
-  int indexBytes(const CompressStep &step) const override;
   gradcomm_status prepareCompress(const Call &call, const CompressStep &step,
                                   Prepared &prepared) const override;
   gradcomm_status scalecom(const Call &call, const CompressStep &step,

@@ -82,10 +82,6 @@ void scatterValues(const CompressStep &step, bool average, float *out) {
 
 } // namespace
 
-int CpuBackend::indexBytes(const CompressStep &step) const {
-  return wireIndexBytes(step);
-}
-
 gradcomm_status CpuBackend::prepareCompress(const Call &,
                                             const CompressStep &step,
                                             Prepared &prepared) const {

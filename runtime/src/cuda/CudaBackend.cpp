@@ -14,7 +14,6 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -353,8 +352,9 @@ int nextStamp(int64_t count, char *error) {
 
 /// The leader's k indices to every rank, `width` bytes each on the wire
 /// (narrowed on the leader, widened everywhere; int64 as they are for 8).
+/// `rank`: this rank in the active communicator.
 int broadcastIndices(int64_t *indices, int64_t k, int64_t chunkSize, int width,
-                     int leader, char *error) {
+                     int rank, int leader, char *error) {
   if (width == 8) {
     NCCL_OR_FAIL(ncclBroadcast(indices, indices, k, ncclInt64, leader,
                                backend->active, backend->stream));
@@ -362,8 +362,6 @@ int broadcastIndices(int64_t *indices, int64_t k, int64_t chunkSize, int width,
   }
   if (reserve(backend->wire, backend->wireCapacity, k * width, error))
     return 1;
-  int rank = 0;
-  NCCL_OR_FAIL(ncclCommUserRank(backend->active, &rank));
   if (rank == leader)
     CUDA_OR_FAIL(cuda::narrowIndices(indices, k, width, chunkSize,
                                      backend->wire, backend->stream));
@@ -389,7 +387,7 @@ int compress(const float *memory, const float *grad, int64_t count, int64_t k,
       CUDA_OR_FAIL(cuda::selectExact(memory, grad, count, k, indices,
                                      backend->select, backend->stream));
   }
-  if (broadcastIndices(indices, k, chunkSize, indexBytes, leader, error))
+  if (broadcastIndices(indices, k, chunkSize, indexBytes, rank, leader, error))
     return 1;
   CUDA_OR_FAIL(cuda::gather(memory, grad, indices, k, values, backend->stream));
   CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
@@ -565,7 +563,7 @@ int enqueueScalecom(float *memory, const float *grad, float *out, int64_t count,
                                      backend->select, backend->stream));
     }
   }
-  if (broadcastIndices(backend->indices, k, chunkSize, indexBytes, leader,
+  if (broadcastIndices(backend->indices, k, chunkSize, indexBytes, rank, leader,
                        error))
     return 1;
   if (!updated)

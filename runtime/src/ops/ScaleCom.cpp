@@ -103,14 +103,13 @@ gradcomm_status prepareAndAgree(const Call &call, const CompressArgs &args,
   return *skipped ? GRADCOMM_OK : agreed;
 }
 
-/// The index broadcast's bytes: as the backend sends them (offsets inside
-/// their chunks, or int32, on both backends). Indices folded into
+/// The index broadcast's bytes: as both backends send them
+/// (wireIndexBytes). Indices folded into
 /// the agreement count as the same bytes, in no message of their own.
 void countCompress(gradcomm_op_stats &stats, const CompressStep &step,
                    bool foldsIndices) {
   const Context &ctx = context();
-  uint64_t bytes =
-      broadcastBytes(backend().indexBytes(step) * step.k, ctx.size);
+  uint64_t bytes = broadcastBytes(wireIndexBytes(step) * step.k, ctx.size);
   if (!foldsIndices)
     stats.messages += 1;
   stats.index_bytes_sent += bytes;
