@@ -65,7 +65,7 @@ struct CudaBackendTable {
   /// One fused ScaleCom step on the device (leader's selection, NCCL
   /// broadcast of the indices, gather + low-pass update, NCCL all-reduce of
   /// the k values, scatter into `out`). The indices travel as
-  /// `indexBytes` bytes each (Backend::indexBytes: the offset inside its
+  /// `indexBytes` bytes each (wireIndexBytes: the offset inside its
   /// chunk in 1 or 2 bytes, int32 below 2^31 elements, else int64), so the
   /// counters and the wire agree.
   int (*scalecom)(float *memory, const float *grad, float *out, int64_t count,
