@@ -1,26 +1,29 @@
-//===- RuntimeVsMpi.cpp - GradComm's operations against raw MPI
-//------------===//
+//===- RuntimeVsMpi.cpp - GradComm's operations against raw MPI ----------===//
 //
 // Part of the GradComm project.
 //
-// Under mpiexec (shared memory, or bench/cluster/strategies.sh's emulated
+// Under mpiexec (shared memory, or bench/cluster/netns.sh's emulated
 // cluster): for each gradient size, times in one run
 //   raw-allreduce     MPI_Allreduce in place (the baseline),
+//   floor-allreduce   plain code doing what the default non-finite policy
+//                     needs: a scan, a one-word agreement, MPI_Allreduce,
 //   dense             gradcomm_dense_all_reduce_f32 (agreement on),
 //   dense-nocheck     the same with the consistency check off,
 //   scalecom-r100 / -r1000   gradcomm_scalecom_f32, exact selection,
 //   raw-sendrecv      MPI_Sendrecv of the buffer with the gossip peer,
+//   floor-gossip      the scan, the agreement, MPI_Sendrecv and the mix,
 //   gossip            gradcomm_gossip_exchange_f32 (matching schedule),
 // and prints each one's median wall time (the slowest rank's), its CPU
 // time (process CPU seconds per call, the mean over ranks) and its ratio
-// to its raw baseline. The small.c_str() lines do the same for 100 tensors
-// of 10,000 elements in a row: one call each, every call started before
-// the first wait, one batched call (dense), and gossip and ScaleCom
-// blocking against started (all ratios to raw MPI_Allreduce per tensor). Bytes:
-// the runtime's counters per call, and, when GRADCOMM_BENCH_IFACE names a
-// network interface (eth0 in a namespace), that interface's transmitted bytes
-// per call, both summed over the ranks. A benchmark, never a test
-// (docs/performance.md).
+// to its raw baseline; dense and gossip also their ratio to the floor:
+// what the runtime costs beyond the passes its contract needs. The small
+// tensors' lines do the same for 100 tensors of 10,000 elements in a row:
+// one call each, every call started before the first wait, one batched
+// call (dense), and gossip and ScaleCom blocking against started (all
+// ratios to raw MPI_Allreduce per tensor). Bytes: the runtime's counters
+// per call, and, when GRADCOMM_BENCH_IFACE names a network interface (eth0
+// in a namespace), that interface's transmitted bytes per call, both
+// summed over the ranks. A benchmark, never a test (docs/performance.md).
 //
 // Usage: mpiexec -n N gradcomm-runtime-vs-mpi [sizes, default
 //            65536,1000000,25000000] [repetitions, default 5]
@@ -37,6 +40,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <functional>
@@ -116,15 +120,60 @@ Timing measure(int repetitions, int calls, const std::vector<std::string> &ops,
   return timing;
 }
 
+/// `floor`, when given, adds the ratio to it (the floor rows).
 void report(const char *size, const char *name, const Timing &timing,
-            const Timing &baseline) {
+            const Timing &baseline, const Timing *floor = nullptr) {
   if (worldRank != 0)
     return;
   std::printf("%-10s %-16s wall %10.3f ms  cpu %10.3f ms  ratio %6.3f  "
-              "counted %12.0f B  interface %12.0f B\n",
+              "counted %12.0f B  interface %12.0f B",
               size, name, 1e3 * timing.wall, 1e3 * timing.cpu,
               timing.wall / baseline.wall, timing.counted, timing.interface);
+  if (floor)
+    std::printf("  floor ratio %6.3f", timing.wall / floor->wall);
+  std::printf("\n");
   std::fflush(stdout);
+}
+
+/// The floors' loops get the AVX2 code the runtime's kernels get, so the
+/// floors are not slow for want of vector instructions.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define BENCH_VECTOR_KERNEL __attribute__((target_clones("avx2", "default")))
+#else
+#define BENCH_VECTOR_KERNEL
+#endif
+
+BENCH_VECTOR_KERNEL
+uint32_t largestMagnitudeBits(const float *data, size_t count) {
+  uint32_t largest = 0;
+  for (size_t i = 0; i < count; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &data[i], sizeof(bits));
+    bits &= 0x7fffffffu;
+    largest = bits > largest ? bits : largest;
+  }
+  return largest;
+}
+
+/// The non-finite scan a plain program needs before it may change anything:
+/// the largest |x| as IEEE bits (NaN and Inf above every finite value),
+/// one read of the buffer, then a one-word agreement on every rank's
+/// verdict. Fails on a non-finite value (the benchmark's gradients are
+/// finite).
+void scanAndAgree(const std::vector<float> &data) {
+  const uint32_t largest = largestMagnitudeBits(data.data(), data.size());
+  int finite = largest < 0x7f800000u ? 1 : 0, everywhere = 0;
+  MPI_Allreduce(&finite, &everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!everywhere)
+    fail("a non-finite gradient in the floor row");
+}
+
+/// Gossip's mix, as the runtime defines it: x = (1 - a) x + a peer.
+BENCH_VECTOR_KERNEL
+void mixInto(float *x, const float *peer, size_t count, float a) {
+  const float keep = 1.0f - a;
+  for (size_t i = 0; i < count; ++i)
+    x[i] = keep * x[i] + a * peer[i];
 }
 
 void runSize(int64_t count, int repetitions) {
@@ -149,7 +198,14 @@ void runSize(int64_t count, int repetitions) {
             name.c_str());
     });
   };
-  report(size, "dense", dense("dense"), raw);
+  Timing floor = measure(repetitions, 1, {}, [&] {
+    refill();
+    scanAndAgree(data);
+    MPI_Allreduce(MPI_IN_PLACE, data.data(), static_cast<int>(count), MPI_FLOAT,
+                  MPI_SUM, MPI_COMM_WORLD);
+  });
+  report(size, "floor-allreduce", floor, raw);
+  report(size, "dense", dense("dense"), raw, &floor);
   check(gradcomm_set_consistency_check(0), "set_consistency_check");
   report(size, "dense-nocheck", dense("dense-nocheck"), raw);
   check(gradcomm_set_consistency_check(1), "set_consistency_check");
@@ -170,20 +226,32 @@ void runSize(int64_t count, int repetitions) {
   // one step per call).
   if (worldSize < 2)
     return;
-  uint64_t rawStep = 0;
   std::vector<float> received(count);
-  Timing sendrecv = measure(repetitions, 1, {}, [&] {
-    int peer = -1;
-    check(gradcomm_gossip_peer(GRADCOMM_SCHEDULE_MATCHING, 0, rawStep++,
-                               worldRank, worldSize, &peer),
-          "gossip_peer");
-    refill();
-    if (peer >= 0)
+  // The raw exchange, and the floor: the scan, the agreement, the exchange
+  // and the mix.
+  auto exchange = [&](bool asFloor) {
+    uint64_t step = 0;
+    return measure(repetitions, 1, {}, [&] {
+      int peer = -1;
+      check(gradcomm_gossip_peer(GRADCOMM_SCHEDULE_MATCHING, 0, step++,
+                                 worldRank, worldSize, &peer),
+            "gossip_peer");
+      refill();
+      if (asFloor)
+        scanAndAgree(data);
+      if (peer < 0)
+        return;
       MPI_Sendrecv(data.data(), static_cast<int>(count), MPI_FLOAT, peer, 7,
                    received.data(), static_cast<int>(count), MPI_FLOAT, peer, 7,
                    MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-  });
+      if (asFloor)
+        mixInto(data.data(), received.data(), count, 0.5f);
+    });
+  };
+  Timing sendrecv = exchange(false);
   report(size, "raw-sendrecv", sendrecv, sendrecv);
+  Timing gossipFloor = exchange(true);
+  report(size, "floor-gossip", gossipFloor, sendrecv);
   const std::string gossipName = "gossip-" + label;
   Timing gossip = measure(repetitions, 1, {gossipName}, [&] {
     refill();
@@ -191,7 +259,7 @@ void runSize(int64_t count, int repetitions) {
                                        GRADCOMM_SCHEDULE_MATCHING, 0.5f, 0, 1),
           "gossip");
   });
-  report(size, "gossip", gossip, sendrecv);
+  report(size, "gossip", gossip, sendrecv, &gossipFloor);
 }
 
 /// Many small tensors (default 100 of 10,000 elements), one call each:
