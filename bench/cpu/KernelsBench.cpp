@@ -136,6 +136,52 @@ void timeNthElement(benchmark::State &state, const std::vector<float> &m,
   setBytes(state, 4);
 }
 
+/// Times what a plain program does to produce selectExact's output with
+/// std::nth_element, end to end: the keys |m + g| materialized, the k-th
+/// largest found, then the k indices collected in ascending order (every
+/// key above the k-th, and of those equal to it the lowest indices, the
+/// runtime's tie rule). The fair reference for a caller who would
+/// otherwise write this; the keys-given figure above is the generous one.
+void timeNthElementEndToEnd(benchmark::State &state,
+                            const std::vector<float> &m,
+                            const std::vector<float> &g) {
+  const int64_t n = state.range(0), k = (n + kRatio - 1) / kRatio;
+  std::vector<float> keys(n), partitioned(n);
+  std::vector<int64_t> indices(k);
+  auto select = [&] {
+    for (int64_t i = 0; i < n; ++i)
+      keys[i] = std::fabs(m[i] + g[i]);
+    partitioned = keys;
+    std::nth_element(partitioned.begin(), partitioned.begin() + (k - 1),
+                     partitioned.end(), std::greater<float>());
+    const float cutoff = partitioned[k - 1];
+    int64_t above = 0;
+    for (int64_t j = 0; j < k - 1; ++j)
+      above += partitioned[j] > cutoff;
+    int64_t tiesLeft = k - above, out = 0;
+    for (int64_t i = 0; i < n && out < k; ++i) {
+      const bool tie = keys[i] == cutoff && tiesLeft > 0;
+      tiesLeft -= tie;
+      if (keys[i] > cutoff || tie)
+        indices[out++] = i;
+    }
+  };
+  // A reference that selected something else would time nothing useful.
+  select();
+  std::vector<int64_t> expected(k);
+  SelectScratch scratch;
+  selectExact(m.data(), g.data(), n, k, expected.data(), scratch);
+  if (indices != expected) {
+    state.SkipWithError("the end-to-end reference differs from selectExact");
+    return;
+  }
+  for (auto _ : state) {
+    select();
+    benchmark::DoNotOptimize(indices.data());
+  }
+  setBytes(state, 4);
+}
+
 /// Leader, exact selection alone: two read passes over m and g.
 void BM_ExactSelect(benchmark::State &state) {
   const int64_t n = state.range(0);
@@ -165,6 +211,12 @@ void BM_NthElement(benchmark::State &state) {
   timeNthElement(state, randomVector(n, 6), randomVector(n, 7));
 }
 
+/// std::nth_element end to end on the same inputs.
+void BM_NthElementEndToEnd(benchmark::State &state) {
+  const int64_t n = state.range(0);
+  timeNthElementEndToEnd(state, randomVector(n, 6), randomVector(n, 7));
+}
+
 /// A sparse gradient: one non-zero per 1000 elements, fewer than k = n /
 /// kRatio (an embedding's gradient, a ReLU layer's dead units); m = 0.
 std::vector<float> sparseVector(int64_t n, uint64_t seed) {
@@ -184,6 +236,13 @@ void BM_ExactSelectSparse(benchmark::State &state) {
 void BM_NthElementSparse(benchmark::State &state) {
   const int64_t n = state.range(0);
   timeNthElement(state, std::vector<float>(n, 0.0f), sparseVector(n, 10));
+}
+
+/// std::nth_element end to end on the same sparse gradient.
+void BM_NthElementEndToEndSparse(benchmark::State &state) {
+  const int64_t n = state.range(0);
+  timeNthElementEndToEnd(state, std::vector<float>(n, 0.0f),
+                         sparseVector(n, 10));
 }
 
 /// Layers of different scales, as a model's gradient is: eight equal
@@ -207,6 +266,13 @@ void BM_ExactSelectLayered(benchmark::State &state) {
 void BM_NthElementLayered(benchmark::State &state) {
   const int64_t n = state.range(0);
   timeNthElement(state, std::vector<float>(n, 0.0f), layeredVector(n, 11));
+}
+
+/// std::nth_element end to end on the same layered gradient.
+void BM_NthElementEndToEndLayered(benchmark::State &state) {
+  const int64_t n = state.range(0);
+  timeNthElementEndToEnd(state, std::vector<float>(n, 0.0f),
+                         layeredVector(n, 11));
 }
 
 /// Sizes from GRADCOMM_BENCH_SIZES (comma-separated element counts; set by
@@ -236,9 +302,12 @@ BENCHMARK(BM_FusedUpdate)->Apply(sizes);
 BENCHMARK(BM_ExactSelect)->Apply(sizes);
 BENCHMARK(BM_FusedExact)->Apply(sizes);
 BENCHMARK(BM_NthElement)->Apply(sizes);
+BENCHMARK(BM_NthElementEndToEnd)->Apply(sizes);
 BENCHMARK(BM_ExactSelectSparse)->Apply(sizes);
 BENCHMARK(BM_NthElementSparse)->Apply(sizes);
+BENCHMARK(BM_NthElementEndToEndSparse)->Apply(sizes);
 BENCHMARK(BM_ExactSelectLayered)->Apply(sizes);
 BENCHMARK(BM_NthElementLayered)->Apply(sizes);
+BENCHMARK(BM_NthElementEndToEndLayered)->Apply(sizes);
 
 BENCHMARK_MAIN();
