@@ -24,8 +24,12 @@ bench=$build/bench/calibrate/gradcomm-runtime-vs-mpi
 ninja -C "$build" gradcomm-runtime-vs-mpi >/dev/null
 echo "machine: $(nproc) cores; $(lscpu | grep -E '^(L2|L3) cache' | tr -s ' ' | paste -sd ';')"
 for n in $ranks; do
-  echo "== $n ranks, shared memory"
-  timeout 1800 /usr/bin/mpiexec.mpich -n "$n" "$bench" "$sizes" "$reps" "$small"
+  # A rank per core when there are enough cores: unbound ranks migrate, and
+  # the figures with them.
+  bind=()
+  ((n <= $(nproc))) && bind=(-bind-to core)
+  echo "== $n ranks, shared memory ${bind[*]}"
+  timeout 1800 /usr/bin/mpiexec.mpich "${bind[@]}" -n "$n" "$bench" "$sizes" "$reps" "$small"
 done
 [ "$cluster" = 1 ] || exit 0
 trap 'bash bench/cluster/netns.sh down' EXIT
