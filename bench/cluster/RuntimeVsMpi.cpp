@@ -33,16 +33,17 @@
 //===----------------------------------------------------------------------===//
 
 #include "../calibrate/BenchSupport.h"
+#include "Kernels.h"
 #include "gradcomm/runtime.h"
 #include "gradcomm/runtime_mpi.h"
 
 #include <mpi.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <functional>
@@ -137,45 +138,18 @@ void report(const char *size, const char *name, const Timing &timing,
   std::fflush(stdout);
 }
 
-/// The floors' loops get the AVX2 code the runtime's kernels get, so the
-/// floors are not slow for want of vector instructions.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define BENCH_VECTOR_KERNEL __attribute__((target_clones("avx2", "default")))
-#else
-#define BENCH_VECTOR_KERNEL
-#endif
-
-BENCH_VECTOR_KERNEL
-uint32_t largestMagnitudeBits(const float *data, size_t count) {
-  uint32_t largest = 0;
-  for (size_t i = 0; i < count; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, &data[i], sizeof(bits));
-    bits &= 0x7fffffffu;
-    largest = bits > largest ? bits : largest;
-  }
-  return largest;
-}
-
 /// The non-finite scan a plain program needs before it may change anything:
-/// the largest |x| as IEEE bits (NaN and Inf above every finite value),
-/// one read of the buffer, then a one-word agreement on every rank's
-/// verdict. Fails on a non-finite value (the benchmark's gradients are
-/// finite).
+/// one read of the buffer with the runtime's own kernel (the largest |x| as
+/// IEEE bits), then a one-word agreement on every rank's verdict. Fails on a
+/// non-finite value (the benchmark's gradients are finite).
 void scanAndAgree(const std::vector<float> &data) {
-  const uint32_t largest = largestMagnitudeBits(data.data(), data.size());
-  int finite = largest < 0x7f800000u ? 1 : 0, everywhere = 0;
+  const uint32_t largest =
+      gradcomm::cpu::maxMagnitudeKey(data.data(), data.size());
+  int finite = gradcomm::cpu::exceedsLimit(largest, FLT_MAX) ? 0 : 1;
+  int everywhere = 0;
   MPI_Allreduce(&finite, &everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (!everywhere)
     fail("a non-finite gradient in the floor row");
-}
-
-/// Gossip's mix, as the runtime defines it: x = (1 - a) x + a peer.
-BENCH_VECTOR_KERNEL
-void mixInto(float *x, const float *peer, size_t count, float a) {
-  const float keep = 1.0f - a;
-  for (size_t i = 0; i < count; ++i)
-    x[i] = keep * x[i] + a * peer[i];
 }
 
 void runSize(int64_t count, int repetitions) {
@@ -259,7 +233,7 @@ void runSize(int64_t count, int repetitions) {
                    received.data(), static_cast<int>(count), MPI_FLOAT, peer, 7,
                    MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       if (asFloor)
-        mixInto(data.data(), received.data(), count, 0.5f);
+        gradcomm::cpu::mix(data.data(), received.data(), count, 0.5f);
     });
   };
   Timing sendrecv = exchange(false);
