@@ -5,7 +5,9 @@
 # without a GPU) and exits non-zero on any failure.
 #
 # Environment: BUILD_DIR (default build), JOBS (default nproc),
-#              GRADCOMM_SKIP_INSTALL=1 to never call apt-get.
+#              GRADCOMM_SKIP_INSTALL=1 to never call apt-get,
+#              GRADCOMM_VENV (default .venv: the Python environment made
+#              from python/requirements.txt, scripts/lib/python-env.sh).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -16,11 +18,15 @@ jobs=${JOBS:-$(nproc)}
 # shellcheck source=scripts/lib/packages.sh
 source scripts/lib/packages.sh
 gradcomm_install_packages "${GRADCOMM_CHECK_PACKAGES[@]}"
+# shellcheck source=scripts/lib/python-env.sh
+source scripts/lib/python-env.sh
+gradcomm_python_env
 
 echo "== configure ($build)"
 mkdir -p "$build"
 cmake -G Ninja -S . -B "$build" \
   -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+  -DGRADCOMM_PYTHON="$GRADCOMM_PYTHON" \
   -DCMAKE_BUILD_TYPE=Release >"$build/configure.log" 2>&1 ||
   { cat "$build/configure.log"; exit 1; }
 
@@ -63,6 +69,7 @@ sanitize_rc=0
 cmake -G Ninja -S . -B "$sanitize_build" \
   -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
   -DGRADCOMM_ENABLE_CUDA=OFF -DGRADCOMM_SANITIZE=ON \
+  -DGRADCOMM_PYTHON="$GRADCOMM_PYTHON" \
   -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -g1" \
   -DCMAKE_C_FLAGS="-O1 -g1" >"$sanitize_build.configure.log" 2>&1 ||
   { cat "$sanitize_build.configure.log"; exit 1; }
@@ -87,7 +94,7 @@ if [ "${#sources[@]}" -gt 0 ]; then
 fi
 format_failed=$([ "$format_rc" -eq 0 ] && echo 0 || echo 1)
 
-python3 scripts/lib/summarize_junit.py "$format_failed" \
+"$GRADCOMM_PYTHON" scripts/lib/summarize_junit.py "$format_failed" \
   "$results/lit.xml" "$results/ctest.xml" "$results/ctest-sanitize.xml" \
   "$results/lit-sanitize.xml"
 summary_rc=$?

@@ -56,11 +56,15 @@ case "$ranks" in 2 | 4) ;; *) echo "demo.sh: RANKS must be 2 or 4" >&2; exit 2 ;
 # shellcheck source=scripts/lib/packages.sh
 source scripts/lib/packages.sh
 gradcomm_install_packages "${GRADCOMM_DEMO_PACKAGES[@]}"
+# shellcheck source=scripts/lib/python-env.sh
+source scripts/lib/python-env.sh
+gradcomm_python_env
+python=$GRADCOMM_PYTHON
 
 echo "== build"
 mkdir -p "$build"
 cmake -G Ninja -S . -B "$build" -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-  -DCMAKE_BUILD_TYPE=Release >"$build/configure.log" 2>&1 ||
+  -DGRADCOMM_PYTHON="$python" -DCMAKE_BUILD_TYPE=Release >"$build/configure.log" 2>&1 ||
   { cat "$build/configure.log"; exit 1; }
 ninja -C "$build" >/dev/null
 
@@ -149,7 +153,7 @@ cluster_args=()
 [ "${#cluster_logs[@]}" -gt 0 ] &&
   cluster_args=(--cluster "${cluster_logs[@]}" --cluster-context
     "$cluster_context")
-/usr/bin/python3 scripts/lib/report.py "$out" --context "$context" \
+"$python" scripts/lib/report.py "$out" --context "$context" \
   "${cluster_args[@]}" -- "${logs[@]}"
 echo
 sed -n '/^| strategy/,/^$/p' "$out/report.md"
@@ -172,7 +176,7 @@ train_exported() {
     [ "$strategy" = scalecom ] && options+=(--ratio=100)
     "$build/bin/gradcomm-compile" "$mlir" -o "${mlir%.mlir}-$strategy.so" \
       --emit=shared "${options[@]}"
-    /usr/bin/mpiexec.mpich -n 4 /usr/bin/python3 examples/pytorch/train.py \
+    /usr/bin/mpiexec.mpich -n 4 "$python" examples/pytorch/train.py \
       --model "$model" --library "${mlir%.mlir}-$strategy.so" \
       --manifest "${mlir%.mlir}.json" --epochs "$epochs" \
       --label "$model-$strategy" "$@" | sed 's/^summary /  /'
@@ -202,7 +206,7 @@ echo "== 6. the same CNN in plain PyTorch DDP (gloo), 4 ranks, $cnn_epochs" \
   "epoch(s): DDP's own all-reduce, then GradComm's ScaleCom hook (one line)"
 for comm in ddp scalecom; do
   GRADCOMM_RUNTIME_LIBRARY="$build/lib/libgradcomm_runtime.so" \
-    /usr/bin/mpiexec.mpich -n 4 /usr/bin/python3 \
+    /usr/bin/mpiexec.mpich -n 4 "$python" \
     examples/pytorch/train_fmnist.py --comm "$comm" --ratio 100 \
     --epochs "$cnn_epochs" | sed 's/^summary /  /'
 done

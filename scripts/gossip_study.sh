@@ -124,7 +124,7 @@ run_one() {
     launch "$ranks" "$fm/fashion-mnist-np$ranks-$strategy" --seed "$seed" \
       --log "$log" "$@"
   else
-    launch "$ranks" /usr/bin/python3 examples/pytorch/train.py --model cnn \
+    launch "$ranks" "${GRADCOMM_PYTHON:-/usr/bin/python3}" examples/pytorch/train.py --model cnn \
       --library "$steps/cnn-np$ranks-$strategy.so" \
       --manifest "$steps/cnn-np$ranks-$strategy.json" --seed "$seed" \
       --log "$log" "$@"
@@ -162,5 +162,5 @@ for ranks in $ranks_list; do
   done
 done
 echo "runs: $((SECONDS - start)) s"
-/usr/bin/python3 scripts/lib/gossip_study.py "$out" --target 0.70 \
+"${GRADCOMM_PYTHON:-/usr/bin/python3}" scripts/lib/gossip_study.py "$out" --target 0.70 \
   --context "MODEL=$model CLUSTER=${cluster:-none} EVAL_SAMPLES=$eval_samples RANKS=\"$ranks_list\" SEEDS=\"$seeds\" SECONDS_PER_RUN=$budget COMPUTE_MS=$compute_ms STRAGGLERS=\"$stragglers\"; $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"

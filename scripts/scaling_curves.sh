@@ -14,7 +14,7 @@ out=${OUT:-docs/results/scaling}
 mkdir -p "$out"
 step=$(mktemp --suffix=.mlir)
 trap 'rm -f "$step"' EXIT
-/usr/bin/python3 bench/compile/gen_step.py 25 --size 1000000 --ranks 4 >"$step"
+"${GRADCOMM_PYTHON:-/usr/bin/python3}" bench/compile/gen_step.py 25 --size 1000000 --ranks 4 >"$step"
 strategies=dense,scalecom-r100-exact,local-topk-r100,gossip,gossip-async,easgd-p4,easgd-async-p4
 for setting in "1gbit 1Gbit 50us" "100gbit 100Gbit 5us"; do
   read -r tag bandwidth latency <<<"$setting"
@@ -27,4 +27,4 @@ for setting in "1gbit 1Gbit 50us" "100gbit 100Gbit 5us"; do
     echo "wrote $csv"
   done
 done
-/usr/bin/python3 scripts/lib/scaling_plot.py "$out"
+"${GRADCOMM_PYTHON:-/usr/bin/python3}" scripts/lib/scaling_plot.py "$out"

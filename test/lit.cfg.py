@@ -40,9 +40,10 @@ if config.mpiexec and os.path.exists(config.mpiexec):
 if shutil.which("nvidia-smi") and os.system("nvidia-smi -L >/dev/null 2>&1") == 0:
     config.available_features.add("cuda-gpu")
 
-# The PyTorch exporter's tests (test/Export/*.py) run Debian's python3 with
-# the source tree's package; without python3-torch they are UNSUPPORTED.
-python = "/usr/bin/python3"
+# The PyTorch exporter's tests (test/Export/*.py) run the configured Python
+# (GRADCOMM_PYTHON: the project's environment) with the source tree's
+# package; without torch they are UNSUPPORTED.
+python = config.python
 config.environment["PYTHONPATH"] = os.path.join(config.gradcomm_src_root,
                                                 "python")
 config.substitutions.append(("%python", python))

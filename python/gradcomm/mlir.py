@@ -13,7 +13,9 @@ class ExportError(Exception):
     """Input the exporter cannot turn into correct MLIR (said plainly)."""
 
 
-ELEMENT_TYPES = ("f32", "i64", "i1")
+# f64 appears only inside a step (wide accumulators, see
+# Builder.wide_sum), never as an argument or result.
+ELEMENT_TYPES = ("f32", "i64", "i1", "f64")
 
 
 class Tensor:
@@ -59,6 +61,9 @@ def constant_literal(value, dtype):
     0/1: `arith.constant true` takes no type suffix."""
     if dtype == "f32":
         return float_literal(value)
+    if dtype == "f64":
+        return "0x%016X" % struct.unpack("<Q", struct.pack("<d",
+                                                           float(value)))[0]
     if dtype == "i1":
         return str(int(bool(value)))
     return str(int(value))
@@ -129,7 +134,7 @@ class Body:
     def unary(self, opname, a, dtype="f32"):
         return self.op("%s %s" % (opname, a), dtype)
 
-    def cmpf(self, predicate, a, b):
+    def cmpf(self, predicate, a, b):  # f32 operands
         name = self.builder.fresh("v")
         self.builder.lines.append("%s%s = arith.cmpf %s, %s, %s : f32" %
                                   (self.indent, name, predicate, a, b))
@@ -297,6 +302,38 @@ class Builder:
     def sum(self, value, dims, keepdim=False):
         return self.reduce(value, dims, keepdim, 0.0,
                            lambda b, acc, x: b.binary("arith.addf", acc, x))
+
+    def wide_sum(self, operands, dims, term=None, keepdim=False):
+        """The f64 sum over `dims` of term(body, f64 scalars) (default: the
+        one operand), the operands (f32 or f64, broadcast to the first
+        one's shape) widened first: PyTorch's CPU kernels accumulate
+        float in double where a long reduction decides the result (batch
+        norm's statistics and gradients), and so must we to match them."""
+        shape = operands[0].shape
+        rank = len(shape)
+        dims = sorted(set(d % max(rank, 1) for d in dims))
+        kept = [i for i in range(rank) if i not in dims]
+        if keepdim:
+            out_shape = tuple(1 if i in dims else shape[i]
+                              for i in range(rank))
+            out_map = ["0" if i in dims else dim(i) for i in range(rank)]
+        else:
+            out_shape = tuple(shape[i] for i in kept)
+            out_map = [dim(i) for i in kept]
+        init = self.full(out_shape, 0.0, "f64")
+        iterators = ["reduction" if i in dims else "parallel"
+                     for i in range(rank)]
+        inputs = [(t, broadcast_results(t.shape, shape)) for t in operands]
+
+        def body(b, ins, outs):
+            wide = [v if t.dtype == "f64" else b.cast("arith.extf", v,
+                                                      "f32", "f64")
+                    for v, (t, _) in zip(ins, inputs)]
+            value = term(b, wide) if term else wide[0]
+            return [b.binary("arith.addf", outs[0], value, "f64")]
+
+        return self.generic(rank, iterators, inputs, [(init, out_map)],
+                            body)[0]
 
     def permute(self, value, perm):
         """result[i0..] = value[...] with result dim k = value dim perm[k]."""

@@ -8,7 +8,7 @@ mpiexec=$1 runtime=$2 work=$3
 rm -rf "$work" && mkdir -p "$work"
 cp "$runtime" "$work/libgradcomm_runtime.so"
 head -c 256 /dev/zero | tr '\0' 'x' >"$work/libgradcomm_runtime_cuda.so"
-env -u LD_LIBRARY_PATH timeout 60 "$mpiexec" -n 1 /usr/bin/python3 - \
+env -u LD_LIBRARY_PATH timeout 60 "$mpiexec" -n 1 "${GRADCOMM_PYTHON:-/usr/bin/python3}" - \
   "$work/libgradcomm_runtime.so" <<'PY'
 import ctypes
 import sys

@@ -10,5 +10,5 @@ here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work" && mkdir -p "$work"
 cp "$runtime" "$work/libgradcomm_runtime.so"
 cp "$fake" "$work/libgradcomm_runtime_cuda.so"
-env -u LD_LIBRARY_PATH timeout 120 "$mpiexec" -n 1 /usr/bin/python3 \
+env -u LD_LIBRARY_PATH timeout 120 "$mpiexec" -n 1 "${GRADCOMM_PYTHON:-/usr/bin/python3}" \
   "$here/fake_cuda_backend.py" "$work" "$work"

@@ -7,5 +7,5 @@ compile=$1 mpiexec=$2 inputs=$3 work=$4
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
 "$compile" "$inputs/failing-step.mlir" -o libstep.so --emit=shared \
   --strategy=scalecom --on-error=return
-timeout 120 "$mpiexec" -n 2 /usr/bin/python3 "$inputs/failing_step.py" \
+timeout 120 "$mpiexec" -n 2 "${GRADCOMM_PYTHON:-/usr/bin/python3}" "$inputs/failing_step.py" \
   "$work/libstep.so"

@@ -11,11 +11,11 @@ sed -e 's/POLICY/dense/' -e 's/K_WEIGHT/256/' "$inputs/grid-step.mlir" >dense.ml
 sed -e 's/POLICY/scalecom/' -e 's/K_WEIGHT/64/' "$inputs/grid-step.mlir" >scalecom.mlir
 "$compile" dense.mlir -o libdense.so --emit=shared --strategy=dense
 "$compile" scalecom.mlir -o libscalecom.so --emit=shared --strategy=scalecom
-timeout 120 "$mpiexec" -n 4 /usr/bin/python3 "$inputs/grid_step.py" dense \
+timeout 120 "$mpiexec" -n 4 "${GRADCOMM_PYTHON:-/usr/bin/python3}" "$inputs/grid_step.py" dense \
   "$work/libdense.so"
-timeout 120 "$mpiexec" -n 4 /usr/bin/python3 "$inputs/grid_step.py" scalecom \
+timeout 120 "$mpiexec" -n 4 "${GRADCOMM_PYTHON:-/usr/bin/python3}" "$inputs/grid_step.py" scalecom \
   "$work/libscalecom.so"
-if timeout 120 "$mpiexec" -n 3 /usr/bin/python3 "$inputs/grid_step.py" dense \
+if timeout 120 "$mpiexec" -n 3 "${GRADCOMM_PYTHON:-/usr/bin/python3}" "$inputs/grid_step.py" dense \
   "$work/libdense.so" >wrong-size.log 2>&1; then
   echo "the 2x2 step ran on 3 ranks"; exit 1
 fi

@@ -16,7 +16,7 @@ cmake --build "$scratch/build" --target linear-regression-scalecom-exact-np2 \
   --steps 5 --reference scalecom --quiet
 # The installed exporter finds its package relative to itself, without
 # PYTHONPATH, and what it writes compiles with the installed driver.
-if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+if "${GRADCOMM_PYTHON:-/usr/bin/python3}" -c "import torch" 2>/dev/null; then
   env -u PYTHONPATH "$scratch/prefix/bin/gradcomm-export" \
     "$examples/pytorch/models.py:mlp" --batch 2 --ranks 2 \
     -o "$scratch/mlp.mlir"

@@ -7,7 +7,7 @@
 set -euo pipefail
 mpiexec=$1 fm=$2 root=$3 work=$4
 rm -rf "$work" && mkdir -p "$work/data" "$work/runs"
-/usr/bin/python3 "$root/test/Integration/Inputs/make_tiny_fashion_mnist.py" \
+"${GRADCOMM_PYTHON:-/usr/bin/python3}" "$root/test/Integration/Inputs/make_tiny_fashion_mnist.py" \
   "$work/data"
 
 logs=()
@@ -29,12 +29,12 @@ diff <(strip_times "$work/runs/scalecom-r100-exact-seed1.csv") \
   <(strip_times "$work/rerun.csv") ||
   { echo "rerun with the same seed differs"; exit 1; }
 
-/usr/bin/python3 "$root/scripts/lib/report.py" "$work/report" \
+"${GRADCOMM_PYTHON:-/usr/bin/python3}" "$root/scripts/lib/report.py" "$work/report" \
   --context "machine=test; ranks=2" --cluster "$work/runs/dense-seed1.csv" \
   "$work/runs/gossip-seed1.csv" --cluster-context "test cluster" \
   -- "${logs[@]}"
 
-/usr/bin/python3 - "$work/report" <<'PY'
+"${GRADCOMM_PYTHON:-/usr/bin/python3}" - "$work/report" <<'PY'
 import os, re, sys
 out = sys.argv[1]
 report = open(os.path.join(out, "report.md")).read()

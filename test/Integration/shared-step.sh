@@ -20,7 +20,7 @@ fi
 
 cc -std=c11 -Wall -Werror -I. "$inputs/load-shared-step.c" -o load-shared-step -ldl
 ./load-shared-step "$work/libstep.so"
-/usr/bin/python3 "$inputs/load_shared_step.py" "$work/libstep.so"
+"${GRADCOMM_PYTHON:-/usr/bin/python3}" "$inputs/load_shared_step.py" "$work/libstep.so"
 
 # Two results, one call with the result over an argument's descriptor.
 "$compile" "$inputs/pair-step.mlir" -o libpair.so --emit=shared \

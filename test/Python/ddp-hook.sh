@@ -9,7 +9,7 @@ rm -rf "$work" && mkdir -p "$work/checkpoint"
 case_() { # <case> [args]: a fresh rendezvous file per job
   rm -f "$work/rendezvous"
   GRADCOMM_TEST_RENDEZVOUS=$work/rendezvous timeout 300 "$mpiexec" \
-    -n "$ranks" /usr/bin/python3 "$here/ddp_hook.py" "$@"
+    -n "$ranks" "${GRADCOMM_PYTHON:-/usr/bin/python3}" "$here/ddp_hook.py" "$@"
 }
 case_ dense
 case_ scalecom
@@ -25,7 +25,7 @@ if [ "$ranks" -gt 1 ]; then
   pids=()
   for rank in 0 1; do
     TEST_RANK=$rank TEST_SIZE=2 GRADCOMM_TEST_RENDEZVOUS=$work/rendezvous \
-      timeout 120 /usr/bin/python3 "$here/ddp_hook.py" no-mpi &
+      timeout 120 "${GRADCOMM_PYTHON:-/usr/bin/python3}" "$here/ddp_hook.py" no-mpi &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid"; done

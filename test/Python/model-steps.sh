@@ -16,7 +16,7 @@ set -euo pipefail
 model=$1 bin=$2 mpiexec=$3 work=$4
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-python=/usr/bin/python3
+python=${GRADCOMM_PYTHON:-/usr/bin/python3}
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
 
 # Each model exercises another optimizer and reduction.

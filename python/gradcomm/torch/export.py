@@ -228,6 +228,7 @@ def export_step(spec, batch, ranks, optimizer, lr=0.01, lr_input=False,
     if lr_input:
         update_inputs.append(lr_arg)
     updated = converter.run(update_graph, update_inputs)
+    converter.check()
     for (n, _), value in zip(params, updated[:len(params)]):
         sig.add_result(value, n, "parameter")
     for (n, _), arg, value in zip(buffers, buffer_args, new_buffers):
@@ -306,7 +307,9 @@ def export_function(fn, args, function="fn", model=None):
             seed.append(sig.add_arg("dropout_seed", "seed", (), "i64"))
         return seed[0]
 
-    outputs = GraphConverter(builder, seed_provider).run(gm, inputs)
+    converter = GraphConverter(builder, seed_provider)
+    outputs = converter.run(gm, inputs)
+    converter.check()
     for i, value in enumerate(outputs):
         if not isinstance(value, Tensor):
             raise ExportError("output %d is not a tensor" % i)

@@ -17,7 +17,7 @@ VIEW_OPS = {
     "view", "_reshape_alias", "_unsafe_view", "reshape", "t", "transpose",
     "permute", "expand", "slice", "select", "split", "split_with_sizes",
     "unsqueeze", "squeeze", "alias", "detach", "unbind", "as_strided",
-    "diagonal", "narrow",
+    "diagonal", "narrow", "as_strided",
 }
 
 DTYPES = {torch.float32: "f32", torch.int64: "i64", torch.bool: "i1"}
@@ -61,26 +61,110 @@ class _ModuleStack:
                 handle.remove()
 
 
+# Ops traced through PyTorch's own decompositions (torch._decomp, torch 2.x)
+# instead of a converter each: simple composites whose decomposition uses
+# ops that have converters and computes what the eager kernel computes.
+DECOMPOSED = [
+    "hardswish", "hardswish_backward", "hardsigmoid", "hardsigmoid_backward",
+    "silu", "silu_backward", "mish", "mish_backward", "hardtanh_backward",
+    "leaky_relu", "leaky_relu_backward", "elu", "elu_backward", "softplus",
+    "softplus_backward", "clamp_min", "clamp_max",
+]
+
+
+def decompositions():
+    """The decomposition table for make_fx (torch 2.x), or None."""
+    try:
+        from torch._decomp import get_decompositions
+    except ImportError:  # pragma: no cover (torch 1.13 has it too)
+        return None
+    aten = torch.ops.aten
+    return get_decompositions([getattr(aten, name) for name in DECOMPOSED
+                               if hasattr(aten, name)])
+
+
+@contextlib.contextmanager
+def math_attention():
+    """scaled_dot_product_attention as its math composite (matmuls and a
+    softmax, which have converters) rather than a fused CPU kernel."""
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:  # torch < 2.3: no fused kernel choice to make
+        yield
+        return
+    with sdpa_kernel([SDPBackend.MATH]):
+        yield
+
+
+def can_functionalize():
+    func = getattr(torch, "func", None)
+    return func is not None and hasattr(func, "functionalize")
+
+
+class _Replay(torch.fx.Interpreter):
+    """Runs a traced graph node by node, keeping each node's module as the
+    current one so that a re-trace can copy it."""
+
+    def __init__(self, gm, current):
+        super().__init__(gm)
+        self.current = current
+
+    def run_node(self, node):
+        self.current[0] = node.meta.get("gradcomm_module")
+        return super().run_node(node)
+
+
 def trace(fn, args, model=None):
-    """make_fx(fn)(*args) with each node's module (meta 'gradcomm_module')."""
+    """make_fx of fn(*args), with each node's module (meta
+    'gradcomm_module').
+
+    On torch 2.x the graph is traced twice, as aot_autograd does: first
+    with autograd (torch.autograd.grad inside fn), then that ATen graph
+    again under torch.func.functionalize (in-place ops on views and inputs
+    become out-of-place ops) and the DECOMPOSED table. torch 1.13 keeps the
+    first graph; the converter applies its in-place updates itself."""
     from torch.fx.experimental import proxy_tensor
 
     stack = _ModuleStack()
+    current = [None]
     tracer_class = proxy_tensor.PythonKeyTracer
     original = tracer_class.create_node
+    replaying = [False]
 
     def create_node(self, *a, **k):
         node = original(self, *a, **k)
-        node.meta["gradcomm_module"] = stack.current()
+        node.meta["gradcomm_module"] = current[0] if replaying[0] else \
+            stack.current()
         return node
 
     tracer_class.create_node = create_node
     try:
         with stack.attached(model) if model is not None else \
-                contextlib.nullcontext():
-            return make_fx(fn)(*args)
+                contextlib.nullcontext(), math_attention():
+            gm = make_fx(fn)(*args)
+        if not can_functionalize():
+            return gm
+        replaying[0] = True
+        replay = _Replay(gm, current)
+        flat, _ = torch.utils._pytree.tree_flatten(args)
+        return make_fx(torch.func.functionalize(replay.run,
+                                                remove="mutations"),
+                       decomposition_table=decompositions())(*flat)
     finally:
         tracer_class.create_node = original
+
+
+def stand_in(node):
+    """Placeholder values of a refused node's traced shapes and types."""
+    def value(meta):
+        if isinstance(meta, torch.Tensor):
+            return Tensor("%unsupported", tuple(meta.shape),
+                          DTYPES.get(meta.dtype, "f32"))
+        if isinstance(meta, (list, tuple)):
+            return tuple(value(m) for m in meta)
+        return meta
+
+    return value(node.meta.get("val"))
 
 
 def aten_name(target):
@@ -94,6 +178,19 @@ def describe(value):
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(describe(v) for v in value) + "]"
     return repr(value)
+
+
+class OpError(ExportError):
+    """A converter's refusal of one node: the op, where it is and why, so
+    that an export can report every unsupported use at once."""
+
+    def __init__(self, op, node, place, cause, arguments):
+        ExportError.__init__(self, "aten.%s (%s, %s): %s; arguments: %s" % (
+            op, node, place, cause, arguments))
+        self.op = op
+        self.place = place
+        self.cause = cause
+        self.arguments = arguments
 
 
 class Context:
@@ -112,9 +209,8 @@ class Context:
         where = node.meta.get("gradcomm_module")
         place = ("in module '%s'" % where) if where else \
             "outside the model's modules: backward pass or optimizer"
-        raise ExportError("aten.%s (%s, %s): %s; arguments: %s" % (
-            aten_name(node.target), node.name, place, message,
-            ", ".join(describe(a) for a in self.args)))
+        raise OpError(aten_name(node.target), node.name, place, message,
+                      ", ".join(describe(a) for a in self.args))
 
     def mutate(self, position, value):
         """Argument `position` (an fx node) now holds `value`."""
@@ -131,6 +227,26 @@ class GraphConverter:
         self.builder = builder
         self.seed_provider = seed_provider
         self.dropout_count = 0
+        self.refused = []  # OpErrors, in graph order
+
+    def check(self):
+        """Raises one ExportError listing every refused node, grouped by op
+        and cause, with a count, the first place and its arguments."""
+        if not self.refused:
+            return
+        groups = {}
+        for error in self.refused:
+            key = (error.op, error.cause)
+            if key not in groups:
+                groups[key] = [error, 0]
+            groups[key][1] += 1
+        lines = ["%d unsupported op use(s) in %d group(s); nothing written:"
+                 % (len(self.refused), len(groups))]
+        for (op, cause), (first, count) in groups.items():
+            lines.append("  aten.%s x%d (first %s): %s; arguments: %s" % (
+                op, count, first.place, cause, first.arguments))
+        lines.append("See docs/export.md, 'Adding an op'.")
+        raise ExportError("\n".join(lines))
 
     def dropout_seed(self):
         if self.seed_provider is None:
@@ -179,18 +295,26 @@ class GraphConverter:
                                "memory_format", "non_blocking")}
         ctx = Context(self, node, list(args))
         fn = CONVERTERS.get(name)
-        if fn is None:
-            ctx.fail("no converter for this op (see docs/export.md, 'Adding "
-                     "an op')")
         try:
-            result = fn(ctx, *args, **kwargs)
-        except ExportError:
-            raise
-        except TypeError as error:
-            ctx.fail("unexpected arguments (%s)" % error)
-        except Exception as error:  # a converter bug: say where, not how
-            ctx.fail("the converter failed (%s: %s)" % (type(error).__name__,
-                                                        error))
+            try:
+                if fn is None:
+                    ctx.fail("no converter for this op")
+                result = fn(ctx, *args, **kwargs)
+            except OpError:
+                raise
+            except ExportError as error:  # from the builder: add the place
+                ctx.fail(str(error))
+            except TypeError as error:
+                ctx.fail("unexpected arguments (%s)" % error)
+            except Exception as error:  # a converter bug: say where, not how
+                ctx.fail("the converter failed (%s: %s)" % (
+                    type(error).__name__, error))
+        except OpError as error:
+            # Go on with a stand-in of the traced shape, so that one export
+            # reports every unsupported op; check() then refuses the graph.
+            self.refused.append(error)
+            env[node] = stand_in(node)
+            return
         env[node] = result
         if inplace:
             ctx.mutate(0, result)

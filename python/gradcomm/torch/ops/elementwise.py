@@ -29,6 +29,10 @@ def compute_dtype(operands):
 def convert_scalar(b, value, from_type, to_type):
     if from_type == to_type:
         return value
+    if (from_type, to_type) == ("f32", "f64"):
+        return b.cast("arith.extf", value, from_type, to_type)
+    if (from_type, to_type) == ("f64", "f32"):
+        return b.cast("arith.truncf", value, from_type, to_type)
     if to_type == "f32":
         op = "arith.uitofp" if from_type == "i1" else "arith.sitofp"
         return b.cast(op, value, from_type, to_type)
@@ -43,7 +47,8 @@ def pointwise(ctx, operands, fn, dtype=None, result_dtype=None,
 
     Every operand (tensor element or Python number) reaches fn converted to
     `dtype` (default: compute_dtype), or to its entry of operand_dtypes;
-    the result has `result_dtype` (default: dtype)."""
+    the result has `result_dtype` (default: dtype); an f64 computation with
+    an f32 result is rounded at the end."""
     dtype = dtype or compute_dtype(operands)
     result_dtype = result_dtype or dtype
     wanted = operand_dtypes or [dtype] * len(operands)
@@ -58,7 +63,10 @@ def pointwise(ctx, operands, fn, dtype=None, result_dtype=None,
                 values.append(convert_scalar(b, next(it), o.dtype, want))
             else:
                 values.append(b.const(o, want))
-        return fn(b, values)
+        result = fn(b, values)
+        if (dtype, result_dtype) == ("f64", "f32"):  # a wide computation
+            result = convert_scalar(b, result, dtype, result_dtype)
+        return result
 
     return ctx.b.map(shape, tensors, body, result_dtype)
 
@@ -195,23 +203,59 @@ def gelu_cdf(b, x):
     return b.binary("arith.mulf", b.const(0.5), one_plus)
 
 
-@converter("gelu")
+GELU_TANH_K = math.sqrt(2.0 / math.pi)
+GELU_TANH_C = 0.044715
+
+
+def check_gelu(ctx, approximate):
+    if approximate not in ("none", "tanh"):
+        ctx.fail("gelu approximate=%r is not supported ('none' or 'tanh')"
+                 % (approximate,))
+
+
+def gelu_tanh_inner(b, x):
+    """tanh(sqrt(2/pi) * (x + 0.044715 x^3)), PyTorch's order."""
+    cube = b.binary("arith.mulf", b.binary("arith.mulf", x, x), x)
+    inner = b.binary("arith.mulf", b.const(GELU_TANH_K), b.binary(
+        "arith.addf", x, b.binary("arith.mulf", b.const(GELU_TANH_C), cube)))
+    return b.unary("math.tanh", inner)
+
+
+@converter("gelu", "gelu_")
 def gelu(ctx, a, approximate="none"):
-    if approximate != "none":
-        ctx.fail("gelu approximate=%r is not supported (only 'none')" %
-                 (approximate,))
+    check_gelu(ctx, approximate)
+    if approximate == "tanh":
+        return pointwise(ctx, [a], lambda b, v: b.binary(
+            "arith.mulf", b.binary("arith.mulf", b.const(0.5), v[0]),
+            b.binary("arith.addf", b.const(1.0), gelu_tanh_inner(b, v[0]))),
+            "f32")
     return pointwise(ctx, [a], lambda b, v: b.binary(
         "arith.mulf", v[0], gelu_cdf(b, v[0])), "f32")
 
 
+def gelu_tanh_slope(b, x):
+    """d/dx of 0.5 x (1 + tanh(u)), u = k (x + c x^3)."""
+    t = gelu_tanh_inner(b, x)
+    square = b.binary("arith.mulf", x, x)
+    du = b.binary("arith.mulf", b.const(GELU_TANH_K), b.binary(
+        "arith.addf", b.const(1.0), b.binary(
+            "arith.mulf", b.const(3.0 * GELU_TANH_C), square)))
+    sech2 = b.binary("arith.subf", b.const(1.0), b.binary("arith.mulf", t, t))
+    left = b.binary("arith.mulf", b.const(0.5), b.binary(
+        "arith.addf", b.const(1.0), t))
+    right = b.binary("arith.mulf", b.binary(
+        "arith.mulf", b.binary("arith.mulf", b.const(0.5), x), sech2), du)
+    return b.binary("arith.addf", left, right)
+
+
 @converter("gelu_backward")
 def gelu_backward(ctx, grad, a, approximate="none"):
-    if approximate != "none":
-        ctx.fail("gelu approximate=%r is not supported (only 'none')" %
-                 (approximate,))
+    check_gelu(ctx, approximate)
 
     def body(b, v):
         g, x = v
+        if approximate == "tanh":
+            return b.binary("arith.mulf", g, gelu_tanh_slope(b, x))
         square = b.binary("arith.mulf", x, x)
         exponent = b.binary("arith.mulf", b.const(-0.5), square)
         pdf = b.binary("arith.mulf", b.unary("math.exp", exponent),
@@ -221,6 +265,52 @@ def gelu_backward(ctx, grad, a, approximate="none"):
         return b.binary("arith.mulf", g, slope)
 
     return pointwise(ctx, [grad, a], body, "f32")
+
+
+@converter("clamp", "clamp_")
+def clamp(ctx, a, min=None, max=None):
+    """Clamps to [min, max] (either may be absent) keeping NaN, in
+    PyTorch's order: max(x, min) first, then min(., max)."""
+    if (min is not None and is_tensor(min)) or (max is not None and
+                                                 is_tensor(max)):
+        ctx.fail("clamp with tensor bounds is not supported")
+    dtype = compute_dtype([a])
+
+    def body(b, v):
+        out = v[0]
+        less, greater = ("olt", "ogt") if dtype == "f32" else ("slt", "sgt")
+        compare = (lambda p, x, y: b.cmpf(p, x, y)) if dtype == "f32" else \
+            (lambda p, x, y: b.cmpi(p, x, y, dtype))
+        if min is not None:
+            low = b.const(min, dtype)
+            out = b.select(compare(less, out, low), low, out, dtype)
+        if max is not None:
+            high = b.const(max, dtype)
+            out = b.select(compare(greater, out, high), high, out, dtype)
+        return out
+
+    return pointwise(ctx, [a], body, dtype)
+
+
+@converter("sigmoid_backward")
+def sigmoid_backward(ctx, grad, output):
+    """grad * (1 - y) * y, PyTorch's CPU order."""
+    return pointwise(ctx, [grad, output], lambda b, v: b.binary(
+        "arith.mulf", b.binary("arith.mulf", v[0], b.binary(
+            "arith.subf", b.const(1.0), v[1])), v[1]), "f32")
+
+
+@converter("hardtanh", "hardtanh_")
+def hardtanh(ctx, a, min_val=-1.0, max_val=1.0):
+    """min(max(x, min_val), max_val) that keeps NaN (ReLU6 is
+    hardtanh(0, 6)); the backward is PyTorch's decomposition."""
+    def body(b, v):
+        low = b.select(b.cmpf("olt", v[0], b.const(min_val)),
+                       b.const(min_val), v[0])
+        return b.select(b.cmpf("ogt", low, b.const(max_val)),
+                        b.const(max_val), low)
+
+    return pointwise(ctx, [a], body, "f32")
 
 
 def select_of(ctx, cond, a, other):
@@ -272,6 +362,43 @@ for _name in COMPARISONS:
 def logical_not(ctx, a):
     return pointwise(ctx, [a], lambda b, v: b.binary(
         "arith.xori", v[0], b.const(True, "i1"), "i1"), "i1")
+
+
+def logical(opname):
+    def convert(ctx, a, other):
+        for value in (a, other):
+            if is_tensor(value) and value.dtype != "i1":
+                ctx.fail("%s of a %s tensor (bool only)" % (
+                    opname, value.dtype))
+        return pointwise(ctx, [a, other], lambda b, v: b.binary(
+            opname, v[0], v[1], "i1"), "i1")
+
+    return convert
+
+
+converter("logical_and", "bitwise_and")(logical("arith.andi"))
+converter("logical_or", "bitwise_or")(logical("arith.ori"))
+
+
+@converter("tril", "triu")
+def triangle(ctx, a, diagonal=0):
+    """Keeps element (i, j) of the last two dims where j - i <= diagonal
+    (tril) or >= diagonal (triu); zero (false) elsewhere."""
+    if a.rank < 2:
+        ctx.fail("needs a tensor of rank 2 or more")
+    rank = a.rank
+    lower = ctx.node.target.overloadpacket.__name__ == "tril"
+
+    def body(b, ins, outs):
+        column = b.binary("arith.subi", b.index(rank - 1), b.index(rank - 2),
+                          "index")
+        keep = b.cmpi("sle" if lower else "sge", column,
+                      b.const(diagonal, "index"), "index")
+        return [b.select(keep, ins[0], b.const(0, a.dtype), a.dtype)]
+
+    loops = ["d%d" % i for i in range(rank)]
+    return ctx.b.generic(rank, ["parallel"] * rank, [(a, loops)],
+                         [(ctx.b.empty(a.shape, a.dtype), loops)], body)[0]
 
 
 @converter("clone", "detach", "alias", "lift_fresh_copy", "contiguous",

@@ -50,6 +50,26 @@ def softmax(ctx, a, d, half_to_float=False):
         "arith.divf", v[0], v[1]))
 
 
+@converter("_safe_softmax")
+def safe_softmax(ctx, a, d, dtype=None):
+    """Softmax whose rows of only -inf give zeros instead of NaN (PyTorch's
+    attention with a fully masked row)."""
+    if dtype is not None:
+        ctx.fail("a dtype argument is not supported")
+    d = softmax_input(ctx, a, d)
+    peak = amax_keepdim(ctx, a, d)
+    exps = pointwise(ctx, [a, peak], lambda b, v: b.unary(
+        "math.exp", b.binary("arith.subf", v[0], v[1])))
+    total = ctx.b.sum(exps, [d], keepdim=True)
+
+    def body(b, v):
+        masked = b.cmpf("oeq", v[2], b.const(float("-inf")))
+        return b.select(masked, b.const(0.0), b.binary("arith.divf", v[0],
+                                                       v[1]))
+
+    return pointwise(ctx, [exps, total, peak], body)
+
+
 @converter("_softmax_backward_data")
 def softmax_backward(ctx, grad, output, d, input_dtype=None):
     d = softmax_input(ctx, output, d)

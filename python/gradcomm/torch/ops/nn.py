@@ -20,28 +20,31 @@ def pair(ctx, value, name):
 
 
 def check_conv(ctx, x, w, stride, padding, dilation, transposed, groups):
+    """(stride, padding, dilation, output size) of a grouped 2-D conv."""
     if x.rank != 4 or w.rank != 4:
         ctx.fail("only 2-D convolutions (NCHW input, FCHW weight)")
     if transposed:
         ctx.fail("transposed convolutions are not supported")
-    if groups != 1:
-        ctx.fail("groups=%d is not supported (groups=1 only)" % groups)
-    if pair(ctx, dilation, "dilation") != [1, 1]:
-        ctx.fail("dilation %s is not supported (1 only)" % list(dilation))
-    if x.shape[1] != w.shape[1]:
-        ctx.fail("input has %d channels, weight expects %d" % (x.shape[1],
-                                                               w.shape[1]))
+    if groups < 1 or x.shape[1] % groups or w.shape[0] % groups:
+        ctx.fail("groups=%d does not divide %d input and %d output channels"
+                 % (groups, x.shape[1], w.shape[0]))
+    if x.shape[1] != w.shape[1] * groups:
+        ctx.fail("input has %d channels, weight expects %d (groups=%d)" % (
+            x.shape[1], w.shape[1] * groups, groups))
     s = pair(ctx, stride, "stride")
     p = pair(ctx, padding, "padding")
-    out = [(x.shape[2 + i] + 2 * p[i] - w.shape[2 + i]) // s[i] + 1
-           for i in range(2)]
+    dl = pair(ctx, dilation, "dilation")
+    out = [(x.shape[2 + i] + 2 * p[i] - dl[i] * (w.shape[2 + i] - 1) - 1)
+           // s[i] + 1 for i in range(2)]
     if min(out) < 1:
         ctx.fail("the kernel does not fit the padded input")
-    return s, p, out
+    return s, p, dl, out
 
 
-def window_expr(out_dim, stride, kernel_dim):
-    return "d%d * %d + d%d" % (out_dim, stride, kernel_dim)
+def window_expr(out_dim, stride, kernel_dim, dilation=1):
+    if dilation == 1:
+        return "d%d * %d + d%d" % (out_dim, stride, kernel_dim)
+    return "d%d * %d + d%d * %d" % (out_dim, stride, kernel_dim, dilation)
 
 
 def channel_view(ctx, vector, rank):
@@ -49,18 +52,37 @@ def channel_view(ctx, vector, rank):
     return ctx.b.reshape(vector, (1, vector.shape[0]) + (1,) * (rank - 2))
 
 
+def grouped(ctx, value, groups, dim=1):
+    """Splits dim `dim` into (groups, size / groups)."""
+    shape = list(value.shape)
+    shape[dim:dim + 1] = [groups, shape[dim] // groups]
+    return ctx.b.reshape(value, shape)
+
+
+def ungrouped(ctx, value, dim=1):
+    """Merges dims (dim, dim + 1) back into one."""
+    shape = list(value.shape)
+    shape[dim:dim + 2] = [shape[dim] * shape[dim + 1]]
+    return ctx.b.reshape(value, shape)
+
+
 @converter("convolution")
 def convolution(ctx, x, w, bias, stride, padding, dilation, transposed,
                 output_padding, groups):
-    s, p, (oh, ow) = check_conv(ctx, x, w, stride, padding, dilation,
-                                transposed, groups)
+    s, p, dl, (oh, ow) = check_conv(ctx, x, w, stride, padding, dilation,
+                                    transposed, groups)
     n, f = x.shape[0], w.shape[0]
-    xp = ctx.b.pad(x, [0, 0, p[0], p[1]], [0, 0, p[0], p[1]], 0.0)
-    # loops (n, f, oh, ow, c, kh, kw)
+    xp = grouped(ctx, ctx.b.pad(x, [0, 0, p[0], p[1]], [0, 0, p[0], p[1]],
+                                0.0), groups)
+    wg = grouped(ctx, w, groups, 0)
+    # loops (n, g, f, oh, ow, c, kh, kw); c runs within the group
     out = ctx.b.contract(
-        xp, ["d0", "d4", window_expr(2, s[0], 5), window_expr(3, s[1], 6)],
-        w, ["d1", "d4", "d5", "d6"], (n, f, oh, ow),
-        ["d0", "d1", "d2", "d3"], 7, ["parallel"] * 4 + ["reduction"] * 3)
+        xp, ["d0", "d1", "d5", window_expr(3, s[0], 6, dl[0]),
+             window_expr(4, s[1], 7, dl[1])],
+        wg, ["d1", "d2", "d5", "d6", "d7"], (n, groups, f // groups, oh, ow),
+        ["d0", "d1", "d2", "d3", "d4"], 8,
+        ["parallel"] * 5 + ["reduction"] * 3)
+    out = ungrouped(ctx, out)
     if bias is None:
         return out
     return pointwise(ctx, [out, channel_view(ctx, bias, 4)], lambda b, v:
@@ -71,69 +93,92 @@ def convolution(ctx, x, w, bias, stride, padding, dilation, transposed,
 def convolution_backward(ctx, grad, x, w, bias_sizes, stride, padding,
                          dilation, transposed, output_padding, groups,
                          output_mask):
-    s, p, (oh, ow) = check_conv(ctx, x, w, stride, padding, dilation,
-                                transposed, groups)
-    n, c, h, wd = x.shape
-    f, _, kh, kw = w.shape
+    s, p, dl, (oh, ow) = check_conv(ctx, x, w, stride, padding, dilation,
+                                    transposed, groups)
+    f, cg, kh, kw = w.shape
     grad_input = grad_weight = grad_bias = None
     if output_mask[2]:
         grad_bias = ctx.b.sum(grad, [0, 2, 3])
     if output_mask[1]:
-        xp = ctx.b.pad(x, [0, 0, p[0], p[1]], [0, 0, p[0], p[1]], 0.0)
-        # loops (f, c, kh, kw, n, oh, ow)
-        grad_weight = ctx.b.contract(
-            grad, ["d4", "d0", "d5", "d6"], xp,
-            ["d4", "d1", window_expr(5, s[0], 2), window_expr(6, s[1], 3)],
-            (f, c, kh, kw), ["d0", "d1", "d2", "d3"], 7,
-            ["parallel"] * 4 + ["reduction"] * 3)
+        xp = grouped(ctx, ctx.b.pad(x, [0, 0, p[0], p[1]],
+                                    [0, 0, p[0], p[1]], 0.0), groups)
+        # loops (g, f, c, kh, kw, n, oh, ow)
+        grad_weight = ungrouped(ctx, ctx.b.contract(
+            grouped(ctx, grad, groups), ["d5", "d0", "d1", "d6", "d7"], xp,
+            ["d5", "d0", "d2", window_expr(6, s[0], 3, dl[0]),
+             window_expr(7, s[1], 4, dl[1])],
+            (groups, f // groups, cg, kh, kw), ["d0", "d1", "d2", "d3", "d4"],
+            8, ["parallel"] * 5 + ["reduction"] * 3), 0)
     if output_mask[0]:
-        grad_input = convolution_input_grad(ctx, grad, x, w, s, p, (oh, ow))
+        grad_input = convolution_input_grad(ctx, grad, x, w, s, p, dl,
+                                            (oh, ow), groups)
     return grad_input, grad_weight, grad_bias
 
 
-def convolution_input_grad(ctx, grad, x, w, s, p, out):
-    """The gradient of the padded input is a stride-1 correlation of the
-    zero-dilated, (K-1)-padded output gradient with the flipped kernel;
-    the padding is then cut off."""
+def convolution_input_grad(ctx, grad, x, w, s, p, dl, out, groups):
+    """The gradient of the padded input is a stride-1 correlation, dilated
+    like the forward, of the zero-dilated, (K'-1)-padded output gradient
+    (K' = the dilated kernel extent) with the flipped kernel; the padding
+    is then cut off."""
     n, c, h, wd = x.shape
-    f, _, kh, kw = w.shape
+    f, cg, kh, kw = w.shape
     kernel = (kh, kw)
-    rest = [(x.shape[2 + i] + 2 * p[i] - kernel[i]) % s[i] for i in range(2)]
-    spread = [(out[i] - 1) * s[i] + 1 + 2 * (kernel[i] - 1) + rest[i]
+    extent = [dl[i] * (kernel[i] - 1) + 1 for i in range(2)]
+    rest = [(x.shape[2 + i] + 2 * p[i] - extent[i]) % s[i] for i in range(2)]
+    spread = [(out[i] - 1) * s[i] + 1 + 2 * (extent[i] - 1) + rest[i]
               for i in range(2)]
     zeros = ctx.b.full((n, f, spread[0], spread[1]), 0.0)
-    dilated = ctx.b.insert_slice(grad, zeros, [0, 0, kh - 1, kw - 1],
+    dilated = ctx.b.insert_slice(grad, zeros,
+                                 [0, 0, extent[0] - 1, extent[1] - 1],
                                  [1, 1, s[0], s[1]])
     flipped = ctx.b.generic(
         4, ["parallel"] * 4,
         [(w, ["d0", "d1", "%d - d2" % (kh - 1), "%d - d3" % (kw - 1)])],
         [(ctx.b.empty(w.shape), ["d0", "d1", "d2", "d3"])],
         lambda b, ins, outs: [ins[0]])[0]
-    padded_shape = (n, c, h + 2 * p[0], wd + 2 * p[1])
-    # loops (n, c, i, j, f, kh, kw)
-    padded = ctx.b.contract(
-        dilated, ["d0", "d4", "d2 + d5", "d3 + d6"], flipped,
-        ["d4", "d1", "d5", "d6"], padded_shape, ["d0", "d1", "d2", "d3"], 7,
-        ["parallel"] * 4 + ["reduction"] * 3)
+    hp, wp = h + 2 * p[0], wd + 2 * p[1]
+    # loops (n, g, c, i, j, f, kh, kw)
+    padded = ungrouped(ctx, ctx.b.contract(
+        grouped(ctx, dilated, groups),
+        ["d0", "d1", "d5", window_expr(6, dl[0], 3), window_expr(
+            7, dl[1], 4)], grouped(ctx, flipped, groups, 0),
+        ["d1", "d5", "d2", "d6", "d7"], (n, groups, cg, hp, wp),
+        ["d0", "d1", "d2", "d3", "d4"], 8,
+        ["parallel"] * 5 + ["reduction"] * 3))
     if p == [0, 0]:
         return padded
     return ctx.b.extract_slice(padded, [0, 0, p[0], p[1]], [n, c, h, wd])
 
 
+def pool_output_size(size, kernel, stride, pad, ceil_mode):
+    """PyTorch's pooling output size: with ceil_mode a last window may
+    start in the right padding, never past it."""
+    span = size + 2 * pad - kernel
+    out = (span + (stride - 1 if ceil_mode else 0)) // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1
+    return out
+
+
 def check_pool(ctx, x, kernel, stride, padding, dilation, ceil_mode):
+    """(kernel, stride, padding, output size, extra right padding) of a
+    2-D pooling; the extra padding keeps ceil-mode windows in bounds."""
     if x.rank != 4:
-        ctx.fail("max_pool2d expects an NCHW input")
+        ctx.fail("2-D pooling expects an NCHW input")
     k = pair(ctx, kernel, "kernel_size")
     s = pair(ctx, stride, "stride") if stride else list(k)
     p = pair(ctx, padding, "padding")
     if pair(ctx, dilation, "dilation") != [1, 1]:
         ctx.fail("dilation %s is not supported (1 only)" % list(dilation))
-    if ceil_mode:
-        ctx.fail("ceil_mode=True is not supported")
     if p[0] * 2 > k[0] or p[1] * 2 > k[1]:
         ctx.fail("padding must be at most half the kernel size")
-    out = [(x.shape[2 + i] + 2 * p[i] - k[i]) // s[i] + 1 for i in range(2)]
-    return k, s, p, out
+    out = [pool_output_size(x.shape[2 + i], k[i], s[i], p[i], ceil_mode)
+           for i in range(2)]
+    if min(out) < 1:
+        ctx.fail("the window does not fit the padded input")
+    extra = [max(0, (out[i] - 1) * s[i] + k[i] - x.shape[2 + i] - 2 * p[i])
+             for i in range(2)]
+    return k, s, p, out, extra
 
 
 def index_expr(b, loop, scale, offset, minus=None):
@@ -165,10 +210,11 @@ def flat_position(b, row, col, width):
 @converter("max_pool2d_with_indices")
 def max_pool2d_with_indices(ctx, x, kernel_size, stride=(), padding=0,
                             dilation=1, ceil_mode=False):
-    k, s, p, (oh, ow) = check_pool(ctx, x, kernel_size, stride, padding,
-                                   dilation, ceil_mode)
+    k, s, p, (oh, ow), extra = check_pool(ctx, x, kernel_size, stride,
+                                          padding, dilation, ceil_mode)
     n, c, h, w = x.shape
-    xp = ctx.b.pad(x, [0, 0, p[0], p[1]], [0, 0, p[0], p[1]], float("-inf"))
+    xp = ctx.b.pad(x, [0, 0, p[0], p[1]],
+                   [0, 0, p[0] + extra[0], p[1] + extra[1]], float("-inf"))
     window = ctx.b.empty(tuple(k))
 
     def body(b, ins, outs):
@@ -203,8 +249,8 @@ def max_pool2d_with_indices(ctx, x, kernel_size, stride=(), padding=0,
 @converter("max_pool2d_with_indices_backward")
 def max_pool2d_with_indices_backward(ctx, grad, x, kernel_size, stride,
                                      padding, dilation, ceil_mode, indices):
-    k, s, p, (oh, ow) = check_pool(ctx, x, kernel_size, stride, padding,
-                                   dilation, ceil_mode)
+    k, s, p, (oh, ow), _ = check_pool(ctx, x, kernel_size, stride, padding,
+                                      dilation, ceil_mode)
     n, c, h, w = x.shape
     window = ctx.b.empty(tuple(k))
 
@@ -237,6 +283,137 @@ def max_pool2d_with_indices_backward(ctx, grad, x, kernel_size, stride,
     return ctx.b.generic(
         6, ["parallel"] * 4 + ["reduction"] * 2, [(window, ["d4", "d5"])],
         [(ctx.b.full(x.shape, 0.0), ["d0", "d1", "d2", "d3"])], body)[0]
+
+
+def pooling_matrix(ctx, windows, size, divisors):
+    """(len(windows), size) constant: row i is 1 / divisors[i] over the
+    input positions [start, end) of window i (positions outside the input
+    are padding and contribute nothing)."""
+    values = []
+    for (start, end), divisor in zip(windows, divisors):
+        values += [1.0 / divisor if start <= j < end else 0.0
+                   for j in range(size)]
+    return ctx.b.dense_constant(values, (len(windows), size))
+
+
+def separable_pool(ctx, x, rows, cols):
+    """out[n, c, i, j] = sum_h sum_w rows[i, h] x[n, c, h, w] cols[j, w]:
+    an average pool whose divisor is a product of a row and a column
+    factor (every avg_pool2d and adaptive_avg_pool2d divisor is)."""
+    n, c, h, w = x.shape
+    oh, ow = rows.shape[0], cols.shape[0]
+    # loops (n, c, i, w, h), then (n, c, i, j, w)
+    by_rows = ctx.b.contract(rows, ["d2", "d4"], x, ["d0", "d1", "d4", "d3"],
+                             (n, c, oh, w), ["d0", "d1", "d2", "d3"], 5,
+                             ["parallel"] * 4 + ["reduction"])
+    return ctx.b.contract(by_rows, ["d0", "d1", "d2", "d4"], cols,
+                          ["d3", "d4"], (n, c, oh, ow),
+                          ["d0", "d1", "d2", "d3"], 5,
+                          ["parallel"] * 4 + ["reduction"])
+
+
+def transposed_pool(ctx, grad, rows, cols):
+    """The adjoint of separable_pool: grad_x = rows^T grad cols."""
+    n, c, oh, ow = grad.shape
+    h, w = rows.shape[1], cols.shape[1]
+    # loops (n, c, h, j, i), then (n, c, h, w, j)
+    by_rows = ctx.b.contract(rows, ["d4", "d2"], grad,
+                             ["d0", "d1", "d4", "d3"], (n, c, h, ow),
+                             ["d0", "d1", "d2", "d3"], 5,
+                             ["parallel"] * 4 + ["reduction"])
+    return ctx.b.contract(by_rows, ["d0", "d1", "d2", "d4"], cols,
+                          ["d4", "d3"], (n, c, h, w),
+                          ["d0", "d1", "d2", "d3"], 5,
+                          ["parallel"] * 4 + ["reduction"])
+
+
+def avg_pool_factors(ctx, x, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override):
+    """The row and column pooling matrices of avg_pool2d, with PyTorch's
+    divisor: the window clipped to the padded input (count_include_pad)
+    or to the input, or divisor_override split as override * 1."""
+    k, s, p, out, _ = check_pool(ctx, x, kernel_size, stride, padding, 1,
+                                 ceil_mode)
+    if divisor_override is not None and divisor_override <= 0:
+        ctx.fail("divisor_override must be positive")
+    factors = []
+    for axis in range(2):
+        size = x.shape[2 + axis]
+        windows, divisors = [], []
+        for i in range(out[axis]):
+            start = i * s[axis] - p[axis]
+            end = min(start + k[axis], size + p[axis])
+            padded_length = end - start
+            start, end = max(start, 0), min(end, size)
+            windows.append((start, end))
+            if divisor_override is not None:
+                divisors.append(divisor_override if axis == 0 else 1)
+            elif count_include_pad:
+                divisors.append(padded_length)
+            else:
+                divisors.append(end - start)
+        factors.append(pooling_matrix(ctx, windows, size, divisors))
+    return factors
+
+
+@converter("avg_pool2d")
+def avg_pool2d(ctx, x, kernel_size, stride=(), padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    rows, cols = avg_pool_factors(ctx, x, kernel_size, stride, padding,
+                                  ceil_mode, count_include_pad,
+                                  divisor_override)
+    return separable_pool(ctx, x, rows, cols)
+
+
+@converter("avg_pool2d_backward")
+def avg_pool2d_backward(ctx, grad, x, kernel_size, stride, padding,
+                        ceil_mode, count_include_pad, divisor_override):
+    rows, cols = avg_pool_factors(ctx, x, kernel_size, stride, padding,
+                                  ceil_mode, count_include_pad,
+                                  divisor_override)
+    return transposed_pool(ctx, grad, rows, cols)
+
+
+def adaptive_factors(ctx, x, output_size):
+    """Window i of an adaptive pool covers [floor(i * H / O),
+    ceil((i + 1) * H / O)), as in PyTorch."""
+    if x.rank != 4:
+        ctx.fail("adaptive 2-D pooling expects an NCHW input")
+    out = pair(ctx, output_size, "output_size")
+    factors = []
+    for axis in range(2):
+        size, o = x.shape[2 + axis], out[axis]
+        if o is None:
+            o = size
+        windows = [(i * size // o, -(-(i + 1) * size // o))
+                   for i in range(o)]
+        factors.append(pooling_matrix(ctx, windows, size,
+                                      [end - start for start, end in windows]))
+    return factors
+
+
+@converter("_adaptive_avg_pool2d", "adaptive_avg_pool2d")
+def adaptive_avg_pool2d(ctx, x, output_size):
+    rows, cols = adaptive_factors(ctx, x, output_size)
+    return separable_pool(ctx, x, rows, cols)
+
+
+@converter("_adaptive_avg_pool2d_backward")
+def adaptive_avg_pool2d_backward(ctx, grad, x):
+    rows, cols = adaptive_factors(ctx, x, grad.shape[2:])
+    return transposed_pool(ctx, grad, rows, cols)
+
+
+@converter("empty", "empty_strided")
+def empty(ctx, size, *stride, dtype=None, **kwargs):
+    from gradcomm.torch.ops.elementwise import element_type
+    return ctx.b.empty(tuple(size), element_type(ctx, dtype, "f32"))
+
+
+@converter("new_empty", "new_empty_strided")
+def new_empty(ctx, x, size, *stride, dtype=None, **kwargs):
+    from gradcomm.torch.ops.elementwise import element_type
+    return ctx.b.empty(tuple(size), element_type(ctx, dtype, x.dtype))
 
 
 def clamped_row(b, value, rows):

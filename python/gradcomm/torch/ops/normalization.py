@@ -11,23 +11,33 @@ def divide(ctx, a, count):
         "arith.divf", v[0], b.const(float(count))))
 
 
+def narrow(ctx, wide):
+    """An f64 tensor rounded to f32."""
+    return pointwise(ctx, [wide], lambda b, v: v[0], "f64", "f32")
+
+
 def batch_statistics(ctx, x, eps):
-    """(mean, biased variance sum, invstd), each (C,)."""
+    """(mean, biased variance sum, invstd, count): mean and invstd f32,
+    the variance sum f64. As PyTorch's CPU kernel: the sums, the mean and
+    invstd in double (two passes), rounded to float at the end."""
     dims = [0] + list(range(2, x.rank))
     count = x.numel() // x.shape[1]
-    mean = divide(ctx, ctx.b.sum(x, dims), count)
-    centered = pointwise(ctx, [x, channel_view(ctx, mean, x.rank)],
-                         lambda b, v: b.binary("arith.subf", v[0], v[1]))
-    squares = pointwise(ctx, [centered], lambda b, v: b.binary(
-        "arith.mulf", v[0], v[0]))
-    var_sum = ctx.b.sum(squares, dims)
+    mean = pointwise(ctx, [ctx.b.wide_sum([x], dims)], lambda b, v: b.binary(
+        "arith.divf", v[0], b.const(float(count), "f64"), "f64"), "f64")
+    var_sum = ctx.b.wide_sum(
+        [x, channel_view(ctx, mean, x.rank)], dims, lambda b, v: b.binary(
+            "arith.mulf", b.binary("arith.subf", v[0], v[1], "f64"),
+            b.binary("arith.subf", v[0], v[1], "f64"), "f64"))
 
     def invstd(b, v):
-        var = b.binary("arith.divf", v[0], b.const(float(count)))
-        return b.binary("arith.divf", b.const(1.0), b.unary(
-            "math.sqrt", b.binary("arith.addf", var, b.const(eps))))
+        var = b.binary("arith.divf", v[0], b.const(float(count), "f64"),
+                       "f64")
+        root = b.unary("math.sqrt", b.binary("arith.addf", var, b.const(
+            eps, "f64"), "f64"), "f64")
+        return b.binary("arith.divf", b.const(1.0, "f64"), root, "f64")
 
-    return mean, var_sum, pointwise(ctx, [var_sum], invstd), count
+    return (narrow(ctx, mean), var_sum,
+            pointwise(ctx, [var_sum], invstd, "f64", "f32"), count)
 
 
 def affine_normalized(b, v, has_weight, has_bias):
@@ -53,6 +63,13 @@ def normalize(ctx, x, mean, invstd, weight, bias):
 
 
 def moving_average(ctx, running, value, momentum, scale=1.0):
+    """momentum * value * scale + (1 - momentum) * running; value may be
+    f64 (the variance sum), the result is f32."""
+    if value.dtype == "f64":
+        value = pointwise(ctx, [value], lambda b, v: b.binary(
+            "arith.mulf", v[0], b.const(scale, "f64"), "f64"), "f64", "f32")
+        scale = 1.0
+
     def body(b, v):
         new = b.binary("arith.mulf", b.const(momentum), v[1])
         if scale != 1.0:
@@ -127,27 +144,34 @@ def native_batch_norm_backward(ctx, grad, x, weight, running_mean,
     count = x.numel() // x.shape[1]
     mean_v = channel_view(ctx, save_mean, rank)
     invstd_v = channel_view(ctx, save_invstd, rank)
-    grad_sum = ctx.b.sum(grad, dims)
-    products = pointwise(ctx, [grad, x, mean_v], lambda b, v: b.binary(
-        "arith.mulf", v[0], b.binary("arith.subf", v[1], v[2])))
-    dot = ctx.b.sum(products, dims)
+    # The two channel sums in double, as PyTorch's CPU kernel.
+    grad_sum = ctx.b.wide_sum([grad], dims)
+    dot = ctx.b.wide_sum([grad, x, mean_v], dims, lambda b, v: b.binary(
+        "arith.mulf", v[0], b.binary("arith.subf", v[1], v[2], "f64"), "f64"))
     grad_input = grad_weight = grad_bias = None
     if output_mask[0]:
+        n = float(count)
+
+        def k_body(b, v):  # dot * invstd^2 / N, in double
+            inv = v[1]
+            return b.binary("arith.divf", b.binary("arith.mulf", b.binary(
+                "arith.mulf", v[0], inv, "f64"), inv, "f64"),
+                b.const(n, "f64"), "f64")
+
+        k = pointwise(ctx, [dot, save_invstd], k_body, "f64", "f32")
+        mean_g = pointwise(ctx, [grad_sum], lambda b, v: b.binary(
+            "arith.divf", v[0], b.const(n, "f64"), "f64"), "f64", "f32")
         operands = [grad, x, mean_v, invstd_v,
-                    channel_view(ctx, grad_sum, rank),
-                    channel_view(ctx, dot, rank)]
+                    channel_view(ctx, mean_g, rank),
+                    channel_view(ctx, k, rank)]
         if weight is not None:
             operands.append(channel_view(ctx, weight, rank))
 
         def body(b, v):
-            g, xv, m, inv, gs, dp = v[:6]
-            n = b.const(float(count))
-            k = b.binary("arith.divf", b.binary("arith.mulf", b.binary(
-                "arith.mulf", dp, inv), inv), n)
-            mean_g = b.binary("arith.divf", gs, n)
+            g, xv, m, inv, mg, kv = v[:6]
             centered = b.binary("arith.subf", xv, m)
-            out = b.binary("arith.subf", b.binary("arith.subf", g, mean_g),
-                           b.binary("arith.mulf", centered, k))
+            out = b.binary("arith.subf", b.binary("arith.subf", g, mg),
+                           b.binary("arith.mulf", centered, kv))
             out = b.binary("arith.mulf", out, inv)
             if weight is not None:
                 out = b.binary("arith.mulf", out, v[6])
@@ -156,9 +180,9 @@ def native_batch_norm_backward(ctx, grad, x, weight, running_mean,
         grad_input = pointwise(ctx, operands, body)
     if output_mask[1]:
         grad_weight = pointwise(ctx, [dot, save_invstd], lambda b, v: b.binary(
-            "arith.mulf", v[0], v[1]))
+            "arith.mulf", v[0], v[1], "f64"), "f64", "f32")
     if output_mask[2]:
-        grad_bias = grad_sum
+        grad_bias = narrow(ctx, grad_sum)
     return grad_input, grad_weight, grad_bias
 
 

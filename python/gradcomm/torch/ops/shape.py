@@ -206,3 +206,50 @@ def slice_backward(ctx, grad, input_sizes, d, start, end, step):
     strides = [1] * len(input_sizes)
     strides[d] = step
     return scatter_into_zeros(ctx, grad, input_sizes, offsets, strides)
+
+
+def contiguous_strides(shape):
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.insert(0, step)
+        step *= size
+    return strides
+
+
+def check_dense_view(ctx, base, size, stride, offset):
+    """as_strided views the exporter supports: a contiguous window of the
+    base's elements (what functionalization and reductions with keepdim
+    produce); a dimension of size 1 may have any stride."""
+    offset = offset or 0
+    wanted = contiguous_strides(size)
+    if any(sz != 1 and st != want for sz, st, want in zip(size, stride,
+                                                          wanted)):
+        ctx.fail("as_strided with strides %s over size %s is not a "
+                 "contiguous view (only those are supported)" %
+                 (list(stride), list(size)))
+    count = 1
+    for sz in size:
+        count *= sz
+    if offset < 0 or offset + count > base.numel():
+        ctx.fail("as_strided reads outside its base")
+    return offset, count
+
+
+@converter("as_strided")
+def as_strided(ctx, base, size, stride, storage_offset=None):
+    offset, count = check_dense_view(ctx, base, size, stride, storage_offset)
+    flat = ctx.b.reshape(base, (base.numel(),))
+    if count != base.numel():
+        flat = ctx.b.extract_slice(flat, [offset], [count])
+    return ctx.b.reshape(flat, tuple(size))
+
+
+@converter("as_strided_scatter")
+def as_strided_scatter(ctx, base, src, size, stride, storage_offset=None):
+    offset, count = check_dense_view(ctx, base, size, stride, storage_offset)
+    flat_src = ctx.b.reshape(src, (count,))
+    if count == base.numel():
+        return ctx.b.reshape(flat_src, base.shape)
+    flat = ctx.b.reshape(base, (base.numel(),))
+    return ctx.b.reshape(ctx.b.insert_slice(flat_src, flat, [offset]),
+                         base.shape)

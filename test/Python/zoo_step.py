@@ -1,0 +1,256 @@
+"""The model zoo (examples/pytorch/zoo.py) through gradcomm-export and
+gradcomm-compile, and the numerics of a compiled dense step.
+
+  zoo_step.py build --bin BIN --work DIR [--strategy S] MODEL...
+      exports and compiles every MODEL (a shared library each); fails
+      naming each model that does not export or compile.
+
+  zoo_step.py numerics --bin BIN --mpiexec MPIEXEC --work DIR --ranks R
+                       --steps S MODEL...
+      compiles MODEL's dense step for R ranks, runs S steps under mpiexec
+      and compares rank 0's parameters and buffers with eager PyTorch in
+      float64 (the reference) and in float32. The criterion (docs/export.md):
+      the compiled step's worst error relative to each tensor's largest
+      magnitude is at most 2x eager float32's, against the same reference.
+      Dropout and stochastic depth are set to 0 first: their masks come
+      from another generator than PyTorch's (docs/export.md).
+
+  zoo_step.py run ... (internal: one rank of `numerics`, under mpiexec)
+"""
+
+import argparse
+import copy
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path[:0] = [os.path.join(ROOT, "python"),
+                os.path.join(ROOT, "examples", "pytorch")]
+
+import zoo  # noqa: E402
+from gradcomm.mlir import ExportError  # noqa: E402
+from gradcomm.torch import optim  # noqa: E402
+from gradcomm.torch.export import (export_step, functional_call,  # noqa
+                                   initial_values)
+
+LR = 0.05
+MOMENTUM = 0.9
+
+
+def optimizer():
+    return optim.make("sgd", momentum=MOMENTUM)
+
+
+def deterministic(spec):
+    """The spec with dropout and stochastic depth off (p = 0)."""
+    for module in spec.model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+        if type(module).__name__ == "StochasticDepth":
+            module.p = 0.0
+        if hasattr(module, "dropout") and isinstance(module.dropout, float):
+            module.dropout = 0.0  # nn.MultiheadAttention
+    return spec
+
+
+def batch(spec, total, step):
+    generator = torch.Generator().manual_seed(1000 + step)
+    if spec.input_dtype == torch.int64:
+        vocab = spec.model.token.num_embeddings
+        x = torch.randint(0, vocab, (total,) + spec.input_shape,
+                          generator=generator)
+        y = torch.randint(0, vocab, (total,) + spec.target_shape,
+                          generator=generator)
+    else:
+        x = torch.randn((total,) + spec.input_shape, generator=generator)
+        y = torch.randint(0, zoo.CLASSES, (total,) + spec.target_shape,
+                          generator=generator)
+    return x, y
+
+
+def export_and_compile(name, work, bin_dir, batch_size, ranks, strategy,
+                       extra=()):
+    """(manifest path, library path, export s, compile s)."""
+    spec = getattr(zoo, name)()
+    if strategy == "dense-numerics":
+        spec = deterministic(spec)
+        strategy = "dense"
+    start = time.time()
+    exported = export_step(spec, batch_size, ranks, optimizer(), lr=LR)
+    mlir = os.path.join(work, name + ".mlir")
+    exported.write(mlir)
+    exported_at = time.time()
+    library = os.path.join(work, "lib%s.so" % name)
+    subprocess.run([os.path.join(bin_dir, "gradcomm-compile"), mlir, "-o",
+                    library, "--emit=shared", "--strategy=" + strategy] +
+                   list(extra), check=True)
+    return (mlir[:-5] + ".json", library, exported_at - start,
+            time.time() - exported_at)
+
+
+def build(args):
+    os.makedirs(args.work, exist_ok=True)
+    failed = []
+    extra = ["--ratio=100"] if args.strategy == "scalecom" else []
+    for name in args.models:
+        try:
+            _, _, export_s, compile_s = export_and_compile(
+                name, args.work, args.bin, 2, 2, args.strategy, extra)
+            print("%-20s export %5.1f s, compile (%s) %5.1f s" % (
+                name, export_s, args.strategy, compile_s), flush=True)
+        except (ExportError, subprocess.CalledProcessError) as error:
+            print("%-20s FAILED: %s" % (name, error), flush=True)
+            failed.append(name)
+    if failed:
+        print("not built: " + ", ".join(failed))
+        return 1
+    return 0
+
+
+def run(args):
+    """One rank: S compiled steps on this rank's slice of each batch."""
+    from gradcomm.runner import CompiledStep
+
+    with open(args.manifest) as f:
+        manifest = json.load(f)
+    spec = deterministic(getattr(zoo, args.model)())
+    step = CompiledStep(args.library, manifest)
+    rank, b = step.rank(), manifest["batch"]
+    values = initial_values(spec.model, optimizer())
+    for s in range(args.steps):
+        x, y = batch(spec, b * manifest["ranks"], s)
+        values["input"] = x[rank * b:(rank + 1) * b].numpy()
+        values["target"] = y[rank * b:(rank + 1) * b].numpy()
+        outputs = step(values)
+        outputs.pop("loss")
+        values.update(outputs)
+    step.close()
+    names = [n for n, _ in spec.model.named_parameters()] + [
+        n for n, v in spec.model.named_buffers() if v.is_floating_point()]
+    np.savez(os.path.join(args.work, "%s.rank%d.npz" % (args.model, rank)),
+             **{n: values[n] for n in names})
+    return 0
+
+
+def eager(spec, dtype, ranks, batch_size, steps):
+    """Data-parallel eager steps in `dtype`: rank gradients averaged,
+    torch.optim.SGD; returns rank 0's parameters and buffers."""
+    model = copy.deepcopy(spec.model).to(dtype)
+    params = {n: p.detach().clone().requires_grad_(True)
+              for n, p in model.named_parameters()}
+    buffers = [{n: v.detach().clone() for n, v in model.named_buffers()}
+               for _ in range(ranks)]
+    sgd = torch.optim.SGD(list(params.values()), lr=LR, momentum=MOMENTUM)
+    for s in range(steps):
+        x, y = batch(spec, batch_size * ranks, s)
+        if x.is_floating_point():
+            x = x.to(dtype)
+        grads = [torch.zeros_like(p) for p in params.values()]
+        for r in range(ranks):
+            state = dict(params)
+            state.update(buffers[r])
+            part = slice(r * batch_size, (r + 1) * batch_size)
+            loss = spec.loss_fn(functional_call(model, state, (x[part],)),
+                                y[part])
+            for acc, g in zip(grads, torch.autograd.grad(
+                    loss, list(params.values()))):
+                acc += g
+        for p, g in zip(params.values(), grads):
+            p.grad = g / ranks
+        sgd.step()
+    result = {n: p.detach().double().numpy() for n, p in params.items()}
+    result.update({n: v.double().numpy() for n, v in buffers[0].items()
+                   if v.is_floating_point()})
+    return result
+
+
+# Tensors whose reference is near zero everywhere (a running mean after a
+# normalized 1x1 map is zero up to rounding) are judged against this
+# absolute scale instead of their own magnitude.
+SCALE_FLOOR = 1e-4
+
+
+def worst_error(actual, reference):
+    """(largest error relative to the tensor's largest magnitude, name)."""
+    worst, worst_name = 0.0, None
+    for name, want in reference.items():
+        got = np.asarray(actual[name], dtype=np.float64)
+        scale = max(float(np.max(np.abs(want))) if want.size else 0.0,
+                    SCALE_FLOOR)
+        error = float(np.max(np.abs(got - want))) / scale if want.size else 0
+        if error >= worst:
+            worst, worst_name = error, name
+    return worst, worst_name
+
+
+def numerics(args):
+    os.makedirs(args.work, exist_ok=True)
+    failed = []
+    for name in args.models:
+        manifest, library, _, _ = export_and_compile(
+            name, args.work, args.bin, args.batch, args.ranks,
+            "dense-numerics")
+        subprocess.run(["timeout", "600", args.mpiexec, "-n",
+                        str(args.ranks), sys.executable, __file__, "run",
+                        "--model", name, "--manifest", manifest,
+                        "--library", library, "--steps", str(args.steps),
+                        "--work", args.work], check=True)
+        compiled = dict(np.load(os.path.join(args.work,
+                                             "%s.rank0.npz" % name)))
+        spec = deterministic(getattr(zoo, name)())
+        reference = eager(spec, torch.float64, args.ranks, args.batch,
+                          args.steps)
+        float32 = eager(spec, torch.float32, args.ranks, args.batch,
+                        args.steps)
+        ours, ours_at = worst_error(compiled, reference)
+        theirs, theirs_at = worst_error(float32, reference)
+        ratio = ours / max(theirs, 1e-30)
+        ok = ours <= 2.0 * theirs + 1e-7
+        print("%-20s %d ranks, %d steps: compiled %.3g (%s), eager float32 "
+              "%.3g (%s), ratio %.2f %s" % (
+                  name, args.ranks, args.steps, ours, ours_at, theirs,
+                  theirs_at, ratio, "ok" if ok else "FAIL"), flush=True)
+        if not ok:
+            failed.append(name)
+    if failed:
+        print("numerics criterion missed: " + ", ".join(failed))
+        return 1
+    return 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("build")
+    p.add_argument("--bin", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--strategy", default="scalecom")
+    p.add_argument("models", nargs="*", default=zoo.ZOO)
+    p = sub.add_parser("numerics")
+    p.add_argument("--bin", required=True)
+    p.add_argument("--mpiexec", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--ranks", type=int, default=1)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("models", nargs="+")
+    p = sub.add_parser("run")
+    p.add_argument("--model", required=True)
+    p.add_argument("--manifest", required=True)
+    p.add_argument("--library", required=True)
+    p.add_argument("--steps", type=int, required=True)
+    p.add_argument("--work", required=True)
+    args = parser.parse_args()
+    return {"build": build, "numerics": numerics, "run": run}[args.command](
+        args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
