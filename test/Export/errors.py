@@ -1,8 +1,14 @@
-# An op without a converter: the ATen op, the module it is in and the
-# argument shapes, no traceback.
+# Ops without a converter: one report of all of them (op, count, the first
+# module it is in, the argument shapes), no traceback, nothing written.
+# RUN: rm -f %t.mlir %t.json
 # RUN: not gradcomm-export %S/Inputs/small.py:cumulative --batch 3 -o %t.mlir 2>&1 | FileCheck %s --check-prefix=OP
-# OP: gradcomm-export: error: aten.cumsum (cumsum, in module 'Cumulative'): no converter for this op (see docs/export.md, 'Adding an op'); arguments: f32 [3, 2], 1
+# OP: gradcomm-export: error: 4 unsupported op use(s) in 2 group(s); nothing written:
+# OP-NEXT: aten.cumsum x2 (first in module 'Cumulative'): no converter for this op (see docs/export.md, 'Adding an op'); arguments: f32 [3, 2], 1
+# OP-NEXT: aten.flip x2 (first outside the model's modules: backward pass or optimizer): no converter for this op (see docs/export.md, 'Adding an op'); arguments: f32 [3, 2], [1]
 # OP-NOT: Traceback
+# RUN: not test -e %t.mlir
+# RUN: not test -e %t.json
+
 
 # RUN: not gradcomm-export %S/Inputs/small.py:unused --batch 2 -o %t.mlir 2>&1 | FileCheck %s --check-prefix=UNUSED
 # UNUSED: gradcomm-export: error: parameter 'spare.weight' does not affect the loss (freeze it: requires_grad_(False))

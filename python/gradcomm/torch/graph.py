@@ -141,7 +141,7 @@ def trace(fn, args, model=None):
     try:
         with stack.attached(model) if model is not None else \
                 contextlib.nullcontext(), math_attention():
-            gm = make_fx(fn)(*args)
+            gm = make_fx(fn, decomposition_table=decompositions())(*args)
         if not can_functionalize():
             return gm
         replaying[0] = True
@@ -234,6 +234,8 @@ class GraphConverter:
         and cause, with a count, the first place and its arguments."""
         if not self.refused:
             return
+        if len(self.refused) == 1:
+            raise ExportError(str(self.refused[0]))
         groups = {}
         for error in self.refused:
             key = (error.op, error.cause)
@@ -245,7 +247,6 @@ class GraphConverter:
         for (op, cause), (first, count) in groups.items():
             lines.append("  aten.%s x%d (first %s): %s; arguments: %s" % (
                 op, count, first.place, cause, first.arguments))
-        lines.append("See docs/export.md, 'Adding an op'.")
         raise ExportError("\n".join(lines))
 
     def dropout_seed(self):
@@ -298,7 +299,8 @@ class GraphConverter:
         try:
             try:
                 if fn is None:
-                    ctx.fail("no converter for this op")
+                    ctx.fail("no converter for this op (see docs/export.md, "
+                             "'Adding an op')")
                 result = fn(ctx, *args, **kwargs)
             except OpError:
                 raise

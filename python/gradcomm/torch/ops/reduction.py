@@ -17,13 +17,33 @@ def float_input(ctx, a, what):
         ctx.fail("%s of a %s tensor is not supported" % (what, a.dtype))
 
 
+# Sums of at least this many terms accumulate in f64, rounded once at the
+# end. A float accumulator's error grows with the count, where PyTorch's
+# CPU sum (cascade summation) stays near one rounding; in double ours
+# stays below PyTorch's for any count a step sees. Shorter sums keep f32
+# (their error is PyTorch's own order).
+WIDE_SUM_TERMS = 256
+
+
+def accurate_sum(ctx, a, dims, keepdim=False):
+    """sum(a, dims) within about one f32 rounding of the exact sum."""
+    terms = 1
+    for d in dims:
+        terms *= a.shape[d]
+    if terms < WIDE_SUM_TERMS:
+        return ctx.b.sum(a, dims, keepdim)
+    wide = ctx.b.wide_sum([a], dims, keepdim=keepdim)
+    return ctx.b.map(wide.shape, [wide], lambda b, v: b.cast(
+        "arith.truncf", v[0], "f64", "f32"))
+
+
 @converter("sum")
 def sum_(ctx, a, dims=None, keepdim=False, dtype=None):
     float_input(ctx, a, "sum")
     element_type(ctx, dtype, "f32")
     if a.rank == 0:
         return a
-    return ctx.b.sum(a, reduced_dims(ctx, a, dims), keepdim)
+    return accurate_sum(ctx, a, reduced_dims(ctx, a, dims), keepdim)
 
 
 @converter("mean")

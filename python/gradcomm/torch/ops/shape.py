@@ -250,6 +250,9 @@ def as_strided_scatter(ctx, base, src, size, stride, storage_offset=None):
     flat_src = ctx.b.reshape(src, (count,))
     if count == base.numel():
         return ctx.b.reshape(flat_src, base.shape)
-    flat = ctx.b.reshape(base, (base.numel(),))
+    # Into a copy: an insert_slice into the base itself could be
+    # bufferized in place into a function argument.
+    flat = ctx.b.map((base.numel(),), [ctx.b.reshape(base, (base.numel(),))],
+                     lambda b, v: v[0], base.dtype)
     return ctx.b.reshape(ctx.b.insert_slice(flat_src, flat, [offset]),
                          base.shape)
