@@ -345,7 +345,8 @@ def main():
                             1e-30)
                 finite = np.isfinite(want)
                 same_inf = np.array_equal(np.isfinite(have), finite) and \
-                    np.array_equal(have[~finite], want[~finite])
+                    np.array_equal(have[~finite], want[~finite],
+                                   equal_nan=True)
                 error = float(np.max(np.abs(have[finite] - want[finite]))) \
                     / scale if finite.any() else 0.0
                 ok = same_inf and error <= TOLERANCE
