@@ -8,7 +8,7 @@ statistics) on the test set (the last 10 % of the text).
   gradcomm-export examples/pytorch/models.py:cnn --batch 32 --ranks 4 \\
       --momentum 0.9 --lr 0.05 -o cnn.mlir
   gradcomm-compile cnn.mlir -o libcnn.so --emit=shared --strategy=scalecom
-  mpiexec.mpich -n 4 /usr/bin/python3 examples/pytorch/train.py \\
+  mpiexec.mpich -n 4 .venv/bin/python examples/pytorch/train.py \\
       --model cnn --library ./libcnn.so --manifest cnn.json --epochs 1
 
 For the gossip study (scripts/gossip_study.sh MODEL=cnn), as the C++

@@ -1,7 +1,7 @@
 """Fashion-MNIST CNN in plain PyTorch DDP (gloo), with its gradient
 communication by GradComm: one line, `register_comm_hook`.
 
-  mpiexec.mpich -n 4 /usr/bin/python3 examples/pytorch/train_fmnist.py \\
+  mpiexec.mpich -n 4 .venv/bin/python examples/pytorch/train_fmnist.py \\
       --comm scalecom --ratio 100
 
 --comm: ddp (DDP's own all-reduce), dense, scalecom, local-topk (hooks), or
