@@ -96,6 +96,22 @@ def broadcast_results(shape, out_shape):
     return results
 
 
+def reduction_loops(shape, dims, keepdim):
+    """(result shape, result map, iterator types) of a reduction of a
+    tensor of `shape` over `dims`, keeping them as size 1 with keepdim."""
+    rank = len(shape)
+    dims = sorted(set(d % max(rank, 1) for d in dims))
+    if keepdim:
+        out_shape = tuple(1 if i in dims else shape[i] for i in range(rank))
+        out_map = ["0" if i in dims else dim(i) for i in range(rank)]
+    else:
+        out_shape = tuple(shape[i] for i in range(rank) if i not in dims)
+        out_map = [dim(i) for i in range(rank) if i not in dims]
+    iterators = ["reduction" if i in dims else "parallel"
+                 for i in range(rank)]
+    return out_shape, out_map, iterators
+
+
 def broadcast_shape(*shapes):
     rank = max(len(s) for s in shapes)
     out = []
@@ -281,19 +297,10 @@ class Builder:
     def reduce(self, value, dims, keepdim, init_value, combine, dtype=None):
         """Reduces `value` over `dims` with combine(body, acc, x)."""
         dtype = dtype or value.dtype
-        dims = sorted(set(d % max(value.rank, 1) for d in dims))
         rank = value.rank
-        kept = [i for i in range(rank) if i not in dims]
-        out_shape = tuple(1 if i in dims else value.shape[i]
-                          for i in range(rank)) if keepdim else tuple(
-                              value.shape[i] for i in kept)
-        if keepdim:
-            out_map = ["0" if i in dims else dim(i) for i in range(rank)]
-        else:
-            out_map = [dim(i) for i in kept]
+        out_shape, out_map, iterators = reduction_loops(value.shape, dims,
+                                                        keepdim)
         init = self.full(out_shape, init_value, dtype)
-        iterators = ["reduction" if i in dims else "parallel"
-                     for i in range(rank)]
         return self.generic(
             rank, iterators, [(value, [dim(i) for i in range(rank)])],
             [(init, out_map)],
@@ -311,18 +318,8 @@ class Builder:
         norm's statistics and gradients), and so must we to match them."""
         shape = operands[0].shape
         rank = len(shape)
-        dims = sorted(set(d % max(rank, 1) for d in dims))
-        kept = [i for i in range(rank) if i not in dims]
-        if keepdim:
-            out_shape = tuple(1 if i in dims else shape[i]
-                              for i in range(rank))
-            out_map = ["0" if i in dims else dim(i) for i in range(rank)]
-        else:
-            out_shape = tuple(shape[i] for i in kept)
-            out_map = [dim(i) for i in kept]
+        out_shape, out_map, iterators = reduction_loops(shape, dims, keepdim)
         init = self.full(out_shape, 0.0, "f64")
-        iterators = ["reduction" if i in dims else "parallel"
-                     for i in range(rank)]
         inputs = [(t, broadcast_results(t.shape, shape)) for t in operands]
 
         def body(b, ins, outs):
@@ -334,6 +331,11 @@ class Builder:
 
         return self.generic(rank, iterators, inputs, [(init, out_map)],
                             body)[0]
+
+    def narrow(self, value):
+        """An f64 tensor rounded to f32."""
+        return self.map(value.shape, [value], lambda b, v: b.cast(
+            "arith.truncf", v[0], "f64", "f32"))
 
     def permute(self, value, perm):
         """result[i0..] = value[...] with result dim k = value dim perm[k]."""

@@ -6,6 +6,7 @@ loop range, as upstream's linalg.pooling_* ops do."""
 
 from gradcomm.torch.ops import converter
 from gradcomm.torch.ops.elementwise import pointwise
+from gradcomm.torch.ops.reduction import accurate_sum
 
 
 def pair(ctx, value, name):
@@ -98,7 +99,6 @@ def convolution_backward(ctx, grad, x, w, bias_sizes, stride, padding,
     f, cg, kh, kw = w.shape
     grad_input = grad_weight = grad_bias = None
     if output_mask[2]:
-        from gradcomm.torch.ops.reduction import accurate_sum
         grad_bias = accurate_sum(ctx, grad, [0, 2, 3])
     if output_mask[1]:
         xp = grouped(ctx, ctx.b.pad(x, [0, 0, p[0], p[1]],

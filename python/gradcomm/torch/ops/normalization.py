@@ -11,11 +11,6 @@ def divide(ctx, a, count):
         "arith.divf", v[0], b.const(float(count))))
 
 
-def narrow(ctx, wide):
-    """An f64 tensor rounded to f32."""
-    return pointwise(ctx, [wide], lambda b, v: v[0], "f64", "f32")
-
-
 def batch_statistics(ctx, x, eps):
     """(mean, biased variance sum, invstd, count): mean and invstd f32,
     the variance sum f64. As PyTorch's CPU kernel: the sums, the mean and
@@ -36,7 +31,7 @@ def batch_statistics(ctx, x, eps):
             eps, "f64"), "f64"), "f64")
         return b.binary("arith.divf", b.const(1.0, "f64"), root, "f64")
 
-    return (narrow(ctx, mean), var_sum,
+    return (ctx.b.narrow(mean), var_sum,
             pointwise(ctx, [var_sum], invstd, "f64", "f32"), count)
 
 
@@ -182,7 +177,7 @@ def native_batch_norm_backward(ctx, grad, x, weight, running_mean,
         grad_weight = pointwise(ctx, [dot, save_invstd], lambda b, v: b.binary(
             "arith.mulf", v[0], v[1], "f64"), "f64", "f32")
     if output_mask[2]:
-        grad_bias = narrow(ctx, grad_sum)
+        grad_bias = ctx.b.narrow(grad_sum)
     return grad_input, grad_weight, grad_bias
 
 

@@ -32,9 +32,7 @@ def accurate_sum(ctx, a, dims, keepdim=False):
         terms *= a.shape[d]
     if terms < WIDE_SUM_TERMS:
         return ctx.b.sum(a, dims, keepdim)
-    wide = ctx.b.wide_sum([a], dims, keepdim=keepdim)
-    return ctx.b.map(wide.shape, [wide], lambda b, v: b.cast(
-        "arith.truncf", v[0], "f64", "f32"))
+    return ctx.b.narrow(ctx.b.wide_sum([a], dims, keepdim=keepdim))
 
 
 @converter("sum")
