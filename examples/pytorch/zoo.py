@@ -108,6 +108,7 @@ class EncoderLM(nn.Module):
 
     def __init__(self, vocab=64, dim=32, heads=2, layers=2, context=16):
         super().__init__()
+        self.vocab = vocab
         self.token = nn.Embedding(vocab, dim)
         self.position = nn.Parameter(torch.zeros(context, dim))
         layer = nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.1,
@@ -153,6 +154,7 @@ class GPT(nn.Module):
 
     def __init__(self, vocab=64, dim=32, heads=2, layers=2, context=16):
         super().__init__()
+        self.vocab = vocab
         self.token = nn.Embedding(vocab, dim)
         self.position = nn.Embedding(context, dim)
         self.blocks = nn.Sequential(*(GPTBlock(dim, heads)
@@ -174,6 +176,7 @@ class DecoderLM(nn.Module):
 
     def __init__(self, vocab=64, dim=32, heads=2, layers=1, context=16):
         super().__init__()
+        self.vocab = vocab
         self.token = nn.Embedding(vocab, dim)
         self.memory = nn.Parameter(torch.randn(4, dim) * 0.02)
         layer = nn.TransformerDecoderLayer(dim, heads, 4 * dim, dropout=0.0,

@@ -35,6 +35,7 @@ sys.path[:0] = [os.path.join(ROOT, "python"),
                 os.path.join(ROOT, "examples", "pytorch")]
 
 import zoo  # noqa: E402
+from model_step import global_batch  # noqa: E402
 from gradcomm.mlir import ExportError  # noqa: E402
 from gradcomm.torch import optim  # noqa: E402
 from gradcomm.torch.export import (export_step, functional_call,  # noqa
@@ -58,21 +59,6 @@ def deterministic(spec):
         if hasattr(module, "dropout") and isinstance(module.dropout, float):
             module.dropout = 0.0  # nn.MultiheadAttention
     return spec
-
-
-def batch(spec, total, step):
-    generator = torch.Generator().manual_seed(1000 + step)
-    if spec.input_dtype == torch.int64:
-        vocab = spec.model.token.num_embeddings
-        x = torch.randint(0, vocab, (total,) + spec.input_shape,
-                          generator=generator)
-        y = torch.randint(0, vocab, (total,) + spec.target_shape,
-                          generator=generator)
-    else:
-        x = torch.randn((total,) + spec.input_shape, generator=generator)
-        y = torch.randint(0, zoo.CLASSES, (total,) + spec.target_shape,
-                          generator=generator)
-    return x, y
 
 
 def export_and_compile(name, work, bin_dir, batch_size, ranks, strategy,
@@ -125,7 +111,7 @@ def run(args):
     rank, b = step.rank(), manifest["batch"]
     values = initial_values(spec.model, optimizer())
     for s in range(args.steps):
-        x, y = batch(spec, b * manifest["ranks"], s)
+        x, y = global_batch(spec, manifest, s)
         values["input"] = x[rank * b:(rank + 1) * b].numpy()
         values["target"] = y[rank * b:(rank + 1) * b].numpy()
         outputs = step(values)
@@ -149,7 +135,7 @@ def eager(spec, dtype, ranks, batch_size, steps):
                for _ in range(ranks)]
     sgd = torch.optim.SGD(list(params.values()), lr=LR, momentum=MOMENTUM)
     for s in range(steps):
-        x, y = batch(spec, batch_size * ranks, s)
+        x, y = global_batch(spec, {"batch": batch_size, "ranks": ranks}, s)
         if x.is_floating_point():
             x = x.to(dtype)
         grads = [torch.zeros_like(p) for p in params.values()]

@@ -17,7 +17,7 @@ VIEW_OPS = {
     "view", "_reshape_alias", "_unsafe_view", "reshape", "t", "transpose",
     "permute", "expand", "slice", "select", "split", "split_with_sizes",
     "unsqueeze", "squeeze", "alias", "detach", "unbind", "as_strided",
-    "diagonal", "narrow", "as_strided",
+    "diagonal", "narrow",
 }
 
 DTYPES = {torch.float32: "f32", torch.int64: "i64", torch.bool: "i1"}
@@ -73,11 +73,9 @@ DECOMPOSED = [
 
 
 def decompositions():
-    """The decomposition table for make_fx (torch 2.x), or None."""
-    try:
-        from torch._decomp import get_decompositions
-    except ImportError:  # pragma: no cover (torch 1.13 has it too)
-        return None
+    """The decomposition table of DECOMPOSED for make_fx."""
+    from torch._decomp import get_decompositions
+
     aten = torch.ops.aten
     return get_decompositions([getattr(aten, name) for name in DECOMPOSED
                                if hasattr(aten, name)])
@@ -102,15 +100,16 @@ def can_functionalize():
 
 
 class _Replay(torch.fx.Interpreter):
-    """Runs a traced graph node by node, keeping each node's module as the
-    current one so that a re-trace can copy it."""
+    """Runs a traced graph node by node with each node's module as the
+    stack's current one, so that a re-trace's nodes get it too."""
 
-    def __init__(self, gm, current):
+    def __init__(self, gm, stack):
         super().__init__(gm)
-        self.current = current
+        self.stack = stack
 
     def run_node(self, node):
-        self.current[0] = node.meta.get("gradcomm_module")
+        module = node.meta.get("gradcomm_module")
+        self.stack.names[:] = [module] if module else []
         return super().run_node(node)
 
 
@@ -121,35 +120,33 @@ def trace(fn, args, model=None):
     On torch 2.x the graph is traced twice, as aot_autograd does: first
     with autograd (torch.autograd.grad inside fn), then that ATen graph
     again under torch.func.functionalize (in-place ops on views and inputs
-    become out-of-place ops) and the DECOMPOSED table. torch 1.13 keeps the
-    first graph; the converter applies its in-place updates itself."""
+    become out-of-place ops). Both traces use the DECOMPOSED table. torch
+    1.13 keeps the first graph; the converter applies its in-place updates
+    itself."""
     from torch.fx.experimental import proxy_tensor
 
     stack = _ModuleStack()
-    current = [None]
+    table = decompositions()
     tracer_class = proxy_tensor.PythonKeyTracer
     original = tracer_class.create_node
-    replaying = [False]
 
     def create_node(self, *a, **k):
         node = original(self, *a, **k)
-        node.meta["gradcomm_module"] = current[0] if replaying[0] else \
-            stack.current()
+        node.meta["gradcomm_module"] = stack.current()
         return node
 
     tracer_class.create_node = create_node
     try:
         with stack.attached(model) if model is not None else \
                 contextlib.nullcontext(), math_attention():
-            gm = make_fx(fn, decomposition_table=decompositions())(*args)
+            gm = make_fx(fn, decomposition_table=table)(*args)
         if not can_functionalize():
             return gm
-        replaying[0] = True
-        replay = _Replay(gm, current)
+        replay = _Replay(gm, stack)
         flat, _ = torch.utils._pytree.tree_flatten(args)
         return make_fx(torch.func.functionalize(replay.run,
                                                 remove="mutations"),
-                       decomposition_table=decompositions())(*flat)
+                       decomposition_table=table)(*flat)
     finally:
         tracer_class.create_node = original
 
