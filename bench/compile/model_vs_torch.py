@@ -4,6 +4,9 @@ one thread each, alternating in one process: CPU time and wall time per
 step, minimum and median over REPEAT rounds. A benchmark, never a test.
 
 Usage: model_vs_torch.py <bin dir> <work dir> [--model cnn] [--batch 32]
+  --model: a factory of examples/pytorch/models.py (mlp, cnn), or
+  MODULE:FACTORY as gradcomm-export takes it (examples/pytorch/zoo.py:
+  resnet18). The compiled step is dense, one rank.
 """
 
 import argparse
@@ -20,8 +23,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [os.path.join(ROOT, "python"),
                 os.path.join(ROOT, "examples", "pytorch")]
 
-import models  # noqa: E402
 from gradcomm.runner import CompiledStep  # noqa: E402
+from gradcomm.torch.cli import load_factory  # noqa: E402
 from gradcomm.torch import optim  # noqa: E402
 from gradcomm.torch.export import initial_values  # noqa: E402
 
@@ -42,11 +45,12 @@ def main():
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     torch.set_num_threads(1)
-    mlir = os.path.join(args.work, args.model + ".mlir")
-    library = os.path.join(args.work, "lib" + args.model + ".so")
-    subprocess.run([os.path.join(args.bin, "gradcomm-export"),
-                    os.path.join(ROOT, "examples", "pytorch",
-                                 "models.py:" + args.model),
+    factory = args.model if ":" in args.model else os.path.join(
+        ROOT, "examples", "pytorch", "models.py:" + args.model)
+    name = factory.rsplit(":", 1)[1]
+    mlir = os.path.join(args.work, name + ".mlir")
+    library = os.path.join(args.work, "lib" + name + ".so")
+    subprocess.run([os.path.join(args.bin, "gradcomm-export"), factory,
                     "--batch", str(args.batch), "--ranks", "1",
                     "--momentum", "0.9", "--lr", "0.01", "-o", mlir],
                    check=True)
@@ -54,7 +58,7 @@ def main():
                     library, "--emit=shared", "--strategy=dense"], check=True)
     step = CompiledStep(library, mlir[:-5] + ".json")
 
-    spec = getattr(models, args.model)()
+    spec = load_factory(factory)()
     model = spec.model
     values = initial_values(model, optim.SGD(momentum=0.9))
     x = torch.randn((args.batch,) + spec.input_shape)

@@ -351,17 +351,24 @@ class Builder:
                             lambda b, ins, outs: [ins[0]])[0]
 
     def contract(self, lhs, lhs_map, rhs, rhs_map, out_shape, out_map, loops,
-                 iterators):
-        """out = sum over reduction loops of lhs * rhs (f32)."""
-        init = self.full(out_shape, 0.0)
+                 iterators, wide=False):
+        """out = sum over reduction loops of lhs * rhs (f32; with wide, the
+        products and their sum in f64, rounded once at the end)."""
+        acc = "f64" if wide else "f32"
+        init = self.full(out_shape, 0.0, acc)
 
         def body(b, ins, outs):
-            product = b.binary("arith.mulf", ins[0], ins[1])
-            return [b.binary("arith.addf", outs[0], product)]
+            x, y = ins
+            if wide:
+                x = b.cast("arith.extf", x, "f32", "f64")
+                y = b.cast("arith.extf", y, "f32", "f64")
+            product = b.binary("arith.mulf", x, y, acc)
+            return [b.binary("arith.addf", outs[0], product, acc)]
 
-        return self.generic(loops, iterators, [(lhs, lhs_map),
-                                               (rhs, rhs_map)],
-                            [(init, out_map)], body)[0]
+        out = self.generic(loops, iterators, [(lhs, lhs_map),
+                                              (rhs, rhs_map)],
+                           [(init, out_map)], body)[0]
+        return self.narrow(out) if wide else out
 
     def matmul(self, a, b):
         """(m, k) x (k, n) with batch dims in front (bmm)."""

@@ -237,6 +237,12 @@ def stock_model_cases():
         a.as_strided((2, 1, 2), (2, 7, 1), 0),
         torch.ops.aten.as_strided_scatter(a, b, (2, 3), (3, 1), 2)),
         (randn(8), randn(2, 3)))
+    # Sums of 256+ terms accumulate in f64: forward (32 x 3 x 3 = 288),
+    # input gradient (288) and weight gradient (2 x 12 x 12 = 288).
+    c["conv_long_sums"] = grad_of(
+        lambda x, w: F.conv2d(x, w, padding=1),
+        [randn(2, 32, 12, 12, grad=True), randn(32, 32, 3, 3, grad=True)],
+        randn(2, 32, 12, 12))
     c["empty_then_filled"] = (lambda a: (
         torch.empty(2, 3).fill_(2.0) + a,
         a.new_empty((2, 3)).fill_(1.0) * a), (randn(2, 3),))

@@ -6,7 +6,7 @@ loop range, as upstream's linalg.pooling_* ops do."""
 
 from gradcomm.torch.ops import converter
 from gradcomm.torch.ops.elementwise import pointwise
-from gradcomm.torch.ops.reduction import accurate_sum
+from gradcomm.torch.ops.reduction import WIDE_SUM_TERMS, accurate_sum
 
 
 def pair(ctx, value, name):
@@ -53,6 +53,16 @@ def channel_view(ctx, vector, rank):
     return ctx.b.reshape(vector, (1, vector.shape[0]) + (1,) * (rank - 2))
 
 
+def long_chain(terms):
+    """Whether a convolution's sums are long enough to accumulate in f64
+    (as accurate_sum; PyTorch's blocked kernels keep their float chains
+    short, a linalg.generic sums each output in one chain). The forward
+    and the input gradient use it; the weight gradient stays f32: in f64
+    it changed no zoo figure (resnet18 at 2 ranks: 1.64e-5 either way)
+    and cost the example CNN's step 15-25 % (docs/performance.md)."""
+    return terms >= WIDE_SUM_TERMS
+
+
 def grouped(ctx, value, groups, dim=1):
     """Splits dim `dim` into (groups, size / groups)."""
     shape = list(value.shape)
@@ -82,7 +92,8 @@ def convolution(ctx, x, w, bias, stride, padding, dilation, transposed,
              window_expr(4, s[1], 7, dl[1])],
         wg, ["d1", "d2", "d5", "d6", "d7"], (n, groups, f // groups, oh, ow),
         ["d0", "d1", "d2", "d3", "d4"], 8,
-        ["parallel"] * 5 + ["reduction"] * 3)
+        ["parallel"] * 5 + ["reduction"] * 3,
+        wide=long_chain(w.shape[1] * w.shape[2] * w.shape[3]))
     out = ungrouped(ctx, out)
     if bias is None:
         return out
@@ -145,7 +156,8 @@ def convolution_input_grad(ctx, grad, x, w, s, p, dl, out, groups):
             7, dl[1], 4)], grouped(ctx, flipped, groups, 0),
         ["d1", "d5", "d2", "d6", "d7"], (n, groups, cg, hp, wp),
         ["d0", "d1", "d2", "d3", "d4"], 8,
-        ["parallel"] * 5 + ["reduction"] * 3))
+        ["parallel"] * 5 + ["reduction"] * 3,
+        wide=long_chain(f // groups * kh * kw)))
     if p == [0, 0]:
         return padded
     return ctx.b.extract_slice(padded, [0, 0, p[0], p[1]], [n, c, h, wd])
