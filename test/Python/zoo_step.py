@@ -164,13 +164,21 @@ SCALE_FLOOR = 1e-4
 
 
 def worst_error(actual, reference):
-    """(largest error relative to the tensor's largest magnitude, name)."""
+    """(largest error relative to the tensor's largest finite magnitude,
+    name). Non-finite values (an attention mask's -inf) must sit at the
+    same places with the same values, else the error is infinite."""
     worst, worst_name = 0.0, None
     for name, want in reference.items():
         got = np.asarray(actual[name], dtype=np.float64)
-        scale = max(float(np.max(np.abs(want))) if want.size else 0.0,
-                    SCALE_FLOOR)
-        error = float(np.max(np.abs(got - want))) / scale if want.size else 0
+        finite = np.isfinite(want)
+        if not (np.array_equal(np.isfinite(got), finite) and np.array_equal(
+                got[~finite], want[~finite], equal_nan=True)):
+            error = float("inf")
+        elif finite.any():
+            scale = max(float(np.max(np.abs(want[finite]))), SCALE_FLOOR)
+            error = float(np.max(np.abs(got[finite] - want[finite]))) / scale
+        else:
+            error = 0.0
         if error >= worst:
             worst, worst_name = error, name
     return worst, worst_name
