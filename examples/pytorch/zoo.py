@@ -241,8 +241,9 @@ def gpt():
 
 ZOO = ["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small",
        "efficientnet_b0", "shufflenet_v2", "squeezenet", "densenet",
-       "regnet", "convnext", "vit", "encoder_lm", "decoder_lm", "gpt"]
+       "regnet", "convnext", "vit", "swin", "encoder_lm", "decoder_lm",
+       "gpt"]
 
 # Factories whose export still meets unsupported ops (docs/export.md lists
 # them): gradcomm-export reports all of them at once.
-NOT_YET = ["swin"]
+NOT_YET = []

@@ -243,6 +243,17 @@ def stock_model_cases():
         lambda x, w: F.conv2d(x, w, padding=1),
         [randn(2, 32, 12, 12, grad=True), randn(32, 32, 3, 3, grad=True)],
         randn(2, 32, 12, 12))
+    # Swin's ops: a gather with a repeated and a negative index (its
+    # backward accumulates with index_put), roll, constant padding and a
+    # strided slice_scatter.
+    rows = torch.tensor([[2, 0], [-1, 2]])
+    c["index_roll_pad"] = grad_of(
+        lambda x: (x[rows] * 1.0, x[:, rows[0]] * 1.0,
+                   torch.roll(x, (1, -2), (0, 1)),
+                   F.pad(x, (1, 2, 0, 1), value=0.5)),
+        [randn(4, 5, grad=True)], None)
+    c["slice_scatter"] = (lambda a, b: torch.slice_scatter(
+        a, b, 1, 1, 5, 2), (randn(3, 6), randn(3, 2)))
     c["empty_then_filled"] = (lambda a: (
         torch.empty(2, 3).fill_(2.0) + a,
         a.new_empty((2, 3)).fill_(1.0) * a), (randn(2, 3),))

@@ -154,14 +154,15 @@ def trace(fn, args, model=None):
 def stand_in(node):
     """Placeholder values of a refused node's traced shapes and types."""
     def value(meta):
-        if isinstance(meta, torch.Tensor):
+        if isinstance(meta, torch.Tensor) or hasattr(meta, "shape"):
             return Tensor("%unsupported", tuple(meta.shape),
                           DTYPES.get(meta.dtype, "f32"))
         if isinstance(meta, (list, tuple)):
             return tuple(value(m) for m in meta)
         return meta
 
-    return value(node.meta.get("val"))
+    # torch 2.x records the traced value, torch 1.13 its metadata.
+    return value(node.meta.get("val", node.meta.get("tensor_meta")))
 
 
 def aten_name(target):
@@ -225,6 +226,7 @@ class GraphConverter:
         self.seed_provider = seed_provider
         self.dropout_count = 0
         self.refused = []  # OpErrors, in graph order
+        self.stand_ins = set()  # nodes whose value is a stand-in
 
     def check(self):
         """Raises one ExportError listing every refused node, grouped by op
@@ -311,7 +313,13 @@ class GraphConverter:
         except OpError as error:
             # Go on with a stand-in of the traced shape, so that one export
             # reports every unsupported op; check() then refuses the graph.
-            self.refused.append(error)
+            # A converter that fails on a stand-in input (torch 1.13 records
+            # no traced value to shape it) is a consequence, not a cause:
+            # only a missing converter is reported then.
+            if fn is None or not any(n in self.stand_ins
+                                     for n in node.all_input_nodes):
+                self.refused.append(error)
+            self.stand_ins.add(node)
             env[node] = stand_in(node)
             return
         env[node] = result

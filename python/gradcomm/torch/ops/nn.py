@@ -7,6 +7,7 @@ loop range, as upstream's linalg.pooling_* ops do."""
 from gradcomm.torch.ops import converter
 from gradcomm.torch.ops.elementwise import pointwise
 from gradcomm.torch.ops.reduction import WIDE_SUM_TERMS, accurate_sum
+from gradcomm.torch.ops.shape import fresh_copy
 
 
 def pair(ctx, value, name):
@@ -479,6 +480,82 @@ def embedding_dense_backward(ctx, grad, indices, num_weights, padding_idx,
         2 + r, ["parallel", "parallel"] + ["reduction"] * r,
         [(indices, positions), (grad, positions + ["d1"])],
         [(ctx.b.full((num_weights, d), 0.0), ["d0", "d1"])], body)[0]
+
+
+def index_position(ctx, x, indices):
+    """(k, index tensor) of an advanced index with one int64 tensor at
+    position k (None before it: x[:, idx]); other forms are refused."""
+    tensors = [(k, t) for k, t in enumerate(indices) if t is not None]
+    if len(tensors) != 1 or tensors[0][1].dtype != "i64":
+        ctx.fail("only one int64 index tensor is supported")
+    k, idx = tensors[0]
+    if k >= x.rank:
+        ctx.fail("index at dim %d of a rank-%d tensor" % (k, x.rank))
+    return k, idx
+
+
+def wrapped_row(b, value, rows):
+    """An int64 index as PyTorch reads it (negative counts from the end),
+    clamped into [0, rows) as embedding's (PyTorch raises out of range)."""
+    negative = b.cmpi("slt", value, b.const(0, "i64"), "i64")
+    value = b.select(negative, b.binary("arith.addi", value, b.const(
+        rows, "i64"), "i64"), value, "i64")
+    return clamped_row(b, value, rows)
+
+
+@converter("index", "_unsafe_index")
+def index(ctx, x, indices):
+    """x[..., idx, ...]: the result has idx's shape in place of dim k."""
+    k, idx = index_position(ctx, x, indices)
+    shape = x.shape[:k] + idx.shape + x.shape[k + 1:]
+    rank, r = len(shape), idx.rank
+    loops = ["d%d" % i for i in range(rank)]
+
+    def body(b, ins, outs):
+        row = wrapped_row(b, ins[0], x.shape[k])
+        at = [b.index(i) for i in range(k)] + [row] + [
+            b.index(k + r + i) for i in range(x.rank - k - 1)]
+        return [b.extract(x, at)]
+
+    return ctx.b.generic(rank, ["parallel"] * rank,
+                         [(idx, loops[k:k + r])],
+                         [(ctx.b.empty(shape, x.dtype), loops)], body)[0]
+
+
+@converter("index_put", "index_put_", "_unsafe_index_put")
+def index_put(ctx, x, indices, values, accumulate=False):
+    """x with values added at the indexed rows (accumulate=True: every
+    position's value, in position order, deterministic). Without accumulate
+    duplicate indices have no defined winner in PyTorch: refused."""
+    if not accumulate:
+        ctx.fail("index_put without accumulate is not supported")
+    if x.dtype != "f32" or values.dtype != "f32":
+        ctx.fail("index_put of float32 tensors only")
+    k, idx = index_position(ctx, x, indices)
+    r = idx.rank
+    shape = x.shape[:k] + idx.shape + x.shape[k + 1:]
+    if tuple(values.shape) != tuple(shape):
+        ctx.fail("values of shape %s, expected %s" % (list(values.shape),
+                                                      list(shape)))
+    # loops (x's dims..., index positions...): row d_k gathers every
+    # position whose index names it.
+    outer = ["d%d" % i for i in range(x.rank)]
+    positions = ["d%d" % (x.rank + i) for i in range(r)]
+    value_map = outer[:k] + positions + outer[k + 1:]
+
+    def body(b, ins, outs):
+        row = b.cast("arith.index_cast", b.index(k), "index", "i64")
+        target = b.cast("arith.index_cast", wrapped_row(b, ins[0],
+                                                        x.shape[k]),
+                        "index", "i64")
+        hit = b.cmpi("eq", target, row, "i64")
+        return [b.binary("arith.addf", outs[0], b.select(hit, ins[1],
+                                                         b.const(0.0)))]
+
+    return ctx.b.generic(
+        x.rank + r, ["parallel"] * x.rank + ["reduction"] * r,
+        [(idx, positions), (values, value_map)],
+        [(fresh_copy(ctx, x), outer)], body)[0]
 
 
 def signed64(value):

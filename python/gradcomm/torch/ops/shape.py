@@ -145,18 +145,80 @@ def split(ctx, a, split_size, d=0):
     return split_with_sizes(ctx, a, sizes or [0], d)
 
 
-@converter("slice")
-def slice_(ctx, a, d=0, start=None, end=None, step=1):
-    d = normalize_dim(ctx, d, a.rank)
-    size = a.shape[d]
+def slice_bounds(size, start, end, step):
+    """(start, length) of Python's slice start:end:step over `size`."""
     start = 0 if start is None else start
     end = size if end is None else end
     start = max(0, min(size, start + size if start < 0 else start))
     end = max(start, min(size, end + size if end < 0 else end))
-    length = (end - start + step - 1) // step
-    if start == 0 and length == size and step == 1:
+    return start, (end - start + step - 1) // step
+
+
+@converter("slice")
+def slice_(ctx, a, d=0, start=None, end=None, step=1):
+    d = normalize_dim(ctx, d, a.rank)
+    start, length = slice_bounds(a.shape[d], start, end, step)
+    if start == 0 and length == a.shape[d] and step == 1:
         return a
     return slice_along(ctx, a, d, start, length, step)
+
+
+def fresh_copy(ctx, value):
+    """A copy of `value` to insert into: an insert_slice into an argument
+    itself could be bufferized in place into the caller's buffer."""
+    return ctx.b.map(value.shape, [value], lambda b, v: v[0], value.dtype)
+
+
+@converter("slice_scatter")
+def slice_scatter(ctx, base, src, d=0, start=None, end=None, step=1):
+    d = normalize_dim(ctx, d, base.rank)
+    start, length = slice_bounds(base.shape[d], start, end, step)
+    if src.shape[d] != length:
+        ctx.fail("source has %d elements along dim %d, the slice %d" % (
+            src.shape[d], d, length))
+    offsets, strides = [0] * base.rank, [1] * base.rank
+    offsets[d], strides[d] = start, step
+    return ctx.b.insert_slice(src, fresh_copy(ctx, base), offsets, strides)
+
+
+@converter("constant_pad_nd")
+def constant_pad_nd(ctx, a, pad, value=0):
+    """pad = (before, after) pairs from the last dim backwards; a negative
+    amount crops (the backward of a pad is the pad negated)."""
+    if len(pad) % 2 or len(pad) // 2 > a.rank:
+        ctx.fail("pad %s does not fit rank %d" % (list(pad), a.rank))
+    low, high = [0] * a.rank, [0] * a.rank
+    for i in range(len(pad) // 2):
+        low[a.rank - 1 - i], high[a.rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
+    offsets = [max(-lo, 0) for lo in low]
+    sizes = [size - max(-lo, 0) - max(-hi, 0)
+             for size, lo, hi in zip(a.shape, low, high)]
+    if min(sizes, default=1) < 0:
+        ctx.fail("cropping %s removes more than %s" % (list(pad),
+                                                       list(a.shape)))
+    if offsets != [0] * a.rank or sizes != list(a.shape):
+        a = ctx.b.extract_slice(a, offsets, sizes)
+    return ctx.b.pad(a, [max(lo, 0) for lo in low],
+                     [max(hi, 0) for hi in high], value)
+
+
+@converter("roll")
+def roll(ctx, a, shifts, dims=()):
+    """Rolls along each dim in turn: the last `shift` elements move to the
+    front (a concatenation of two slices)."""
+    shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    if len(dims) != len(shifts):
+        ctx.fail("roll without dims (over the flattened tensor) is not "
+                 "supported")
+    for shift, d in zip(shifts, dims):
+        d = normalize_dim(ctx, d, a.rank)
+        size = a.shape[d]
+        s = shift % size if size else 0
+        if s:
+            a = cat(ctx, [slice_along(ctx, a, d, size - s, s),
+                          slice_along(ctx, a, d, 0, size - s)], d)
+    return a
 
 
 @converter("select")
@@ -250,9 +312,6 @@ def as_strided_scatter(ctx, base, src, size, stride, storage_offset=None):
     flat_src = ctx.b.reshape(src, (count,))
     if count == base.numel():
         return ctx.b.reshape(flat_src, base.shape)
-    # Into a copy: an insert_slice into the base itself could be
-    # bufferized in place into a function argument.
-    flat = ctx.b.map((base.numel(),), [ctx.b.reshape(base, (base.numel(),))],
-                     lambda b, v: v[0], base.dtype)
+    flat = fresh_copy(ctx, ctx.b.reshape(base, (base.numel(),)))
     return ctx.b.reshape(ctx.b.insert_slice(flat_src, flat, [offset]),
                          base.shape)
