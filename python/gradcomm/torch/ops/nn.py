@@ -544,11 +544,8 @@ def index_put(ctx, x, indices, values, accumulate=False):
     value_map = outer[:k] + positions + outer[k + 1:]
 
     def body(b, ins, outs):
-        row = b.cast("arith.index_cast", b.index(k), "index", "i64")
-        target = b.cast("arith.index_cast", wrapped_row(b, ins[0],
-                                                        x.shape[k]),
-                        "index", "i64")
-        hit = b.cmpi("eq", target, row, "i64")
+        hit = b.cmpi("eq", wrapped_row(b, ins[0], x.shape[k]), b.index(k),
+                     "index")
         return [b.binary("arith.addf", outs[0], b.select(hit, ins[1],
                                                          b.const(0.0)))]
 
