@@ -17,14 +17,15 @@ IMAGE = (3, 32, 32)
 CLASSES = 10
 
 
-def _vision(build, shape=IMAGE, **kwargs):
-    """A torchvision classifier with 10 classes and random weights."""
+def _vision(build, **kwargs):
+    """A torchvision classifier with 10 classes and random weights, on
+    IMAGE-shaped inputs (read at the call: a study may set zoo.IMAGE)."""
     import torchvision.models as models
 
     torch.manual_seed(0)
     model = getattr(models, build)(weights=None, num_classes=CLASSES,
                                    **kwargs)
-    return StepSpec(model, shape)
+    return StepSpec(model, IMAGE)
 
 
 def resnet18():

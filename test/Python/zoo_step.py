@@ -15,6 +15,11 @@ gradcomm-compile, and the numerics of a compiled dense step.
       Dropout and stochastic depth are set to 0 first: their masks come
       from another generator than PyTorch's (docs/export.md).
 
+  zoo_step.py drift --image SIZE --steps S --batch B MODEL...
+      eager float32 against eager float64 alone (one rank), at SIZExSIZE
+      inputs: how far PyTorch itself drifts, which bounds what `numerics`
+      can tell (a measurement; no criterion).
+
   zoo_step.py run ... (internal: one rank of `numerics`, under mpiexec)
 """
 
@@ -219,6 +224,19 @@ def numerics(args):
     return 0
 
 
+def drift(args):
+    zoo.IMAGE = (3, args.image, args.image)
+    for name in args.models:
+        spec = deterministic(getattr(zoo, name)())
+        reference = eager(spec, torch.float64, 1, args.batch, args.steps)
+        error, where = worst_error(
+            eager(spec, torch.float32, 1, args.batch, args.steps), reference)
+        print("%-20s %dx%d, batch %d, %d steps: eager float32 %.3g (%s)" % (
+            name, args.image, args.image, args.batch, args.steps, error,
+            where), flush=True)
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -235,6 +253,11 @@ def main():
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("models", nargs="+")
+    p = sub.add_parser("drift")
+    p.add_argument("--image", type=int, default=32)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("models", nargs="+")
     p = sub.add_parser("run")
     p.add_argument("--model", required=True)
     p.add_argument("--manifest", required=True)
@@ -242,8 +265,8 @@ def main():
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--work", required=True)
     args = parser.parse_args()
-    return {"build": build, "numerics": numerics, "run": run}[args.command](
-        args)
+    return {"build": build, "numerics": numerics, "drift": drift,
+            "run": run}[args.command](args)
 
 
 if __name__ == "__main__":
