@@ -6,7 +6,7 @@ called alternately in one process per rank under mpiexec; wall time and
 CPU time per step, median over REPEAT rounds; rank 0 prints them and the
 ratio b / a. A benchmark, never a test.
 
-Usage: mpiexec.mpich -n 2 /usr/bin/python3 bench/compile/compare_steps.py \\
+Usage: mpiexec.mpich -n 2 .venv/bin/python bench/compile/compare_steps.py \\
            <bin dir> <work dir> [--params 100] [--size 10000] [--repeat 30]
            [--a="--strategy=dense"]
            [--b="--strategy=dense --bucket-elements=4194304"]  (with =: the values start with --)

@@ -5,7 +5,7 @@ while autograd computes the next buckets), as ratios to DDP's own gloo
 all-reduce measured in the same run. Wall and CPU time (this process, all
 threads) per step, median of --steps after --warmup.
 
-  mpiexec.mpich -n 2 /usr/bin/python3 bench/torch/hook_overlap.py \\
+  mpiexec.mpich -n 2 .venv/bin/python bench/torch/hook_overlap.py \\
       [--width 1024] [--layers 6] [--batch 64] [--steps 20]
 
 Prints one line per configuration on rank 0 (docs/performance.md).
