@@ -6,11 +6,16 @@ communication by GradComm: one line, `register_comm_hook`.
 
 --comm: ddp (DDP's own all-reduce), dense, scalecom, local-topk (hooks), or
 gossip (no gradient all-reduce; GossipAverager after each optimizer step).
+--model: the MLP, the CNN (default) or ResNet-18 adapted to 28x28. The
+ScaleCom recipe's options (gradcomm.torch.recipe) are flags; --log writes
+the run's curve, bytes and times as JSON (scripts/scalecom_study.sh).
 The process group uses TCP on this host (MASTER_ADDR/MASTER_PORT when set),
 rank and size from mpiexec (PMI_RANK, PMI_SIZE).
 """
 
 import argparse
+import dataclasses
+import json
 import os
 import sys
 import time
@@ -42,74 +47,190 @@ def init_process_group():
     return rank, size
 
 
+def resnet18():
+    """torchvision's ResNet-18 adapted to 28x28 grey images: a 3x3 stride-1
+    first convolution on one channel, the stock max pool and stages."""
+    import torchvision
+    model = torchvision.models.resnet18(weights=None, num_classes=10)
+    model.conv1 = torch.nn.Conv2d(1, 64, 3, 1, 1, bias=False)
+    return model
+
+
+MODELS = {"mlp": models.MLP, "cnn": models.CNN, "resnet18": resnet18}
+
+
+def make_hook_state(net, args, steps_per_epoch):
+    """The hook and its state for --comm, with the recipe's options from
+    the command line (unset ones keep ScaleComOptions' defaults)."""
+    if args.comm == "dense":
+        return ddp.dense_hook, ddp.DenseState(net)
+    fields = {"ratio": args.ratio}
+    for option in ("beta", "selection", "min_elements", "warmup",
+                   "warmup_start_ratio", "clip"):
+        if getattr(args, option) is not None:
+            fields[option] = getattr(args, option)
+    if args.warmup_epochs is not None:
+        fields["warmup_steps"] = int(args.warmup_epochs * steps_per_epoch)
+    if args.momentum_correction is not None:
+        fields["momentum"] = args.momentum if args.momentum_correction else 0
+    if args.dense is not None:
+        fields["dense"] = tuple(p for p in args.dense.split(",") if p)
+    if args.comm == "scalecom":
+        return ddp.scalecom_hook, ddp.ScaleComState(net, **fields)
+    fields.pop("momentum", None)
+    fields.pop("beta", None)
+    return ddp.local_topk_hook, ddp.LocalTopkState(net, **fields)
+
+
+def evaluate(model, images, labels):
+    model.eval()
+    with torch.no_grad():
+        correct = 0
+        for first in range(0, len(labels), 1000):
+            out = model(torch.from_numpy(images[first:first + 1000]))
+            correct += int((out.argmax(1) == torch.from_numpy(
+                labels[first:first + 1000])).sum())
+    model.train()
+    return correct / len(labels)
+
+
+def bytes_sent(state, model):
+    """Bytes this rank sent through the runtime so far (values, indices)."""
+    if state is None:
+        return 0, 0
+    values = indices = 0
+    for name, _ in model.named_parameters():
+        stats = state.rt.stats(state.prefix + name)
+        values += stats.value_bytes_sent
+        indices += stats.index_bytes_sent
+    return values, indices
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--comm", default="scalecom",
                         choices=["ddp", "dense", "scalecom", "local-topk",
                                  "gossip"])
+    parser.add_argument("--model", default="cnn", choices=sorted(MODELS))
     parser.add_argument("--ratio", type=float, default=100)
-    parser.add_argument("--beta", type=float, default=1.0)
-    parser.add_argument("--selection", default="exact",
-                        choices=["exact", "chunk"])
+    recipe = parser.add_argument_group(
+        "ScaleCom recipe (gradcomm.torch.recipe.ScaleComOptions; unset: "
+        "its defaults)")
+    recipe.add_argument("--beta", type=float)
+    recipe.add_argument("--selection", choices=["exact", "chunk"])
+    recipe.add_argument("--min-elements", type=int)
+    recipe.add_argument("--warmup-epochs", type=float)
+    recipe.add_argument("--warmup", choices=["dense", "ramp"])
+    recipe.add_argument("--warmup-start-ratio", type=float)
+    recipe.add_argument("--momentum-correction", type=int, choices=[0, 1],
+                        help="1: the hook applies --momentum (the optimizer "
+                        "runs without)")
+    recipe.add_argument("--dense", help="presets that stay dense, comma "
+                        "separated (vectors, embeddings, first, last); '' "
+                        "for none")
+    recipe.add_argument("--clip", type=float)
     parser.add_argument("--epochs", type=float, default=1.0)
     parser.add_argument("--batch", type=int, default=32, help="per rank")
     parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--momentum", type=float, default=0.9)
+    parser.add_argument("--lr-schedule", default="constant",
+                        choices=["constant", "cosine"])
+    parser.add_argument("--evaluations", type=int, default=1,
+                        help="test-set evaluations, evenly spaced")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--label", help="the run's name in --log")
+    parser.add_argument("--log", help="a JSON file with the run's curve, "
+                        "bytes and times (rank 0)")
     parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     args = parser.parse_args()
 
     torch.set_num_threads(1)
     rank, size = init_process_group()
-    torch.manual_seed(0)
-    model = models.CNN()
-    averager = None
-    if args.comm == "gossip":
-        net = model
-        averager = ddp.GossipAverager(model, schedule="matching", mixing=0.5)
-    else:
-        net = DDP(model)
-        if args.comm == "dense":
-            net.register_comm_hook(ddp.DenseState(net), ddp.dense_hook)
-        elif args.comm == "scalecom":
-            net.register_comm_hook(ddp.ScaleComState(
-                net, ratio=args.ratio, beta=args.beta,
-                selection=args.selection), ddp.scalecom_hook)
-        elif args.comm == "local-topk":
-            net.register_comm_hook(ddp.LocalTopkState(net, ratio=args.ratio),
-                                   ddp.local_topk_hook)
-    optimizer = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=0.9)
-
+    torch.manual_seed(args.seed)
+    model = MODELS[args.model]()
     images, labels = load(args.data, "train")
     schedule = BatchSchedule(len(labels), args.batch, size, rank, args.epochs,
                              args.seed)
-    wall, losses = 0.0, []
-    for chosen in schedule:
+    averager = state = None
+    momentum = args.momentum
+    if args.comm == "gossip":
+        net = model
+        averager = ddp.GossipAverager(model, schedule="matching", mixing=0.5)
+        state = averager
+    else:
+        net = DDP(model)
+        if args.comm != "ddp":
+            hook, state = make_hook_state(net, args, schedule.steps_per_epoch)
+            net.register_comm_hook(state, hook)
+            if getattr(state, "options", None) and state.options.momentum:
+                momentum = 0.0  # the hook applies it (momentum correction)
+    optimizer = torch.optim.SGD(net.parameters(), lr=args.lr,
+                                momentum=momentum)
+    if hasattr(state, "check_optimizer"):
+        state.check_optimizer(optimizer)
+    if args.lr_schedule == "cosine":
+        scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(
+            optimizer, schedule.steps)
+    else:
+        scheduler = None
+
+    test_images = test_labels = None
+    if rank == 0:
+        test_images, test_labels = load(args.data, "t10k")
+    evaluate_at = {round(schedule.steps * (i + 1) / args.evaluations)
+                   for i in range(args.evaluations)}
+    curve, wall, cpu, losses = [], 0.0, 0.0, []
+    for step, chosen in enumerate(schedule, 1):
         x = torch.from_numpy(images[chosen])
         y = torch.from_numpy(labels[chosen])
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         optimizer.zero_grad()
         loss = F.cross_entropy(net(x), y)
         loss.backward()
         optimizer.step()
         if averager is not None:
             averager.step()
+        if scheduler is not None:
+            scheduler.step()
         wall += time.perf_counter() - start
+        cpu += time.process_time() - start_cpu
         losses.append(loss.item())
+        if step in evaluate_at and rank == 0:
+            tail = losses[-50:]
+            curve.append({"step": step, "epoch": step /
+                          schedule.steps_per_epoch,
+                          "test_accuracy": evaluate(model, test_images,
+                                                    test_labels),
+                          "train_loss": sum(tail) / len(tail)})
 
     if rank == 0:
-        test_images, test_labels = load(args.data, "t10k")
-        model.eval()
-        with torch.no_grad():
-            out = model(torch.from_numpy(test_images))
-            accuracy = float((out.argmax(1) == torch.from_numpy(
-                test_labels)).float().mean())
-        tail = losses[-50:]
+        values, indices = bytes_sent(state, model)
+        if args.comm == "ddp":  # gloo's traffic is not counted: nominal
+            values = 4 * schedule.steps * sum(p.numel() for p in
+                                              model.parameters())
+        final = curve[-1]
         print("summary ddp-%s: %d ranks, %d steps (%.2f epochs), train loss "
               "(last 50, rank 0) %.4f, test accuracy %.4f, %.1f ms per step"
               % (args.comm, size, schedule.steps,
                  schedule.steps / schedule.steps_per_epoch,
-                 sum(tail) / len(tail), accuracy,
-                 1000 * wall / schedule.steps))
+                 final["train_loss"], final["test_accuracy"],
+                 1000 * wall / schedule.steps), flush=True)
+        if args.log:
+            options = getattr(state, "options", None)
+            with open(args.log, "w") as f:
+                json.dump({
+                    "label": args.label or args.comm, "model": args.model,
+                    "comm": args.comm, "seed": args.seed, "ranks": size,
+                    "steps": schedule.steps, "epochs": args.epochs,
+                    "lr": args.lr, "momentum": args.momentum,
+                    "lr_schedule": args.lr_schedule,
+                    "options": (dataclasses.asdict(options) if options
+                                else None),
+                    "value_bytes_per_step": values / schedule.steps,
+                    "index_bytes_per_step": indices / schedule.steps,
+                    "ms_per_step": 1000 * wall / schedule.steps,
+                    "cpu_ms_per_step": 1000 * cpu / schedule.steps,
+                    "curve": curve}, f, indent=1)
     dist.destroy_process_group()
     return 0
 

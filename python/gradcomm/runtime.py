@@ -20,6 +20,7 @@ STATUS_NAMES = {
 NON_FINITE = 7
 REDUCTIONS = {"sum": 0, "average": 1}
 SELECTIONS = {"exact": 0, "chunk": 1}
+WARMUPS = {"dense": 0, "ramp": 1}
 SCHEDULES = {"matching": 0, "ring": 1, "hypercube": 2}
 NONFINITE_POLICIES = {"error": 0, "skip": 1, "propagate": 2}
 
@@ -67,6 +68,17 @@ _SIGNATURES = {
                               ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
                               ctypes.c_int, ctypes.c_int64, ctypes.c_float,
                               ctypes.c_int],
+    "gradcomm_cltk_compress_f32": [ctypes.c_char_p, ctypes.c_void_p,
+                                   ctypes.c_int64, ctypes.c_int64,
+                                   ctypes.c_int, ctypes.c_int64,
+                                   ctypes.c_void_p, ctypes.c_void_p],
+    "gradcomm_sparse_all_reduce_f32": [ctypes.c_char_p, ctypes.c_void_p,
+                                       ctypes.c_void_p, ctypes.c_int64,
+                                       ctypes.c_void_p, ctypes.c_int64,
+                                       ctypes.c_int],
+    "gradcomm_memory_update_f32": [ctypes.c_char_p, ctypes.c_void_p,
+                                   ctypes.c_int64, ctypes.c_void_p,
+                                   ctypes.c_int64, ctypes.c_float],
     "gradcomm_local_topk_all_gather_f32": [
         ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
         ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_int64)],
@@ -103,6 +115,12 @@ _SIGNATURES = {
     "gradcomm_local_topk_all_gather_start_f32": [
         ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
         ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)],
+    "gradcomm_scalecom_recipe_f32": [
+        ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+        ctypes.c_void_p, ctypes.c_int],
+    "gradcomm_scalecom_recipe_start_f32": [
+        ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+        ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)],
     "gradcomm_wait": [ctypes.POINTER(ctypes.c_void_p)],
     "gradcomm_stats_get": [ctypes.c_char_p, ctypes.c_void_p],
     "gradcomm_set_backend": [ctypes.c_int],
@@ -110,6 +128,16 @@ _SIGNATURES = {
     "gradcomm_cuda_use_handles": [ctypes.c_void_p, ctypes.c_void_p],
 }
 BACKENDS = {"cpu": 0, "cuda": 1}
+
+
+class RecipeOptions(ctypes.Structure):
+    """gradcomm_scalecom_options (runtime.h)."""
+    _fields_ = [("k", ctypes.c_int64), ("selection", ctypes.c_int),
+                ("chunk_size", ctypes.c_int64), ("beta", ctypes.c_float),
+                ("warmup_steps", ctypes.c_int64), ("warmup", ctypes.c_int),
+                ("warmup_start_ratio", ctypes.c_float),
+                ("momentum", ctypes.c_float), ("nesterov", ctypes.c_int32),
+                ("clip", ctypes.c_float), ("dense", ctypes.c_int32)]
 
 
 class OpStats(ctypes.Structure):
@@ -135,6 +163,8 @@ class Runtime:
             function = getattr(self.library, name)
             function.argtypes = argtypes
             function.restype = ctypes.c_int
+        init = self.library.gradcomm_scalecom_options_init
+        init.argtypes, init.restype = [ctypes.c_void_p, ctypes.c_int64], None
         # A rank that leaves without MPI_Finalize is an abnormal exit to
         # mpiexec, which then kills the others: finalize (what the runtime
         # initialized) when the interpreter exits.

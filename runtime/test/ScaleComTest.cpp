@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ScaleComReference.h"
 #include "TestUtil.h"
 
 #include <sys/stat.h>
@@ -24,81 +25,6 @@
 using namespace gradcomm::test;
 
 namespace {
-
-/// ScaleCom for n simulated workers, written from docs/design/architecture.md
-/// section 2, with a full sort for the exact selection.
-struct Reference {
-  int n;
-  int64_t count, k;
-  gradcomm_selection selection;
-  int64_t chunkSize;
-  float beta;
-  gradcomm_reduction reduction;
-  std::vector<std::vector<float>> memory;
-  uint64_t step = 0;
-
-  Reference(int n, int64_t count, int64_t k, gradcomm_selection selection,
-            int64_t chunkSize, float beta, gradcomm_reduction reduction)
-      : n(n), count(count), k(k), selection(selection), chunkSize(chunkSize),
-        beta(beta), reduction(reduction),
-        memory(n, std::vector<float>(count, 0.0f)) {}
-
-  std::vector<int64_t> select(const std::vector<float> &p) const {
-    std::vector<int64_t> indices;
-    if (selection == GRADCOMM_SELECT_CHUNK) {
-      for (int64_t begin = 0; begin < count; begin += chunkSize) {
-        int64_t best = begin;
-        for (int64_t i = begin; i < std::min(count, begin + chunkSize); ++i)
-          if (std::fabs(p[i]) > std::fabs(p[best]))
-            best = i;
-        indices.push_back(best);
-      }
-      return indices;
-    }
-    indices.resize(count);
-    std::iota(indices.begin(), indices.end(), 0);
-    std::stable_sort(indices.begin(), indices.end(), [&](int64_t a, int64_t b) {
-      return std::fabs(p[a]) > std::fabs(p[b]);
-    });
-    indices.resize(k);
-    std::sort(indices.begin(), indices.end());
-    return indices;
-  }
-
-  /// One step; returns the decompressed, reduced gradient.
-  std::vector<float> run(const std::vector<std::vector<float>> &grads) {
-    std::vector<std::vector<float>> p(n, std::vector<float>(count));
-    for (int r = 0; r < n; ++r)
-      for (int64_t i = 0; i < count; ++i)
-        p[r][i] = memory[r][i] + grads[r][i];
-    std::vector<int64_t> indices = select(p[step % n]);
-    std::vector<float> out(count, 0.0f);
-    for (int64_t index : indices) {
-      float sum = 0.0f;
-      for (int r = 0; r < n; ++r)
-        sum += p[r][index];
-      out[index] = reduction == GRADCOMM_REDUCE_AVERAGE
-                       ? sum / static_cast<float>(n)
-                       : sum;
-    }
-    // Elementwise form of the low-pass memory update.
-    std::vector<char> selected(count, 0);
-    for (int64_t index : indices)
-      selected[index] = 1;
-    for (int r = 0; r < n; ++r)
-      for (int64_t i = 0; i < count; ++i)
-        memory[r][i] = selected[i] ? (1.0f - beta) * memory[r][i]
-                                   : memory[r][i] + beta * grads[r][i];
-    ++step;
-    return out;
-  }
-};
-
-std::vector<float> readMemory(const std::string &name, int64_t count) {
-  std::vector<float> memory(count);
-  EXPECT_OK(gradcomm_state_read(name.c_str(), memory.data(), count));
-  return memory;
-}
 
 void expectNear(const std::vector<float> &got,
                 const std::vector<float> &expected) {
@@ -136,7 +62,7 @@ TEST_P(ScaleComReference, TwentyStepsMatchTheReference) {
         name.c_str(), grads[world.rank].data(), out.data(), count, k,
         config.selection, config.chunkSize, config.beta, config.reduction));
     std::vector<float> expected = reference.run(grads);
-    ASSERT_EQ(readMemory(name, count), reference.memory[world.rank])
+    ASSERT_EQ(readState(name, count), reference.memory[world.rank])
         << "step " << step;
     expectNear(out, expected);
     // All-reduce SGD keeps replicas bit-identical.
@@ -191,7 +117,7 @@ TEST(ScaleCom, KEqualsNIsExactlyDenseAllReduce) {
     ASSERT_OK(gradcomm_dense_all_reduce_f32("dense", dense.data(), count,
                                             GRADCOMM_REDUCE_AVERAGE));
     EXPECT_EQ(out, dense) << "step " << step;
-    EXPECT_EQ(readMemory(name, count), std::vector<float>(count, 0.0f));
+    EXPECT_EQ(readState(name, count), std::vector<float>(count, 0.0f));
   }
 }
 
@@ -221,7 +147,7 @@ TEST(ScaleCom, SingleRankIsErrorFeedbackTopk) {
     EXPECT_EQ(out, expected);
     for (int64_t i = 0; i < count; ++i)
       memory[i] = p[i] - expected[i];
-    EXPECT_EQ(readMemory(name, count), memory);
+    EXPECT_EQ(readState(name, count), memory);
   }
 }
 
@@ -263,7 +189,7 @@ TEST(ScaleCom, FoldedIndicesMatchTheBroadcast) {
                                       GRADCOMM_REDUCE_AVERAGE));
       ASSERT_OK(gradcomm_set_consistency_check(1));
       EXPECT_EQ(a, b) << "case " << c << " step " << step;
-      EXPECT_EQ(readMemory(folded, x.count), readMemory(sent, x.count))
+      EXPECT_EQ(readState(folded, x.count), readState(sent, x.count))
           << "case " << c << " step " << step;
     }
   }
@@ -312,7 +238,7 @@ TEST(ScaleCom, UnfusedOpsEqualTheFusedStep) {
     ASSERT_OK(gradcomm_memory_update_f32(unfused.c_str(), grad.data(), count,
                                          indices.data(), k, 0.25f));
     EXPECT_EQ(outFused, outUnfused);
-    EXPECT_EQ(readMemory(fused, count), readMemory(unfused, count));
+    EXPECT_EQ(readState(fused, count), readState(unfused, count));
   }
 }
 
@@ -357,8 +283,8 @@ TEST(ScaleCom, StartedSparseAllReduceMatchesTheFusedStep) {
           name("fused", t).c_str(), grads[t].data(), fused.data(), counts[t],
           ks[t], GRADCOMM_SELECT_EXACT, 0, 0.25f, GRADCOMM_REDUCE_AVERAGE));
       EXPECT_EQ(outs[t], fused) << "tensor " << t << " step " << step;
-      EXPECT_EQ(readMemory(name("unfused", t), counts[t]),
-                readMemory(name("fused", t), counts[t]));
+      EXPECT_EQ(readState(name("unfused", t), counts[t]),
+                readState(name("fused", t), counts[t]));
     }
   }
   gradcomm_op_stats stats{};
@@ -447,8 +373,8 @@ TEST(ScaleCom, StartedCallsMatchBlocking) {
                                       blocking.data(), x.count, x.k,
                                       x.selection, x.chunk, 0.5f, x.reduction));
       EXPECT_EQ(started[t], blocking) << "tensor " << t << " step " << step;
-      EXPECT_EQ(readMemory(uniqueName("started" + std::to_string(t)), x.count),
-                readMemory(name, x.count));
+      EXPECT_EQ(readState(uniqueName("started" + std::to_string(t)), x.count),
+                readState(name, x.count));
     }
   }
   uint64_t steps = 0;
@@ -500,7 +426,7 @@ TEST(ScaleCom, NonFiniteGradientSkipsTheStepOnEveryRank) {
   ASSERT_OK(gradcomm_scalecom_f32(name.c_str(), grad.data(), out.data(), count,
                                   k, GRADCOMM_SELECT_EXACT, 0, 1.0f,
                                   GRADCOMM_REDUCE_AVERAGE));
-  std::vector<float> memoryBefore = readMemory(name, count);
+  std::vector<float> memoryBefore = readState(name, count);
   grad = gradient(12, world.rank, 1, count);
   if (world.rank == world.size - 1)
     grad[5] = std::nanf("");
@@ -513,7 +439,7 @@ TEST(ScaleCom, NonFiniteGradientSkipsTheStepOnEveryRank) {
       contains(gradcomm_last_error(),
                "non-finite input on rank " + std::to_string(world.size - 1)))
       << gradcomm_last_error();
-  EXPECT_EQ(readMemory(name, count), memoryBefore);
+  EXPECT_EQ(readState(name, count), memoryBefore);
   EXPECT_EQ(out, std::vector<float>(count, 3.0f));
   uint64_t step = 0;
   EXPECT_OK(gradcomm_state_step(name.c_str(), &step));
@@ -678,7 +604,7 @@ TEST(Checkpoint, RestoreAndContinueIsBitIdentical) {
   runSteps(name, 0, 10);
   ASSERT_OK(gradcomm_state_save(path.c_str()));
   std::vector<std::vector<float>> uninterrupted = runSteps(name, 10, 20);
-  std::vector<float> finalMemory = readMemory(name, 300);
+  std::vector<float> finalMemory = readState(name, 300);
 
   ASSERT_OK(gradcomm_state_restore(path.c_str()));
   uint64_t step = 0;
@@ -686,7 +612,7 @@ TEST(Checkpoint, RestoreAndContinueIsBitIdentical) {
   EXPECT_EQ(step, 10u);
   std::vector<std::vector<float>> resumed = runSteps(name, 10, 20);
   EXPECT_EQ(resumed, uninterrupted);
-  EXPECT_EQ(readMemory(name, 300), finalMemory);
+  EXPECT_EQ(readState(name, 300), finalMemory);
   std::remove(rankFile(path).c_str());
 }
 
@@ -698,14 +624,14 @@ TEST(Checkpoint, BadFilesAreRejectedAndChangeNothing) {
   std::string good = readFile(rankFile(path));
   ASSERT_GT(good.size(), 64u);
   runSteps(name, 3, 5);
-  std::vector<float> liveMemory = readMemory(name, 300);
+  std::vector<float> liveMemory = readState(name, 300);
 
   auto expectRejected = [&](const std::string &data, const std::string &why) {
     writeFile(rankFile(path), data);
     EXPECT_EQ(gradcomm_state_restore(path.c_str()), GRADCOMM_ERR_IO) << why;
     EXPECT_TRUE(contains(gradcomm_last_error(), why))
         << gradcomm_last_error() << " (expected: " << why << ")";
-    EXPECT_EQ(readMemory(name, 300), liveMemory);
+    EXPECT_EQ(readState(name, 300), liveMemory);
     uint64_t step = 0;
     EXPECT_OK(gradcomm_state_step(name.c_str(), &step));
     EXPECT_EQ(step, 5u);
@@ -896,7 +822,7 @@ TEST(State, DeclareResetAndErrors) {
   ASSERT_OK(gradcomm_state_reset(uniqueName("r").c_str()));
   ASSERT_OK(gradcomm_state_step(uniqueName("r").c_str(), &step));
   EXPECT_EQ(step, 0u);
-  EXPECT_EQ(readMemory(uniqueName("r"), 300), std::vector<float>(300, 0.0f));
+  EXPECT_EQ(readState(uniqueName("r"), 300), std::vector<float>(300, 0.0f));
   EXPECT_EQ(gradcomm_state_reset("no such state"), GRADCOMM_ERR_STATE);
   EXPECT_EQ(gradcomm_state_step("no such state", &step), GRADCOMM_ERR_STATE);
   EXPECT_OK(gradcomm_state_reset(nullptr));

@@ -46,6 +46,14 @@ inline std::string uniqueName(const std::string &base) {
   return base + "." + info->test_suite_name() + "." + info->name();
 }
 
+/// The memory of the runtime state `name` on this rank.
+inline std::vector<float> readState(const std::string &name, int64_t count) {
+  std::vector<float> data(count);
+  EXPECT_EQ(gradcomm_state_read(name.c_str(), data.data(), count), GRADCOMM_OK)
+      << gradcomm_last_error();
+  return data;
+}
+
 inline bool contains(const std::string &text, const std::string &part) {
   return text.find(part) != std::string::npos;
 }

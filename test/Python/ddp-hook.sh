@@ -13,6 +13,7 @@ case_() { # <case> [args]: a fresh rendezvous file per job
 }
 case_ dense
 case_ scalecom
+case_ recipe
 case_ gossip
 case_ easgd
 case_ overlap

@@ -10,10 +10,16 @@ the GradComm runtime over MPICH in the same process).
                         replicas bit-identical; one-parameter buckets give
                         the same bits as DDP's default buckets (state is
                         keyed by parameter, not by bucket)
+  ddp_hook.py recipe    each part of ScaleComOptions (beta, dense and ramp
+                        warm-up, momentum correction with and without
+                        Nesterov, dense presets, overrides, clipping, Adam)
+                        == a reference written here, and each changes the
+                        result
   ddp_hook.py save DIR / resume DIR
-                        save the hook, model and optimizer at step 10 and
-                        run on to 20; a fresh job restores and runs 10..20:
-                        the same bits
+                        save the hook (momentum correction and warm-up: the
+                        velocities are runtime state), model and optimizer
+                        at step 10 and run on to 20; a fresh job restores
+                        and runs 10..20: the same bits
   ddp_hook.py gossip    GossipAverager keeps the replicas' mean
   ddp_hook.py easgd     ElasticAverager (synchronous and asynchronous)
                         keeps the sum of the replicas and the center, and
@@ -30,6 +36,7 @@ the GradComm runtime over MPICH in the same process).
                         the runtime's MPI group
 """
 
+import math
 import os
 import sys
 
@@ -47,6 +54,8 @@ from gradcomm.runtime import GradCommError  # noqa: E402
 from gradcomm.torch import ddp  # noqa: E402
 
 BATCH, RATIO, MIN_ELEMENTS, LR = 8, 10, 16, 0.1
+# Plain ScaleCom (the references below): the recipe's defaults off.
+PLAIN = dict(beta=1.0, warmup_steps=0)
 
 
 def make_model():
@@ -132,45 +141,16 @@ def reference_scalecom(steps, size):
     """CLT-k with beta = 1, per parameter, n ranks simulated in one process:
     p_i = m_i + g_i; the leader l = t mod n picks the top-k of |p_l|; the
     update is the average of the p_i at those indices; m_i = p_i with the
-    picked entries cleared. Small parameters: dense average."""
-    model = make_model()
-    params = list(model.parameters())
-    optimizer = torch.optim.SGD(params, lr=LR, momentum=0.9)
-    memories = [[torch.zeros(p.numel()) for _ in range(size)] for p in params]
-    history = []
-    for step in range(steps):
-        grads = []
-        for r in range(size):
-            x, y = batch(step, r, size)
-            loss = F.cross_entropy(model(x), y)
-            grads.append(torch.autograd.grad(loss, params))
-        for j, p in enumerate(params):
-            count = p.numel()
-            local = [grads[r][j].reshape(-1) for r in range(size)]
-            if count < MIN_ELEMENTS:
-                update = sum(g / size for g in local)
-            else:
-                k = -(-count // RATIO)
-                with_memory = [memories[j][r] + local[r] for r in range(size)]
-                leader = with_memory[step % size]
-                chosen = leader.abs().topk(k).indices
-                values = sum(w[chosen] for w in with_memory) / size
-                update = torch.zeros(count)
-                update[chosen] = values
-                for r in range(size):
-                    memories[j][r] = with_memory[r].clone()
-                    memories[j][r][chosen] = 0
-            p.grad = update.reshape(p.shape)
-        optimizer.step()
-        history.append([p.detach().clone() for p in params])
-    return history
+    picked entries cleared. Small parameters: dense average. (The recipe's
+    reference below without any of its parts.)"""
+    return reference_recipe(steps, size, {}, sgd(0.9))
 
 
 def test_scalecom():
     size = dist.get_world_size()
     model = make_model()
     state = ddp.ScaleComState(model, ratio=RATIO, min_elements=MIN_ELEMENTS,
-                              prefix="default/")
+                              prefix="default/", **PLAIN)
     hooked, _ = run(model, state, ddp.scalecom_hook, 5)
     expected = reference_scalecom(5, size)
     worst = max(relative(a, b) for step_a, step_b in zip(hooked, expected)
@@ -182,12 +162,165 @@ def test_scalecom():
     small = make_model()
     small_state = ddp.ScaleComState(small, ratio=RATIO,
                                     min_elements=MIN_ELEMENTS,
-                                    prefix="one-per-bucket/")
+                                    prefix="one-per-bucket/", **PLAIN)
     rebuilt, _ = run(small, small_state, ddp.scalecom_hook, 5,
                      bucket_cap_mb=0.0001)
     failures += report(same_bits(rebuilt[-1], hooked[-1]),
                        "one-parameter buckets give the same bits")
     return failures
+
+
+def reference_recipe(steps, size, options, make_optimizer):
+    """The recipe (ALGORITHMS.md), n ranks simulated in one process, written
+    from the algorithm's text and not from gradcomm.torch.recipe: local
+    clipping, then momentum correction (u = mu u + g, sending u or
+    g + mu u), then dense or CLT-k with the low-pass memory
+    m = (1 - beta) m + beta (p - c) and momentum factor masking. Dense:
+    small parameters, the presets, overrides, a dense warm-up. A ramp
+    warm-up compresses at start * (target / start) ** (t / warmup), target
+    = N / k. The leader is t mod n: the runtime's step counts every call,
+    dense warm-up ones too."""
+    model = make_model()
+    named = list(model.named_parameters())
+    params = [p for _, p in named]
+    optimizer = make_optimizer(params)
+    memories = [[torch.zeros(p.numel()) for _ in range(size)] for p in params]
+    velocities = [[torch.zeros(p.numel()) for _ in range(size)]
+                  for p in params]
+    linear_names = [n for n, _ in named if n.endswith("weight")]
+    first, last = linear_names[0][:-len("weight")], linear_names[-1][
+        :-len("weight")]
+    overrides = dict(options.get("overrides", {}))
+    history = []
+    for step in range(steps):
+        grads = []
+        for r in range(size):
+            x, y = batch(step, r, size)
+            loss = F.cross_entropy(model(x), y)
+            grads.append(torch.autograd.grad(loss, params))
+        for j, (name, p) in enumerate(named):
+            count = p.numel()
+            local = [grads[r][j].reshape(-1).clone() for r in range(size)]
+            clip = options.get("clip")
+            if clip is not None:
+                local = [g * min(1.0, clip / float(g.norm())) for g in local]
+            mu = options.get("momentum", 0.0)
+            if mu:
+                for r in range(size):
+                    velocities[j][r] = mu * velocities[j][r] + local[r]
+                if options.get("nesterov"):
+                    sent = [local[r] + mu * velocities[j][r]
+                            for r in range(size)]
+                else:
+                    sent = [velocities[j][r].clone() for r in range(size)]
+            else:
+                sent = local
+            presets = options.get("dense", ())
+            ratio = options.get("ratio", RATIO)
+            dense = (count < MIN_ELEMENTS or
+                     ("vectors" in presets and p.dim() == 1) or
+                     ("first" in presets and name.startswith(first)) or
+                     ("last" in presets and name.startswith(last)))
+            for pattern, value in overrides.items():
+                if name == pattern or (pattern.endswith("*") and
+                                       name.startswith(pattern[:-1])):
+                    dense, ratio = value == "dense", value
+                    break
+            warmup = options.get("warmup_steps", 0)
+            if step < warmup and options.get("warmup") != "ramp":
+                dense = True
+            if dense:
+                update = sum(g / size for g in sent)
+            else:
+                k = -(-count // round(ratio))
+                if step < warmup:  # ramp: r_t = s (R / s)^(t / W), R = N / k
+                    target = count / k
+                    start = min(options["warmup_start_ratio"], target)
+                    ramp = start * (target / start) ** (step / warmup)
+                    k = min(max(math.ceil(count / ramp), k), count)
+                with_memory = [memories[j][r] + sent[r] for r in range(size)]
+                leader = with_memory[step % size]
+                chosen = leader.abs().topk(k).indices
+                update = torch.zeros(count)
+                update[chosen] = sum(w[chosen] for w in with_memory) / size
+                beta = options.get("beta", 1.0)
+                for r in range(size):
+                    rest = with_memory[r].clone()
+                    rest[chosen] = 0
+                    memories[j][r] = (1 - beta) * memories[j][r] + beta * rest
+                    if mu:
+                        velocities[j][r][chosen] = 0
+            p.grad = update.reshape(p.shape)
+        optimizer.step()
+        history.append([p.detach().clone() for p in params])
+    return history
+
+
+def sgd(momentum):
+    return lambda params: torch.optim.SGD(params, lr=LR, momentum=momentum)
+
+
+def test_recipe():
+    """Each part of the recipe against the reference, and each part changes
+    the reference's result (so a hook that ignored it would fail)."""
+    size, steps = dist.get_world_size(), 6
+    cases = [
+        ("beta 0.5", dict(beta=0.5), sgd(0.9)),
+        ("dense warm-up", dict(warmup_steps=3), sgd(0.9)),
+        ("ramp warm-up", dict(warmup_steps=4, warmup="ramp",
+                              warmup_start_ratio=2), sgd(0.9)),
+        ("momentum correction", dict(momentum=0.9), sgd(0.0)),
+        ("momentum correction + beta 0.5 + dense warm-up",
+         dict(momentum=0.9, beta=0.5, warmup_steps=2), sgd(0.0)),
+        ("nesterov momentum correction", dict(momentum=0.9, nesterov=True),
+         sgd(0.0)),
+        ("dense vectors", dict(dense=("vectors",)), sgd(0.9)),
+        ("dense first and last", dict(dense=("first", "last")), sgd(0.9)),
+        ("overrides", dict(overrides={"0.weight": 4, "2.*": "dense"}),
+         sgd(0.9)),
+        ("local clipping", dict(clip=0.05), sgd(0.9)),
+        ("Adam (plain error feedback)", dict(),
+         lambda params: torch.optim.Adam(params, lr=0.01)),
+    ]
+    baseline = {}
+    failures = 0
+    for number, (what, options, make_optimizer) in enumerate(cases):
+        model = make_model()
+        state = ddp.ScaleComState(model, ratio=RATIO,
+                                  min_elements=MIN_ELEMENTS,
+                                  prefix="recipe%d/" % number,
+                                  **dict(PLAIN, **options))
+        state.check_optimizer(make_optimizer([torch.zeros(1)]))
+        hooked, _ = run(model, state, ddp.scalecom_hook, steps,
+                        optimizer=make_optimizer(model.parameters()))
+        expected = reference_recipe(steps, size, options, make_optimizer)
+        worst = max(relative(a, b) for step_a, step_b in zip(hooked, expected)
+                    for a, b in zip(step_a, step_b))
+        key = make_optimizer([torch.zeros(1)]).__class__.__name__ + str(
+            make_optimizer([torch.zeros(1)]).defaults.get("momentum"))
+        if key not in baseline:
+            baseline[key] = reference_recipe(steps, size, {}, make_optimizer)
+        effect = max(relative(a, b) for a, b in zip(expected[-1],
+                                                    baseline[key][-1]))
+        failures += report(worst <= 1e-5 and (effect > 1e-3 or not options),
+                           "%s: hook vs reference worst relative %.2g; "
+                           "effect on the result %.2g" % (what, worst,
+                                                          effect))
+    state = ddp.ScaleComState(make_model(), momentum=0.9, prefix="check/")
+    failures += expect_error(ValueError, lambda: state.check_optimizer(
+        torch.optim.SGD(make_model().parameters(), lr=LR, momentum=0.9)),
+        "momentum correction with a momentum optimizer")
+    failures += expect_error(ValueError, lambda: ddp.ScaleComState(
+        make_model(), dense=("bias",)), "an unknown dense preset")
+    failures += expect_error(ValueError, lambda: ddp.LocalTopkState(
+        make_model(), momentum=0.9), "momentum correction for local top-k")
+    return failures
+
+
+# save/resume: the runtime's recipe, whose velocities are runtime state
+# too (dense warm-up to step 3, then momentum-corrected ScaleCom).
+RECIPE = dict(ratio=RATIO, min_elements=MIN_ELEMENTS, momentum=0.9,
+              warmup_steps=3)
 
 
 def checkpoint_path(directory):
@@ -196,8 +329,9 @@ def checkpoint_path(directory):
 
 def test_save(directory):
     model = make_model()
-    state = ddp.ScaleComState(model, ratio=RATIO, min_elements=MIN_ELEMENTS)
-    _, optimizer = run(model, state, ddp.scalecom_hook, 10)
+    state = ddp.ScaleComState(model, **RECIPE)
+    _, optimizer = run(model, state, ddp.scalecom_hook, 10,
+                       optimizer=sgd(0.0)(model.parameters()))
     torch.save({"hook": state.state_dict(), "model": model.state_dict(),
                 "optimizer": optimizer.state_dict()},
                checkpoint_path(directory))
@@ -211,9 +345,9 @@ def test_resume(directory):
     saved = torch.load(checkpoint_path(directory))
     model = make_model()
     model.load_state_dict(saved["model"])
-    state = ddp.ScaleComState(model, ratio=RATIO, min_elements=MIN_ELEMENTS)
+    state = ddp.ScaleComState(model, **RECIPE)
     state.load_state_dict(saved["hook"])
-    optimizer = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9)
+    optimizer = sgd(0.0)(model.parameters())
     optimizer.load_state_dict(saved["optimizer"])
     history, _ = run(model, state, ddp.scalecom_hook, 20, start=10,
                      optimizer=optimizer)
@@ -304,7 +438,12 @@ def test_overlap():
             ("scalecom_hook", ddp.scalecom_hook,
              lambda m, overlap: ddp.ScaleComState(
                  m, ratio=RATIO, min_elements=MIN_ELEMENTS,
-                 prefix="overlap%d/" % overlap, overlap=overlap)),
+                 prefix="overlap%d/" % overlap, overlap=overlap, **PLAIN)),
+            ("scalecom_hook (recipe)", ddp.scalecom_hook,
+             lambda m, overlap: ddp.ScaleComState(
+                 m, ratio=RATIO, min_elements=MIN_ELEMENTS, warmup_steps=2,
+                 momentum=0.9, prefix="recipe-overlap%d/" % overlap,
+                 overlap=overlap)),
             ("local_topk_hook", ddp.local_topk_hook,
              lambda m, overlap: ddp.LocalTopkState(
                  m, ratio=RATIO, min_elements=MIN_ELEMENTS,
@@ -433,7 +572,7 @@ def main():
     tests = {"dense": test_dense, "scalecom": test_scalecom, "bad": test_bad,
              "no-mpi": test_no_mpi, "gossip": test_gossip,
              "overlap": test_overlap,
-             "easgd": test_easgd,
+             "easgd": test_easgd, "recipe": test_recipe,
              "save": lambda: test_save(sys.argv[2]),
              "resume": lambda: test_resume(sys.argv[2])}
     failures = tests[mode]()

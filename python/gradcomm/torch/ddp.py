@@ -14,6 +14,7 @@ first iteration neither resets nor mixes memories. See docs/pytorch.md.
 import atexit
 import collections
 import ctypes
+import dataclasses
 import os
 import queue
 import tempfile
@@ -22,8 +23,9 @@ import threading
 import torch
 import torch.distributed as dist
 
-from gradcomm.runtime import (REDUCTIONS, SCHEDULES, SELECTIONS,
-                              GradCommError, runtime)
+from gradcomm.runtime import (REDUCTIONS, SCHEDULES, SELECTIONS, WARMUPS,
+                              GradCommError, RecipeOptions, runtime)
+from gradcomm.torch.recipe import Plan, ScaleComOptions
 
 
 def _parameter_names(model):
@@ -311,68 +313,78 @@ def dense_hook(state, bucket):
 
 
 class ScaleComState(_State):
-    """ScaleCom per parameter: CLT-k with k = ceil(numel / ratio) (or a fixed
-    k), exact or chunk selection, low-pass beta; parameters with fewer than
-    min_elements values, and every parameter during the first warmup_steps
-    steps, are averaged densely."""
+    """ScaleCom per parameter, with the recipe of `options` (a
+    ScaleComOptions; keyword arguments replace its fields:
+    ScaleComState(net, ratio=400, momentum=0.9)). See
+    gradcomm.torch.recipe and docs/pytorch.md."""
 
-    def __init__(self, model, ratio=100.0, k=None, beta=1.0,
-                 selection="exact", chunk_size=0, min_elements=1024,
-                 warmup_steps=0, prefix="", process_group=None,
-                 overlap=True):
-        if selection not in SELECTIONS:
-            raise ValueError("selection must be 'exact' or 'chunk'")
-        if not 0 < beta <= 1:
-            raise ValueError("beta must be in (0, 1]")
-        if k is None and ratio < 1:
-            raise ValueError("ratio must be >= 1")
+    def __init__(self, model, options=None, prefix="", process_group=None,
+                 overlap=True, **fields):
+        options = dataclasses.replace(options or ScaleComOptions(), **fields)
         super().__init__(model, prefix, process_group, overlap)
-        self.ratio, self.fixed_k, self.beta = ratio, k, beta
-        self.selection, self.chunk_size = selection, chunk_size
-        self.min_elements, self.warmup_steps = min_elements, warmup_steps
+        self.options = options
+        self.plan = Plan(model, options)
+        # Warm-up, momentum correction and clipping run in the runtime
+        # (gradcomm_scalecom_recipe_f32, CPU backend); without them the
+        # plain ScaleCom entry points serve (CPU and CUDA).
+        self.recipe_in_runtime = bool(
+            options.warmup_steps or options.momentum or options.clip)
 
-    def k_and_chunk(self, count):
-        if self.selection == "chunk":
-            chunk = self.chunk_size or max(1, round(self.ratio))
-            return -(-count // chunk), chunk
-        k = self.fixed_k or -(-count // max(1, int(round(self.ratio))))
-        return min(max(1, k), count), 0
+    def check_optimizer(self, optimizer):
+        """Raises ValueError when `optimizer` would apply momentum a second
+        time: with momentum correction the hook's output already carries
+        the momentum, so the optimizer must be plain SGD (momentum 0)."""
+        if self.options.momentum == 0:
+            return
+        for group in optimizer.param_groups:
+            if not isinstance(optimizer, torch.optim.SGD) or group.get(
+                    "momentum", 0):
+                raise ValueError(
+                    "gradcomm: momentum correction (momentum=%g) applies "
+                    "the momentum in the hook; use torch.optim.SGD with "
+                    "momentum=0, got %s with momentum %s" % (
+                        self.options.momentum, type(optimizer).__name__,
+                        group.get("momentum", "-")))
 
 
 def _compress_per_parameter(state, bucket, compress, start_compress=None):
-    """Runs compress(name, gradient, out, count) on each parameter's slice
-    of the bucket and copies `out` back; small parameters, and all of them
-    during warm-up, are averaged densely instead. With `start_compress`
-    (the same, started: returns the runtime's request), the bucket's calls
-    are started one after the other and waited for later (CPU backend)."""
-    slices = [(state.state_name(parameter), gradient)
-              for parameter, gradient in _slices(state, bucket)]
-    warming_up = state.steps < state.warmup_steps
+    """Runs compress(name, gradient, out, k, chunk) on each parameter's
+    slice of the bucket that the recipe compresses (k and chunk: None for a
+    parameter the recipe keeps dense) and copies `out` back; without a
+    compress for dense parameters (compress_dense False), those are averaged
+    here. With `start_compress` (the same, started: returns the runtime's
+    request), the bucket's calls are started one after the other and
+    waited for later (CPU backend)."""
+    jobs = []
+    for parameter, gradient in _slices(state, bucket):
+        plan = state.plan.k_and_chunk(state.names[id(parameter)],
+                                      gradient.numel())
+        jobs.append((state.state_name(parameter), gradient, plan))
+    through_runtime = state.recipe_in_runtime
 
-    def dense(count):
-        return warming_up or count < state.min_elements
+    def averaged_here(plan):
+        return plan is None and not through_runtime
 
     def run():
-        for name, gradient in slices:
-            count = gradient.numel()
-            if dense(count):
+        for name, gradient, plan in jobs:
+            if averaged_here(plan):
                 _dense_average(state.rt, name, gradient, state.size)
                 continue
             out = torch.empty_like(gradient)
-            compress(name, gradient, out, count)
+            compress(name, gradient, out, *(plan or (None, None)))
             gradient.copy_(out)
 
     def start():
         started = []
         try:
-            for name, gradient in slices:
-                count = gradient.numel()
-                if dense(count):
+            for name, gradient, plan in jobs:
+                if averaged_here(plan):
                     started.append((_start_dense_average(
                         state.rt, name, gradient, state.size), None, None))
                     continue
                 out = torch.empty_like(gradient)
-                started.append((start_compress(name, gradient, out, count),
+                started.append((start_compress(name, gradient, out,
+                                               *(plan or (None, None))),
                                 gradient, out))
         except BaseException:
             _waiter(state.rt, started)()  # what was started still ends
@@ -384,20 +396,56 @@ def _compress_per_parameter(state, bucket, compress, start_compress=None):
 
 
 def scalecom_hook(state, bucket):
-    def arguments(name, gradient, out, count):
-        k, chunk = state.k_and_chunk(count)
-        return (name, gradient.data_ptr(), out.data_ptr(), count, k,
-                SELECTIONS[state.selection], chunk, state.beta,
+    options = state.options
+    if state.recipe_in_runtime:
+        # Warm-up, momentum correction or clipping: the runtime's recipe
+        # entry, which keeps the velocity with the memory (checkpointed).
+        def recipe(k, chunk):
+            c = RecipeOptions()
+            state.rt.library.gradcomm_scalecom_options_init(
+                ctypes.byref(c), k or 1)
+            c.selection = SELECTIONS[options.selection]
+            c.chunk_size = chunk or 0
+            c.beta = options.beta
+            c.warmup_steps = options.warmup_steps
+            c.warmup = WARMUPS[options.warmup]
+            c.warmup_start_ratio = options.warmup_start_ratio
+            c.momentum = options.momentum
+            c.nesterov = int(options.nesterov)
+            c.clip = options.clip or 0.0
+            c.dense = int(k is None)
+            return c
+
+        def compress(name, gradient, out, k, chunk):
+            state.rt.call("gradcomm_scalecom_recipe_f32", name,
+                          gradient.data_ptr(), out.data_ptr(),
+                          gradient.numel(), ctypes.byref(recipe(k, chunk)),
+                          REDUCTIONS["average"])
+
+        def start_compress(name, gradient, out, k, chunk):
+            request = ctypes.c_void_p()
+            state.rt.call("gradcomm_scalecom_recipe_start_f32", name,
+                          gradient.data_ptr(), out.data_ptr(),
+                          gradient.numel(), ctypes.byref(recipe(k, chunk)),
+                          REDUCTIONS["average"], ctypes.byref(request))
+            return request
+
+        return _compress_per_parameter(state, bucket, compress,
+                                       start_compress)
+
+    def arguments(name, gradient, out, k, chunk):
+        return (name, gradient.data_ptr(), out.data_ptr(), gradient.numel(),
+                k, SELECTIONS[options.selection], chunk, options.beta,
                 REDUCTIONS["average"])
 
-    def compress(name, gradient, out, count):
+    def compress(name, gradient, out, k, chunk):
         state.rt.call("gradcomm_scalecom_f32",
-                      *arguments(name, gradient, out, count))
+                      *arguments(name, gradient, out, k, chunk))
 
-    def start_compress(name, gradient, out, count):
+    def start_compress(name, gradient, out, k, chunk):
         request = ctypes.c_void_p()
         state.rt.call("gradcomm_scalecom_start_f32",
-                      *arguments(name, gradient, out, count),
+                      *arguments(name, gradient, out, k, chunk),
                       ctypes.byref(request))
         return request
 
@@ -405,22 +453,36 @@ def scalecom_hook(state, bucket):
 
 
 class LocalTopkState(ScaleComState):
-    """The local top-k + all-gather baseline (each rank its own top-k)."""
+    """The local top-k + all-gather baseline (each rank its own top-k);
+    options as ScaleComState's, where momentum correction, beta and
+    selection do not apply (refused)."""
+
+    def __init__(self, model, options=None, **fields):
+        # ScaleCom's beta and warm-up defaults do not apply here.
+        options = options or ScaleComOptions(beta=1.0, warmup_steps=0)
+        super().__init__(model, options, **fields)
+        o = self.options
+        if (o.momentum or o.beta != 1 or o.selection != "exact" or o.clip
+                or o.warmup_steps):
+            raise ValueError("local_topk_hook: momentum correction, beta, "
+                             "chunk selection, clipping and warm-up are "
+                             "ScaleCom's options")
 
 
 def local_topk_hook(state, bucket):
-    def compress(name, gradient, out, count):
-        k, _ = state.k_and_chunk(count)
-        state.rt.call("gradcomm_local_topk_all_gather_f32", name,
-                      gradient.data_ptr(), out.data_ptr(), count, k,
-                      REDUCTIONS["average"], None)
+    if state.options.warmup_steps:
+        raise GradCommError(-1, "gradcomm: local_topk_hook has no warm-up")
 
-    def start_compress(name, gradient, out, count):
-        k, _ = state.k_and_chunk(count)
+    def compress(name, gradient, out, k, chunk):
+        state.rt.call("gradcomm_local_topk_all_gather_f32", name,
+                      gradient.data_ptr(), out.data_ptr(), gradient.numel(),
+                      k, REDUCTIONS["average"], None)
+
+    def start_compress(name, gradient, out, k, chunk):
         request = ctypes.c_void_p()
         state.rt.call("gradcomm_local_topk_all_gather_start_f32", name,
-                      gradient.data_ptr(), out.data_ptr(), count, k,
-                      REDUCTIONS["average"], ctypes.byref(request))
+                      gradient.data_ptr(), out.data_ptr(), gradient.numel(),
+                      k, REDUCTIONS["average"], ctypes.byref(request))
         return request
 
     return _compress_per_parameter(state, bucket, compress, start_compress)

@@ -392,6 +392,76 @@ gradcomm_status gradcomm_memory_update_f32(const char *state, const float *grad,
                                            float beta);
 
 /*===----------------------------------------------------------------------===*
+ * The ScaleCom training recipe (docs/scalecom.md, "The recipe").
+ *===----------------------------------------------------------------------===*/
+
+/// What the first `warmup_steps` calls of a recipe state do.
+typedef GRADCOMM_ENUM(gradcomm_warmup){
+    /// Dense all-reduce; the memory is left alone.
+    GRADCOMM_WARMUP_DENSE = 0,
+    /// ScaleCom at a ratio rising geometrically from `warmup_start_ratio`
+    /// to count / k (exact selection only).
+    GRADCOMM_WARMUP_RAMP = 1,
+} gradcomm_warmup;
+
+/// The options of gradcomm_scalecom_recipe_f32; gradcomm_scalecom_options_init
+/// fills the defaults.
+typedef struct gradcomm_scalecom_options {
+  /// Values sent per step after the warm-up, in [1, count].
+  int64_t k;
+  gradcomm_selection selection;
+  /// The chunk length with GRADCOMM_SELECT_CHUNK (k = ceil(count / chunk)).
+  int64_t chunk_size;
+  /// Low-pass coefficient of the memory update, in (0, 1].
+  float beta;
+  /// The first `warmup_steps` calls (the state's step counts every call)
+  /// follow `warmup`.
+  int64_t warmup_steps;
+  gradcomm_warmup warmup;
+  /// GRADCOMM_WARMUP_RAMP's first ratio, >= 1.
+  float warmup_start_ratio;
+  /// Momentum correction, in [0, 1) (0: off): u = momentum u + g is what is
+  /// communicated, and u is zeroed where it was sent (factor masking). The
+  /// optimizer then runs without momentum. CPU backend.
+  float momentum;
+  /// With momentum: communicate g + momentum u (Nesterov).
+  int32_t nesterov;
+  /// > 0: g is scaled to an L2 norm of at most `clip` first. CPU backend.
+  float clip;
+  /// 1: always a dense all-reduce (a layer the policy keeps dense); the
+  /// velocity is then never masked, so the mean of the ranks' velocities is
+  /// momentum SGD's.
+  int32_t dense;
+} gradcomm_scalecom_options;
+
+/// Defaults for sending k values, the recipe docs/results.md's study chose:
+/// exact selection, beta 0.5, 100 dense warm-up steps; no momentum
+/// correction (it changes the optimizer) or clipping; not dense.
+void gradcomm_scalecom_options_init(gradcomm_scalecom_options *options,
+                                    int64_t k);
+
+/// One step of the recipe with state `state` (memory m, step t and, with
+/// momentum, the velocity in the state "<state>.velocity"): g is clipped,
+/// u' = momentum u + g and s = u' (g + momentum u' with Nesterov), or s = g
+/// without momentum; then a dense all-reduce of s into `out` (dense, or
+/// t < warmup_steps with a dense warm-up), or gradcomm_scalecom_f32's step
+/// on s with k (or the ramp's k_t) after which u = u' with zeros at the
+/// sent indices; t = t + 1. Every rank must pass the same options (part of
+/// the agreement). On error, or a step the non-finite policy skips, nothing
+/// is changed. Memory and velocity are saved by gradcomm_state_save.
+gradcomm_status gradcomm_scalecom_recipe_f32(
+    const char *state, const float *grad, float *out, int64_t count,
+    const gradcomm_scalecom_options *options, gradcomm_reduction reduction);
+
+/// The started form (CPU backend): everything but the value all-reduce
+/// runs here (velocity and memory move on now); gradcomm_wait completes
+/// `out`. The state is held until the wait.
+gradcomm_status gradcomm_scalecom_recipe_start_f32(
+    const char *state, const float *grad, float *out, int64_t count,
+    const gradcomm_scalecom_options *options, gradcomm_reduction reduction,
+    gradcomm_request *request);
+
+/*===----------------------------------------------------------------------===*
  * Local top-k + all-gather baseline (gradient build-up).
  *===----------------------------------------------------------------------===*/
 

@@ -97,6 +97,10 @@ struct State {
   /// allocate: leader indices and this rank's k values.
   std::vector<int64_t> indices;
   std::vector<float> values;
+  /// gradcomm_scalecom_recipe_f32's scratch: the clipped gradient or the
+  /// communicated velocity, and the velocity before masking.
+  std::vector<float> recipeInput;
+  std::vector<float> recipeVelocity;
   /// The unfused compress of this step was skipped by the non-finite
   /// policy: the memory update that follows leaves memory and step alone.
   bool skippedStep = false;
@@ -287,9 +291,9 @@ public:
   const char *name() const { return opName; }
   const char *operationName() const { return operation; }
 
-  /// A state lookupState created in this call: removed again if the ranks
-  /// do not agree, so a refused call leaves no trace.
-  mutable std::string createdState;
+  /// The states lookupState created in this call: removed again if the
+  /// ranks do not agree, so a refused call leaves no trace.
+  mutable std::vector<std::string> createdStates;
 
 private:
   const char *operation;

@@ -31,7 +31,7 @@ gradcomm_status gradcomm::lookupState(const Call &call, const char *name,
     GRADCOMM_RETURN_IF_ERROR(selected.allocate(call, count, &memory));
     fresh.memory = BackendMemory(&selected, memory);
     it = states.emplace(name, std::move(fresh)).first;
-    call.createdState = name;
+    call.createdStates.push_back(name);
   } else if (it->second.count != count) {
     return call.fail(GRADCOMM_ERR_STATE,
                      "state '" + std::string(name) + "' has " +
@@ -251,9 +251,10 @@ gradcomm::checkConsistency(const Call &call,
   // one holds zeros: as if it had not been created).
   const bool skipping = agreed == GRADCOMM_ERR_NON_FINITE &&
                         ctx.nonFinitePolicy == GRADCOMM_NONFINITE_SKIP;
-  if (agreed != GRADCOMM_OK && !skipping && !call.createdState.empty()) {
-    ctx.states.erase(call.createdState);
-    call.createdState.clear();
+  if (agreed != GRADCOMM_OK && !skipping) {
+    for (const std::string &name : call.createdStates)
+      ctx.states.erase(name);
+    call.createdStates.clear();
   }
   return agreed;
 }

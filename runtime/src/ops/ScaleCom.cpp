@@ -11,6 +11,7 @@
 #include "Backend.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <numeric>
@@ -200,8 +201,8 @@ struct ScalecomCall {
 /// backend's preparation and the agreement. `*skipped`: the non-finite
 /// policy zeroed `out` and changed nothing else.
 gradcomm_status beginScalecom(const Call &call, const ScalecomCall &c,
-                              State *&state, Prepared &prepared,
-                              bool *skipped) {
+                              State *&state, Prepared &prepared, bool *skipped,
+                              std::vector<CheckField> extra = {}) {
   const CompressArgs &args = c.args;
   *skipped = false;
   GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
@@ -215,10 +216,10 @@ gradcomm_status beginScalecom(const Call &call, const ScalecomCall &c,
                        "'grad' and 'out' overlap");
     return lookupIdleState(call, args.state, args.count, state);
   }));
-  GRADCOMM_RETURN_IF_ERROR(
-      prepareAndAgree(call, args, stepOf(args, *state),
-                      {{"beta", floatBits(c.beta)}, {"reduction", c.reduction}},
-                      prepared, skipped));
+  extra.push_back({"beta", floatBits(c.beta)});
+  extra.push_back({"reduction", c.reduction});
+  GRADCOMM_RETURN_IF_ERROR(prepareAndAgree(call, args, stepOf(args, *state),
+                                           extra, prepared, skipped));
   if (*skipped)
     return zeroBuffer(call, c.out, args.count);
   return GRADCOMM_OK;
@@ -430,5 +431,311 @@ gradcomm_status gradcomm_memory_update_f32(const char *stateName,
         backend().memoryUpdate(call, *state, grad, count, indices, k, beta));
     state->step += 1;
     return GRADCOMM_OK;
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// The recipe: clipping, momentum correction, warm-up, dense layers around
+// the fused step (ALGORITHMS.md, "Making sparsified training hold").
+//===----------------------------------------------------------------------===//
+
+void gradcomm_scalecom_options_init(gradcomm_scalecom_options *options,
+                                    int64_t k) {
+  if (!options)
+    return;
+  *options = gradcomm_scalecom_options{};
+  options->k = k;
+  options->selection = GRADCOMM_SELECT_EXACT;
+  // The recipe the study in docs/results.md chose (docs/scalecom.md).
+  options->beta = 0.5f;
+  options->warmup_steps = 100;
+  options->warmup = GRADCOMM_WARMUP_DENSE;
+  options->warmup_start_ratio = 4.0f;
+}
+
+namespace {
+
+gradcomm_status validateRecipe(const Call &call,
+                               const gradcomm_scalecom_options *o) {
+  GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "options", o));
+  GRADCOMM_RETURN_IF_ERROR(
+      requireHostTensors(call, "gradcomm_scalecom_recipe_f32"));
+  auto bad = [&](const std::string &what) {
+    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT, what);
+  };
+  if (!(o->momentum >= 0.0f && o->momentum < 1.0f))
+    return bad("'momentum' must be in [0, 1), got " +
+               std::to_string(o->momentum));
+  if (o->nesterov != 0 && (o->nesterov != 1 || o->momentum == 0.0f))
+    return bad("'nesterov' must be 0, or 1 with momentum > 0");
+  if (!(o->clip >= 0.0f && o->clip < INFINITY))
+    return bad("'clip' must be finite and >= 0, got " +
+               std::to_string(o->clip));
+  if (o->warmup_steps < 0)
+    return bad("'warmup_steps' must be >= 0");
+  if (o->warmup != GRADCOMM_WARMUP_DENSE && o->warmup != GRADCOMM_WARMUP_RAMP)
+    return bad("unknown warmup " + std::to_string(o->warmup));
+  if (o->warmup == GRADCOMM_WARMUP_RAMP &&
+      (o->selection != GRADCOMM_SELECT_EXACT ||
+       !(o->warmup_start_ratio >= 1.0f)))
+    return bad("a ramp warm-up needs exact selection and "
+               "'warmup_start_ratio' >= 1");
+  if (o->dense != 0 && o->dense != 1)
+    return bad("'dense' must be 0 or 1");
+  return GRADCOMM_OK;
+}
+
+/// The recipe's options in the agreement (beside ScaleCom's fields or the
+/// dense all-reduce's): one hash of them all, as the agreement has few
+/// slots left, so that a dense warm-up step refuses options that differ
+/// across ranks as a compressed step would.
+std::vector<CheckField> recipeFields(const gradcomm_scalecom_options &o) {
+  const int64_t fields[] = {o.k,
+                            o.selection,
+                            o.chunk_size,
+                            floatBits(o.beta),
+                            floatBits(o.momentum),
+                            o.nesterov,
+                            floatBits(o.clip),
+                            o.warmup_steps,
+                            o.warmup,
+                            floatBits(o.warmup_start_ratio),
+                            o.dense};
+  return {{"the recipe's options (k, selection, beta, momentum, clip, "
+           "warm-up, dense)",
+           static_cast<int64_t>(fnv1a(fields, sizeof(fields)) >> 1)}};
+}
+
+bool denseStep(const gradcomm_scalecom_options &o, uint64_t step) {
+  return o.dense || (static_cast<int64_t>(step) < o.warmup_steps &&
+                     o.warmup == GRADCOMM_WARMUP_DENSE);
+}
+
+/// k of this step: a ramp warm-up sends ceil(count / r_t) with
+/// r_t = s (R / s)^(t / W), R = count / k and s = min(start ratio, R);
+/// never fewer than k.
+int64_t stepK(const gradcomm_scalecom_options &o, int64_t count,
+              uint64_t step) {
+  if (o.warmup != GRADCOMM_WARMUP_RAMP ||
+      static_cast<int64_t>(step) >= o.warmup_steps)
+    return o.k;
+  const double target = static_cast<double>(count) / o.k;
+  const double start = std::min<double>(o.warmup_start_ratio, target);
+  const double ratio =
+      start * std::pow(target / start, static_cast<double>(step) /
+                                           static_cast<double>(o.warmup_steps));
+  const auto k = static_cast<int64_t>(std::ceil(count / ratio));
+  return std::clamp<int64_t>(k, o.k, count);
+}
+
+/// What this step communicates: `grad`, clipped, through the velocity.
+/// Writes state.recipeVelocity (u') and state.recipeInput when they are
+/// needed; the state's velocity itself is committed after the step.
+const float *recipeInput(const gradcomm_scalecom_options &o, const float *grad,
+                         int64_t count, State &state, const State *velocity) {
+  const float *input = grad;
+  if (o.clip > 0.0f) {
+    double squares = 0.0;
+    for (int64_t i = 0; i < count; ++i)
+      squares += static_cast<double>(grad[i]) * grad[i];
+    const double norm = std::sqrt(squares);
+    state.recipeInput.assign(grad, grad + count);
+    if (norm > o.clip) {
+      const auto scale = static_cast<float>(o.clip / norm);
+      for (float &value : state.recipeInput)
+        value *= scale;
+    }
+    input = state.recipeInput.data();
+  }
+  if (!velocity)
+    return input;
+  const float mu = o.momentum;
+  const float *u = velocity->data();
+  state.recipeVelocity.resize(count);
+  for (int64_t i = 0; i < count; ++i)
+    state.recipeVelocity[i] = mu * u[i] + input[i];
+  if (o.nesterov) {
+    state.recipeInput.resize(count);
+    for (int64_t i = 0; i < count; ++i)
+      state.recipeInput[i] = input[i] + mu * state.recipeVelocity[i];
+    return state.recipeInput.data();
+  }
+  return state.recipeVelocity.data();
+}
+
+/// After a step that ran: the velocity becomes u', zeroed at the sent
+/// indices of a compressed step.
+void commitVelocity(State &state, State *velocity, bool compressed) {
+  if (!velocity)
+    return;
+  float *u = velocity->data();
+  std::copy(state.recipeVelocity.begin(), state.recipeVelocity.end(), u);
+  if (compressed)
+    for (int64_t index : state.indices)
+      u[index] = 0.0f;
+}
+
+std::string velocityName(const char *stateName) {
+  return std::string(stateName) + ".velocity";
+}
+
+/// One recipe step's communication, blocking (`started` null) or started.
+struct RecipeStep {
+  const char *stateName;
+  const gradcomm_scalecom_options &o;
+  State &state;
+  const float *input;
+  float *out;
+  int64_t count;
+  gradcomm_reduction reduction;
+  double start;
+  gradcomm_request_s *started;
+};
+
+/// The dense all-reduce of the input (a dense layer, a dense warm-up
+/// step). `*ran`: false when the non-finite policy skipped it.
+gradcomm_status recipeDense(const Call &call, const RecipeStep &s, bool *ran) {
+  std::vector<CheckField> fields = recipeFields(s.o);
+  fields.push_back({"step", static_cast<int64_t>(s.state.step)});
+  fields.push_back({"count", s.count});
+  fields.push_back({"reduction", s.reduction});
+  std::copy(s.input, s.input + s.count, s.out);
+  gradcomm_status agreed = checkConsistencyOfInput(
+      call, s.out, s.count, inputLimit(/*summed=*/true), fields);
+  if (skippedNonFinite(agreed, s.stateName))
+    return zeroBuffer(call, s.out, s.count);
+  GRADCOMM_RETURN_IF_ERROR(agreed);
+  auto countDense = [name = std::string(s.stateName), count = s.count,
+                     start = s.start] {
+    gradcomm_op_stats &stats = opStats(name.c_str());
+    uint64_t bytes = allReduceBytes(sizeof(float) * count, context().size);
+    stats.calls += 1;
+    stats.messages += 1;
+    stats.value_bytes_sent += bytes;
+    stats.value_bytes_received += bytes;
+    stats.seconds += now() - start;
+  };
+  const bool average = s.reduction == GRADCOMM_REDUCE_AVERAGE;
+  if (s.started) {
+    GRADCOMM_RETURN_IF_ERROR(backend().startDenseAllReduce(
+        call, s.out, s.count, average, *s.started));
+    alsoFinish(*s.started, countDense);
+  } else {
+    GRADCOMM_RETURN_IF_ERROR(
+        backend().denseAllReduce(call, s.out, s.count, average));
+    countDense();
+  }
+  *ran = true;
+  return GRADCOMM_OK;
+}
+
+/// The ScaleCom step on the input with this step's k.
+gradcomm_status recipeCompressed(const Call &call, const RecipeStep &s,
+                                 bool *ran) {
+  const int64_t k = stepK(s.o, s.count, s.state.step);
+  const ScalecomCall c{
+      {s.stateName, s.input, s.count, k, s.o.selection, s.o.chunk_size},
+      s.out,
+      s.o.beta,
+      s.reduction};
+  Prepared prepared;
+  bool skipped = false;
+  State *state = &s.state;
+  GRADCOMM_RETURN_IF_ERROR(
+      beginScalecom(call, c, state, prepared, &skipped, recipeFields(s.o)));
+  if (skipped)
+    return GRADCOMM_OK;
+  const CompressStep step = stepOf(c.args, s.state);
+  const bool average = s.reduction == GRADCOMM_REDUCE_AVERAGE;
+  if (s.started) {
+    GRADCOMM_RETURN_IF_ERROR(backend().startScalecom(
+        call, step, prepared, s.o.beta, average, s.out, *s.started));
+    alsoFinish(*s.started, [name = s.started->opName, step,
+                            folds = prepared.foldsIndices(), start = s.start] {
+      countScalecom(name.c_str(), step, folds, start);
+    });
+  } else {
+    GRADCOMM_RETURN_IF_ERROR(
+        backend().scalecom(call, step, prepared, s.o.beta, average, s.out));
+    countScalecom(s.stateName, step, prepared.foldsIndices(), s.start);
+  }
+  *ran = true;
+  return GRADCOMM_OK;
+}
+
+/// The blocking and started forms. `request` null: blocking.
+gradcomm_status scalecomRecipe(const Call &call, const char *stateName,
+                               const float *grad, float *out, int64_t count,
+                               const gradcomm_scalecom_options *options,
+                               gradcomm_reduction reduction,
+                               gradcomm_request *request) {
+  GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+  State *state = nullptr;
+  State *velocity = nullptr;
+  GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
+    GRADCOMM_RETURN_IF_ERROR(validateRecipe(call, options));
+    GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
+    GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, count, options->k));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "grad", grad));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
+    GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
+    if (overlaps(grad, out, count))
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "'grad' and 'out' overlap");
+    if (options->momentum > 0.0f)
+      GRADCOMM_RETURN_IF_ERROR(lookupIdleState(
+          call, velocityName(stateName).c_str(), count, velocity));
+    return lookupIdleState(call, stateName, count, state);
+  }));
+  auto started = request ? std::make_unique<gradcomm_request_s>() : nullptr;
+  if (started)
+    started->opName = stateName;
+  const RecipeStep step{
+      stateName,    *options,
+      *state,       recipeInput(*options, grad, count, *state, velocity),
+      out,          count,
+      reduction,    now(),
+      started.get()};
+  const bool dense = denseStep(*options, state->step);
+  bool ran = false; // false: the non-finite policy skipped the step
+  GRADCOMM_RETURN_IF_ERROR(dense ? recipeDense(call, step, &ran)
+                                 : recipeCompressed(call, step, &ran));
+  if (ran) {
+    // A compressed step on the CPU backend leaves the leader's indices in
+    // state.indices: the velocity is masked there.
+    commitVelocity(*state, velocity, /*compressed=*/!dense);
+    state->step += 1;
+  }
+  if (started) {
+    started->skipped = !ran;
+    if (ran) {
+      state->inFlight = true;
+      alsoRelease(*started, [state] { state->inFlight = false; });
+    }
+    *request = trackRequest(std::move(started));
+  }
+  return GRADCOMM_OK;
+}
+
+} // namespace
+
+gradcomm_status gradcomm_scalecom_recipe_f32(
+    const char *stateName, const float *grad, float *out, int64_t count,
+    const gradcomm_scalecom_options *options, gradcomm_reduction reduction) {
+  return guarded("scalecom_recipe_f32", stateName, [&](const Call &call) {
+    return scalecomRecipe(call, stateName, grad, out, count, options, reduction,
+                          nullptr);
+  });
+}
+
+gradcomm_status gradcomm_scalecom_recipe_start_f32(
+    const char *stateName, const float *grad, float *out, int64_t count,
+    const gradcomm_scalecom_options *options, gradcomm_reduction reduction,
+    gradcomm_request *request) {
+  return guarded("scalecom_recipe_start_f32", stateName, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(requireStartable(
+        call, request, StartedForm::Scalecom, "gradcomm_scalecom_recipe_f32"));
+    return scalecomRecipe(call, stateName, grad, out, count, options, reduction,
+                          request);
   });
 }

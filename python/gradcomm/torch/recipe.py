@@ -1,0 +1,179 @@
+"""The ScaleCom training recipe of the DDP hooks (docs/scalecom.md, "The
+recipe"): one option struct, and the per-parameter, per-step decision it
+implies (dense or compressed, at which ratio), tested without a process
+group (test/Python/test_recipe.py).
+
+    options = ScaleComOptions(ratio=400, warmup_steps=500,
+                              momentum=0.9, dense=("vectors",))
+    state = ScaleComState(model, options)
+
+Parts (ALGORITHMS.md, "Making sparsified training hold on real models"):
+  warm-up      the first `warmup_steps` steps are dense (`warmup="dense"`)
+               or compressed at a ratio rising geometrically from
+               `warmup_start_ratio` to `ratio` (`warmup="ramp"`, as DGC;
+               exact selection);
+  beta         the low-pass coefficient of the memory update;
+  momentum     momentum correction for momentum SGD: the hook keeps each
+               parameter's velocity, compresses it with error feedback and
+               masks it where it was sent; the optimizer must then run
+               without momentum (ScaleComState.check_optimizer says so);
+  dense        presets of parameters that stay dense, plus `overrides`
+               (name pattern -> ratio or "dense", first match wins);
+  clip         local clipping of each gradient's L2 norm before it enters
+               the velocity or the memory.
+"""
+
+import dataclasses
+import fnmatch
+import math
+
+import torch
+
+# Named groups of parameters that stay dense (`ScaleComOptions.dense`).
+DENSE_PRESETS = {
+    "small": "parameters with fewer than min_elements values (always on)",
+    "vectors": "parameters of at most one dimension: biases, normalization "
+               "scales and shifts",
+    "embeddings": "weights of nn.Embedding and nn.EmbeddingBag",
+    "first": "the parameters of the first module (in registration order) "
+             "that has a weight",
+    "last": "the parameters of the last such module",
+}
+WARMUPS = ("dense", "ramp")
+
+
+@dataclasses.dataclass(frozen=True)
+class ScaleComOptions:
+    """Every option of scalecom_hook (and local_topk_hook, which uses
+    ratio, k, min_elements, warm-up, dense and overrides). The defaults are
+    the recipe the study in docs/results.md chose."""
+    ratio: float = 100.0
+    k: int = None
+    selection: str = "exact"
+    chunk_size: int = 0
+    beta: float = 0.5
+    min_elements: int = 1024
+    warmup_steps: int = 100
+    warmup: str = "dense"
+    warmup_start_ratio: float = 4.0
+    momentum: float = 0.0
+    nesterov: bool = False
+    dense: tuple = ()
+    overrides: tuple = ()
+    clip: float = None
+
+    def __post_init__(self):
+        if self.selection not in ("exact", "chunk"):
+            raise ValueError("selection must be 'exact' or 'chunk'")
+        if not 0 < self.beta <= 1:
+            raise ValueError("beta must be in (0, 1]")
+        if self.k is None and not self.ratio >= 1:
+            raise ValueError("ratio must be >= 1")
+        if self.k is not None and self.k < 1:
+            raise ValueError("k must be >= 1")
+        if self.warmup not in WARMUPS:
+            raise ValueError("warmup must be one of %s" % (WARMUPS,))
+        if self.warmup_steps < 0:
+            raise ValueError("warmup_steps must be >= 0")
+        if not self.warmup_start_ratio >= 1:
+            raise ValueError("warmup_start_ratio must be >= 1")
+        if self.warmup == "ramp" and self.selection != "exact":
+            raise ValueError("a ramp warm-up needs exact selection")
+        if not 0 <= self.momentum < 1:
+            raise ValueError("momentum must be in [0, 1)")
+        if self.nesterov and self.momentum == 0:
+            raise ValueError("nesterov needs momentum > 0")
+        if self.clip is not None and not self.clip > 0:
+            raise ValueError("clip must be > 0 (or None)")
+        unknown = set(self.dense) - set(DENSE_PRESETS)
+        if isinstance(self.dense, str) or unknown:
+            raise ValueError("dense must be a tuple of presets from %s; got "
+                             "%r" % (sorted(DENSE_PRESETS), self.dense))
+        overrides = (self.overrides.items() if isinstance(self.overrides,
+                                                          dict)
+                     else self.overrides)
+        checked = []
+        for pattern, value in overrides:
+            if value != "dense" and not (isinstance(value, (int, float))
+                                         and value >= 1):
+                raise ValueError("override %r: %r is neither 'dense' nor a "
+                                 "ratio >= 1" % (pattern, value))
+            checked.append((pattern, value))
+        object.__setattr__(self, "overrides", tuple(checked))
+        object.__setattr__(self, "dense", tuple(self.dense))
+
+
+def dense_parameters(model, options):
+    """{parameter name: the preset or override that keeps it dense} for
+    `model` (a module or its DDP wrapper) under `options`."""
+    module = getattr(model, "module", model)
+    reasons = {}
+
+    def mark(name, reason):
+        reasons.setdefault(name, reason)
+
+    presets = set(options.dense)
+    with_weight = [(prefix, m) for prefix, m in module.named_modules()
+                   if isinstance(getattr(m, "weight", None),
+                                 torch.nn.Parameter)]
+    for name, parameter in module.named_parameters():
+        if "vectors" in presets and parameter.dim() <= 1:
+            mark(name, "vectors")
+    for prefix, m in module.named_modules():
+        if "embeddings" in presets and type(m).__name__ in (
+                "Embedding", "EmbeddingBag"):
+            for name, _ in m.named_parameters(prefix=prefix):
+                mark(name, "embeddings")
+    for preset, index in (("first", 0), ("last", -1)):
+        if preset in presets and with_weight:
+            prefix, m = with_weight[index]
+            for name, _ in m.named_parameters(prefix=prefix):
+                mark(name, preset)
+    return reasons
+
+
+class Plan:
+    """The recipe's layer policy applied to one model: per parameter,
+    dense or the k to send after the warm-up. Built once per state from
+    the parameter names; warm-up, momentum correction and clipping are the
+    runtime's (gradcomm_scalecom_recipe_f32)."""
+
+    def __init__(self, model, options):
+        self.options = options
+        self.dense_reasons = dense_parameters(model, options)
+
+    def override(self, name):
+        for pattern, value in self.options.overrides:
+            if fnmatch.fnmatchcase(name, pattern):
+                return value
+        return None
+
+    def ratio(self, name):
+        """The ratio `name` is compressed at, or None when the presets or
+        an override keep it dense (overrides win over presets)."""
+        value = self.override(name)
+        if value == "dense":
+            return None
+        if value is None and name in self.dense_reasons:
+            return None
+        return float(value) if value is not None else self.options.ratio
+
+    def k_and_chunk(self, name, count):
+        """(k, chunk size) for `count` values of `name` after the warm-up
+        (which the runtime applies), or None when the parameter stays
+        dense (or is smaller than min_elements)."""
+        options = self.options
+        if count < options.min_elements:
+            return None
+        ratio = self.ratio(name)
+        if ratio is None:
+            return None
+        overridden = self.override(name) is not None
+        if options.selection == "chunk":
+            chunk = (options.chunk_size if options.chunk_size and
+                     not overridden else max(1, round(ratio)))
+            return -(-count // chunk), chunk
+        if options.k is not None and not overridden:
+            return min(options.k, count), 0
+        return min(max(1, math.ceil(count / max(1, round(ratio)))),
+                   count), 0

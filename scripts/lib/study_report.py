@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""Turns the ScaleCom study's JSON logs (examples/pytorch/train_fmnist.py
+--log) into OUT/report.md with PNG plots: per model, a table of every
+strategy (final test accuracy mean +- sd over seeds, gap to dense in
+points, measured bytes per step and traffic vs dense, time per step wall
+and CPU), the ablation rows, accuracy vs step, accuracy vs bytes and the
+accuracy vs compression-ratio frontier.
+
+Usage: study_report.py OUT --context TEXT RUN.json...
+
+Every number is computed here from the logs given; nothing is typed in.
+"""
+
+import argparse
+import collections
+import json
+import math
+import os
+import statistics
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def mean_sd(values):
+    if len(values) == 1:
+        return values[0], 0.0
+    return statistics.mean(values), statistics.stdev(values)
+
+
+def read(paths):
+    """{model: {label: [run, ...]}} in the order first seen."""
+    runs = collections.OrderedDict()
+    for path in paths:
+        with open(path) as f:
+            run = json.load(f)
+        runs.setdefault(run["model"], collections.OrderedDict()).setdefault(
+            run["label"], []).append(run)
+    return runs
+
+
+def summarize(runs):
+    """One row per label: mean +- sd of the final accuracy, bytes, times."""
+    rows = collections.OrderedDict()
+    for label, seeds in runs.items():
+        accuracy = [r["curve"][-1]["test_accuracy"] for r in seeds]
+        rows[label] = {
+            "seeds": len(seeds), "steps": seeds[0]["steps"],
+            "epochs": seeds[0]["epochs"],
+            "accuracy": mean_sd(accuracy),
+            "bytes": statistics.mean(r["value_bytes_per_step"] +
+                                     r["index_bytes_per_step"]
+                                     for r in seeds),
+            "ms": statistics.median(r["ms_per_step"] for r in seeds),
+            "cpu_ms": statistics.median(r["cpu_ms_per_step"] for r in seeds),
+            "ratio": (seeds[0]["options"] or {}).get("ratio"),
+            "comm": seeds[0]["comm"],
+        }
+    return rows
+
+
+def table(rows, dense):
+    lines = ["| strategy | seeds | steps | test accuracy | gap to dense (pt)"
+             " | bytes/step (values + indices) | traffic vs dense | ms/step "
+             "(wall) | ms/step (CPU) |", "|" + "---|" * 9]
+    base = rows.get(dense)
+    for label, row in rows.items():
+        mean, sd = row["accuracy"]
+        gap = (100 * (mean - base["accuracy"][0]) if base else float("nan"))
+        less = (base["bytes"] / row["bytes"] if base and row["bytes"] else
+                float("nan"))
+        lines.append("| %s | %d | %d | %.4f +- %.4f | %+.2f | %.0f | %s | "
+                     "%.1f | %.1f |" % (
+                         label, row["seeds"], row["steps"], mean, sd, gap,
+                         row["bytes"],
+                         "%.1fx less" % less if not math.isnan(less) else
+                         "-", row["ms"], row["cpu_ms"]))
+    return "\n".join(lines)
+
+
+def plot_curves(out, model, runs, x_of, xlabel, name):
+    figure, axes = plt.subplots(figsize=(7, 4.2))
+    for label, seeds in runs.items():
+        points = collections.defaultdict(list)
+        for r in seeds:
+            for i, point in enumerate(r["curve"]):
+                points[i].append((x_of(r, point), point["test_accuracy"]))
+        xs = [statistics.mean(p[0] for p in points[i]) for i in
+              sorted(points)]
+        ys = [statistics.mean(p[1] for p in points[i]) for i in
+              sorted(points)]
+        axes.plot(xs, ys, marker="o", markersize=3, label=label)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel("test accuracy (mean over seeds)")
+    axes.set_title(model)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=7)
+    if name.endswith("bytes.png"):
+        axes.set_xscale("log")
+    figure.tight_layout()
+    path = os.path.join(out, "%s_%s" % (model, name))
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return os.path.basename(path)
+
+
+def plot_frontier(out, model, rows, dense):
+    """Accuracy vs nominal ratio for the ScaleCom rows with the study's
+    recipe (labels scalecom-r<ratio>), dense at ratio 1."""
+    points = [(1.0, rows[dense]["accuracy"])] if dense in rows else []
+    for label, row in rows.items():
+        if label.startswith("scalecom-r") and label[10:].isdigit():
+            points.append((row["ratio"], row["accuracy"]))
+    if len(points) < 2:
+        return None
+    points.sort()
+    figure, axes = plt.subplots(figsize=(6, 3.8))
+    axes.errorbar([p[0] for p in points], [p[1][0] for p in points],
+                  yerr=[p[1][1] for p in points], marker="o", capsize=3)
+    axes.set_xscale("log")
+    axes.set_xlabel("compression ratio (1 = dense)")
+    axes.set_ylabel("final test accuracy (mean +- sd)")
+    axes.set_title("%s: ScaleCom frontier" % model)
+    axes.grid(alpha=0.3)
+    figure.tight_layout()
+    path = os.path.join(out, "%s_frontier.png" % model)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return os.path.basename(path)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out")
+    parser.add_argument("--context", default="")
+    parser.add_argument("--dense", default="dense",
+                        help="the label the gaps are measured against")
+    parser.add_argument("logs", nargs="+")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    runs = read(args.logs)
+    sections = ["# ScaleCom study", "", args.context, ""]
+    for model, model_runs in runs.items():
+        rows = summarize(model_runs)
+        main_runs = collections.OrderedDict(
+            (label, seeds) for label, seeds in model_runs.items()
+            if not label.startswith("ablation"))
+        sections += ["## %s" % model, "", table(rows, args.dense), ""]
+        step_plot = plot_curves(args.out, model, main_runs,
+                                lambda r, p: p["epoch"], "epoch",
+                                "accuracy_vs_epoch.png")
+        byte_plot = plot_curves(
+            args.out, model, main_runs,
+            lambda r, p: p["step"] * (r["value_bytes_per_step"] +
+                                      r["index_bytes_per_step"]) or 1,
+            "bytes sent per rank (log)", "accuracy_vs_bytes.png")
+        sections += ["![%s accuracy vs epoch](%s)" % (model, step_plot), "",
+                     "![%s accuracy vs bytes](%s)" % (model, byte_plot), ""]
+        frontier = plot_frontier(args.out, model, rows, args.dense)
+        if frontier:
+            sections += ["![%s frontier](%s)" % (model, frontier), ""]
+    with open(os.path.join(args.out, "report.md"), "w") as f:
+        f.write("\n".join(sections) + "\n")
+
+
+if __name__ == "__main__":
+    main()

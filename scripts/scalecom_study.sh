@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# scripts/scalecom_study.sh - does ScaleCom keep its promise on real models?
+# (issue #34; docs/results.md "ScaleCom on real models").
+#
+# Trains each model in MODELS with PyTorch DDP on 2 ranks (mpiexec.mpich,
+# gloo) and GradComm's communication hooks, once per strategy and seed,
+# with the same hyper-parameters for every strategy (SGD lr LR, momentum
+# 0.9, cosine learning-rate decay to 0 over EPOCHS epochs, batch 32 per
+# rank), then writes OUT/report.md with scripts/lib/study_report.py.
+#
+# Strategies: dense (the dense hook: DDP's all-reduce, bit for bit at 2
+# ranks), ScaleCom at ratios 100, 400 and 1000 with the recipe's defaults
+# (gradcomm.torch.recipe.ScaleComOptions: beta 0.5, 100 dense warm-up
+# steps), ScaleCom 400 without the recipe (beta 1, no warm-up: plain
+# error feedback), local top-k at ratio 100, gossip. ABLATION=1 adds, for
+# the CNN at ratio 400, the recipe with one part changed at a time.
+#
+# Sizes: MODELS="mlp cnn", SEEDS="1 2 3", EPOCHS=5 (about 50 minutes on 2
+# cores with the ablation); scripts/demo.sh runs a shorter version.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+build=${BUILD_DIR:-build}
+out=${OUT:-study-out}
+models=${MODELS:-"mlp cnn"}
+seeds=${SEEDS:-"1 2 3"}
+epochs=${EPOCHS:-5}
+lr=${LR:-0.05}
+ablation=${ABLATION:-1}
+evaluations=${EVALUATIONS:-5}
+
+# shellcheck source=scripts/lib/python-env.sh
+source scripts/lib/python-env.sh
+gradcomm_python_env
+python=$GRADCOMM_PYTHON
+export GRADCOMM_RUNTIME_LIBRARY=$build/lib/libgradcomm_runtime.so
+[ -f "$GRADCOMM_RUNTIME_LIBRARY" ] || {
+  echo "scalecom_study.sh: build GradComm first (scripts/check.sh or ninja -C $build)" >&2
+  exit 1
+}
+
+# label: train_fmnist.py options. The recipe's parts are switched off one
+# at a time by giving the option its "off" value.
+strategies=(
+  "dense:--comm dense"
+  "scalecom-r100:--comm scalecom --ratio 100"
+  "scalecom-r400:--comm scalecom --ratio 400"
+  "scalecom-r1000:--comm scalecom --ratio 1000"
+  "scalecom-r400-no-recipe:--comm scalecom --ratio 400 --beta 1 --warmup-epochs 0"
+  "local-topk-r100:--comm local-topk --ratio 100"
+  "gossip:--comm gossip"
+)
+# The recipe at ratio 400 with one part changed: off (warm-up, beta), or
+# added (momentum correction, clipping), or the ramp warm-up instead of the
+# dense one.
+ablations=(
+  "ablation-r400-no-warmup:--comm scalecom --ratio 400 --warmup-epochs 0"
+  "ablation-r400-beta-1:--comm scalecom --ratio 400 --beta 1"
+  "ablation-r400-ramp-warmup:--comm scalecom --ratio 400 --warmup ramp"
+  "ablation-r400-momentum-correction:--comm scalecom --ratio 400 --momentum-correction 1"
+  "ablation-r400-clip-1:--comm scalecom --ratio 400 --clip 1"
+)
+
+rm -rf "$out" && mkdir -p "$out/runs"
+start=$(date +%s)
+logs=()
+for model in $models; do
+  runs=("${strategies[@]}")
+  [ "$ablation" = 1 ] && [ "$model" = cnn ] && runs+=("${ablations[@]}")
+  for entry in "${runs[@]}"; do
+    label=${entry%%:*}
+    eval "options=(${entry#*:})"
+    for seed in $seeds; do
+      log="$out/runs/$model-$label-seed$seed.json"
+      /usr/bin/mpiexec.mpich -n 2 "$python" examples/pytorch/train_fmnist.py \
+        --model "$model" "${options[@]}" --epochs "$epochs" --lr "$lr" \
+        --lr-schedule cosine --evaluations "$evaluations" --seed "$seed" \
+        --label "$label" --log "$log" | sed "s/^summary /  $model $label seed $seed: /"
+      logs+=("$log")
+    done
+  done
+done
+elapsed=$(($(date +%s) - start))
+"$python" scripts/lib/study_report.py "$out" --context "2 ranks (one per core,
+$(nproc) cores), PyTorch DDP over gloo with GradComm's hooks; SGD lr $lr,
+momentum 0.9 (applied by the hook under momentum correction), cosine decay to
+0 over $epochs epochs, batch 32 per rank; seeds $seeds; mean +- sample sd of
+the final test accuracy (10,000 images); bytes are measured by the runtime
+per rank and step, warm-up included; wall time of all runs $elapsed s;
+command: MODELS='$models' SEEDS='$seeds' EPOCHS=$epochs LR=$lr
+ABLATION=$ablation scripts/scalecom_study.sh" "${logs[@]}"
+echo "report: $out/report.md"

@@ -1,0 +1,90 @@
+"""gradcomm.torch.recipe without a process group: ScaleComOptions refuses
+bad values, the dense presets pick the parameters they name, and the plan
+gives each parameter its ratio (presets, overrides) and k. Warm-up, momentum
+correction and clipping are the runtime's (test/Python/ddp_hook.py recipe,
+runtime/test/ScaleComRecipeTest.cpp)."""
+
+import os
+import sys
+import unittest
+
+import torch.nn as nn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)),
+                                "python"))
+
+from gradcomm.torch.recipe import (Plan, ScaleComOptions,  # noqa: E402
+                                   dense_parameters)
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(100, 32)
+        self.norm = nn.LayerNorm(32)
+        self.hidden = nn.Linear(32, 64)
+        self.out = nn.Linear(64, 10)
+
+
+class OptionsTest(unittest.TestCase):
+    def test_bad_values(self):
+        for fields in (dict(beta=0), dict(beta=1.5), dict(ratio=0.5),
+                       dict(k=0), dict(warmup="linear"),
+                       dict(warmup_steps=-1), dict(warmup_start_ratio=0.5),
+                       dict(momentum=1.0), dict(momentum=-0.1),
+                       dict(nesterov=True), dict(clip=0.0),
+                       dict(dense="vectors"), dict(dense=("biases",)),
+                       dict(overrides={"fc.*": 0.5}),
+                       dict(overrides={"fc.*": "sparse"}),
+                       dict(selection="random"),
+                       dict(warmup="ramp", selection="chunk")):
+            with self.assertRaises(ValueError, msg=str(fields)):
+                ScaleComOptions(**fields)
+
+    def test_overrides_keep_their_order(self):
+        options = ScaleComOptions(overrides={"a*": 4, "ab": "dense"})
+        self.assertEqual(options.overrides, (("a*", 4), ("ab", "dense")))
+
+
+class PresetsTest(unittest.TestCase):
+    def test_each_preset(self):
+        model = Model()
+        self.assertEqual(dense_parameters(model, ScaleComOptions()), {})
+        picked = dense_parameters(model, ScaleComOptions(dense=("vectors",)))
+        self.assertEqual(sorted(picked), ["hidden.bias", "norm.bias",
+                                          "norm.weight", "out.bias"])
+        picked = dense_parameters(model,
+                                  ScaleComOptions(dense=("embeddings",)))
+        self.assertEqual(sorted(picked), ["embed.weight"])
+        picked = dense_parameters(model, ScaleComOptions(dense=("first",)))
+        self.assertEqual(sorted(picked), ["embed.weight"])
+        picked = dense_parameters(model, ScaleComOptions(dense=("last",)))
+        self.assertEqual(sorted(picked), ["out.bias", "out.weight"])
+
+
+class PlanTest(unittest.TestCase):
+    def test_k_after_warmup(self):
+        plan = Plan(Model(), ScaleComOptions(ratio=100, warmup_steps=10,
+                                             min_elements=1))
+        self.assertEqual(plan.ratio("hidden.weight"), 100)
+        self.assertEqual(plan.k_and_chunk("hidden.weight", 2048), (21, 0))
+
+    def test_overrides_win_over_presets(self):
+        plan = Plan(Model(), ScaleComOptions(
+            dense=("vectors",), overrides={"out.bias": 2, "hidden.*":
+                                           "dense"}, min_elements=1))
+        self.assertEqual(plan.ratio("out.bias"), 2)
+        self.assertIsNone(plan.ratio("hidden.weight"))
+        self.assertIsNone(plan.ratio("norm.weight"))
+        self.assertEqual(plan.ratio("out.weight"), 100)
+
+    def test_small_and_chunk(self):
+        plan = Plan(Model(), ScaleComOptions(selection="chunk",
+                                             chunk_size=64))
+        self.assertIsNone(plan.k_and_chunk("hidden.weight", 1000))
+        self.assertEqual(plan.k_and_chunk("hidden.weight", 2048), (32, 64))
+
+
+if __name__ == "__main__":
+    unittest.main()
