@@ -39,6 +39,10 @@ ScaleComRewritePassOptions ScaleComPipelineOptions::toPassOptions() const {
   options.beta = beta;
   options.selection = selection;
   options.chunkSize = chunkSize;
+  options.warmupSteps = warmupSteps;
+  options.warmup = warmup;
+  options.warmupStartRatio = warmupStartRatio;
+  options.clip = clip;
   options.minElements = minElements;
   options.exclude.assign(exclude.begin(), exclude.end());
   options.include.assign(include.begin(), include.end());

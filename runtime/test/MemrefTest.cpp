@@ -87,6 +87,52 @@ TEST(Memref, ScaleComMatchesThePointerEntryPoint) {
   }
 }
 
+// The compiled recipe call (dense warm-up, then a ramp warm-up with
+// clipping) equals the options struct's entry point; started and waited for
+// too, as gradcomm-overlap-collectives emits it.
+TEST(Memref, ScaleComRecipeMatchesTheOptionsEntryPoint) {
+  World world;
+  const int64_t count = 600, k = 12;
+  struct Case {
+    int64_t warmupSteps;
+    float rampFrom, clip;
+  };
+  int number = 0;
+  for (const Case &c : {Case{3, 0.0f, 0.0f}, Case{4, 2.0f, 0.5f}}) {
+    const std::string tag = std::to_string(number++);
+    const std::string viaMemref = uniqueName("m" + tag);
+    const std::string viaStart = uniqueName("s" + tag);
+    const std::string viaPointer = uniqueName("p" + tag);
+    gradcomm_scalecom_options o;
+    gradcomm_scalecom_options_init(&o, k);
+    o.warmup_steps = c.warmupSteps;
+    o.warmup = c.rampFrom > 0 ? GRADCOMM_WARMUP_RAMP : GRADCOMM_WARMUP_DENSE;
+    o.warmup_start_ratio = c.rampFrom > 0 ? c.rampFrom : 4.0f;
+    o.clip = c.clip;
+    for (uint64_t step = 0; step < 6; ++step) {
+      std::vector<float> grad = gradient(51, world.rank, step, count);
+      std::vector<float> out1(count), out2(count), out3(count);
+      Descriptor<float, 2> g{grad.data(), grad.data(), 0, {20, 30}, {30, 1}};
+      Descriptor<float, 2> o1{out1.data(), out1.data(), 0, {20, 30}, {30, 1}};
+      Descriptor<float, 2> o3{out3.data(), out3.data(), 0, {20, 30}, {30, 1}};
+      gradcomm_unranked_memref gm = unranked(g), om = unranked(o1),
+                               sm = unranked(o3);
+      ASSERT_OK(_mlir_ciface_gradcomm_rt_scalecom_recipe_f32(
+          viaMemref.c_str(), &gm, &om, k, GRADCOMM_SELECT_EXACT, 0, 0.5f,
+          c.warmupSteps, c.rampFrom, c.clip, GRADCOMM_REDUCE_AVERAGE));
+      ASSERT_OK(_mlir_ciface_gradcomm_rt_scalecom_recipe_start_f32(
+          viaStart.c_str(), &gm, &sm, k, GRADCOMM_SELECT_EXACT, 0, 0.5f,
+          c.warmupSteps, c.rampFrom, c.clip, GRADCOMM_REDUCE_AVERAGE));
+      ASSERT_OK(_mlir_ciface_gradcomm_rt_wait_f32(viaStart.c_str(), &sm));
+      ASSERT_OK(gradcomm_scalecom_recipe_f32(viaPointer.c_str(), grad.data(),
+                                             out2.data(), count, &o,
+                                             GRADCOMM_REDUCE_AVERAGE));
+      EXPECT_EQ(out1, out2) << "case " << tag << ", step " << step;
+      EXPECT_EQ(out3, out2) << "case " << tag << ", step " << step;
+    }
+  }
+}
+
 TEST(Memref, UnfusedOpsWithIndexMemrefs) {
   World world;
   const int64_t count = 64, k = 8;

@@ -66,6 +66,21 @@ struct ScaleComPipelineOptions
   Option<int64_t> chunkSize{*this, "chunk-size",
                             llvm::cl::desc("Chunk length (0: round(ratio))"),
                             llvm::cl::init(0)};
+  Option<int64_t> warmupSteps{
+      *this, "warmup-steps",
+      llvm::cl::desc("Recipe: dense (or ramp) warm-up steps (0: none)"),
+      llvm::cl::init(0)};
+  Option<std::string> warmup{*this, "warmup",
+                             llvm::cl::desc("Recipe: warm-up dense | ramp"),
+                             llvm::cl::init("dense")};
+  Option<double> warmupStartRatio{
+      *this, "warmup-start-ratio",
+      llvm::cl::desc("Recipe: warmup=ramp's first ratio (>= 1)"),
+      llvm::cl::init(4.0)};
+  Option<double> clip{
+      *this, "clip",
+      llvm::cl::desc("Recipe: local L2 clipping threshold (0: off)"),
+      llvm::cl::init(0.0)};
   Option<int64_t> minElements{
       *this, "min-elements",
       llvm::cl::desc("Tensors with fewer elements stay dense"),

@@ -55,6 +55,7 @@ namespace {
 enum class RuntimeFn {
   DenseAllReduce,
   ScaleCom,
+  ScaleComRecipe,
   CltkCompress,
   SparseAllReduce,
   MemoryUpdate,
@@ -91,6 +92,10 @@ const RuntimeFnSpec kRuntimeFns[] = {
     {RuntimeFn::ScaleCom, "gradcomm_rt_scalecom_f32", true, Kind::I32,
      {Kind::Str, Kind::BufF32, Kind::BufF32, Kind::I64, Kind::I32, Kind::I64,
       Kind::F32, Kind::I32}},
+    {RuntimeFn::ScaleComRecipe, "gradcomm_rt_scalecom_recipe_f32", true,
+     Kind::I32, {Kind::Str, Kind::BufF32, Kind::BufF32, Kind::I64, Kind::I32,
+                 Kind::I64, Kind::F32, Kind::I64, Kind::F32, Kind::F32,
+                 Kind::I32}},
     {RuntimeFn::CltkCompress, "gradcomm_rt_cltk_compress_f32", true,
      Kind::I32, {Kind::Str, Kind::BufF32, Kind::I64, Kind::I32, Kind::I64,
                  Kind::BufF32, Kind::BufI64}},
@@ -402,13 +407,26 @@ struct FusedScaleComPattern : public RuntimePattern<CltkCompressOp> {
     Value grad = rt.buffer(adaptor.getInput(), /*readOnly=*/true);
     Value out = rt.allocate(reduce.getResult().getType());
     int64_t chunkSize = op.getChunkSize() ? int64_t(*op.getChunkSize()) : 0;
-    if (failed(rt.callChecked(
-            RuntimeFn::ScaleCom,
-            {rt.string(op.getState()), rt.unranked(grad), rt.unranked(out),
-             rt.i64(op.getKAttr().getInt()),
-             rt.i32(static_cast<int32_t>(op.getSelection())), rt.i64(chunkSize),
-             rt.f32(update.getBeta().convertToDouble()),
-             rt.i32(static_cast<int32_t>(reduce.getReduction()))})))
+    SmallVector<Value> args = {rt.string(op.getState()),
+                               rt.unranked(grad),
+                               rt.unranked(out),
+                               rt.i64(op.getKAttr().getInt()),
+                               rt.i32(static_cast<int32_t>(op.getSelection())),
+                               rt.i64(chunkSize),
+                               rt.f32(update.getBeta().convertToDouble())};
+    RuntimeFn fn = RuntimeFn::ScaleCom;
+    if (op.hasRecipe()) {
+      // warmup_ramp_from 0: a dense warm-up; clip 0: no clipping.
+      fn = RuntimeFn::ScaleComRecipe;
+      args.push_back(rt.i64(op.getWarmupSteps().value_or(0)));
+      args.push_back(rt.f32(op.getWarmupRampFromAttr()
+                                ? op.getWarmupRampFromAttr().getValueAsDouble()
+                                : 0.0));
+      args.push_back(
+          rt.f32(op.getClipAttr() ? op.getClipAttr().getValueAsDouble() : 0.0));
+    }
+    args.push_back(rt.i32(static_cast<int32_t>(reduce.getReduction())));
+    if (failed(rt.callChecked(fn, args)))
       return failure();
     Value result = rt.toTensor(out, reduce.getResult().getType());
     rewriter.replaceOp(reduce, result);
@@ -423,6 +441,12 @@ struct CltkCompressPattern : public RuntimePattern<CltkCompressOp> {
   LogicalResult
   matchAndRewrite(CltkCompressOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    if (op.hasRecipe())
+      return op.emitOpError(
+          "with the training recipe (warmup_steps, warmup_ramp_from, clip) "
+          "lowers only as the fused step: its values must feed one "
+          "sparse_all_reduce and its indices that op and one memory_update "
+          "of the same state and gradient");
     RuntimeCalls rt = calls(rewriter, op);
     Value grad = rt.buffer(adaptor.getInput(), /*readOnly=*/true);
     Value values = rt.allocate(op.getValues().getType());

@@ -43,6 +43,16 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_f32(const char *state,
                                               int64_t chunk_size, float beta,
                                               int32_t reduction);
 
+/// gradcomm_scalecom_recipe_f32 with the options as the compiler has them:
+/// `warmup_ramp_from` 0 is a dense warm-up, else a ramp from that ratio;
+/// `clip` 0 is no clipping; no momentum correction (the compiled step's
+/// optimizer keeps its momentum).
+int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_f32(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *out, int64_t k, int32_t selection,
+    int64_t chunk_size, float beta, int64_t warmup_steps,
+    float warmup_ramp_from, float clip, int32_t reduction);
+
 /// `values`: k f32, `indices`: k i64.
 int32_t _mlir_ciface_gradcomm_rt_cltk_compress_f32(
     const char *state, gradcomm_unranked_memref *grad, int64_t k,
@@ -99,6 +109,11 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_start_f32(
     const char *state, gradcomm_unranked_memref *grad,
     gradcomm_unranked_memref *out, int64_t k, int32_t selection,
     int64_t chunk_size, float beta, int32_t reduction);
+int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_start_f32(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *out, int64_t k, int32_t selection,
+    int64_t chunk_size, float beta, int64_t warmup_steps,
+    float warmup_ramp_from, float clip, int32_t reduction);
 int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_start_f32(
     const char *state, gradcomm_unranked_memref *x, int32_t schedule,
     float mixing, int64_t seed, int64_t period);

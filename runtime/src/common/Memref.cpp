@@ -155,6 +155,46 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_f32(const char *state,
 
 namespace {
 
+/// The recipe's options from the compiled call's arguments.
+gradcomm_scalecom_options recipeOptions(int64_t k, int32_t selection,
+                                        int64_t chunkSize, float beta,
+                                        int64_t warmupSteps,
+                                        float warmupRampFrom, float clip) {
+  gradcomm_scalecom_options options;
+  gradcomm_scalecom_options_init(&options, k);
+  options.selection = static_cast<gradcomm_selection>(selection);
+  options.chunk_size = chunkSize;
+  options.beta = beta;
+  options.warmup_steps = warmupSteps;
+  options.warmup =
+      warmupRampFrom > 0.0f ? GRADCOMM_WARMUP_RAMP : GRADCOMM_WARMUP_DENSE;
+  if (warmupRampFrom > 0.0f)
+    options.warmup_start_ratio = warmupRampFrom;
+  options.clip = clip;
+  return options;
+}
+
+} // namespace
+
+int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_f32(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *out, int64_t k, int32_t selection,
+    int64_t chunkSize, float beta, int64_t warmupSteps, float warmupRampFrom,
+    float clip, int32_t reduction) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
+  View<float> g, o;
+  GRADCOMM_RETURN_IF_ERROR(
+      unpackScalecom("scalecom_recipe_f32", state, grad, out, g, o));
+  const gradcomm_scalecom_options options = recipeOptions(
+      k, selection, chunkSize, beta, warmupSteps, warmupRampFrom, clip);
+  return gradcomm_scalecom_recipe_f32(
+      state, g.data, o.data, g.count, &options,
+      static_cast<gradcomm_reduction>(reduction));
+}
+
+namespace {
+
 /// The started calls of compiled code, by op (dense) or state (ScaleCom)
 /// name, until gradcomm_rt_wait_f32.
 std::map<std::string, gradcomm_request> &compiledRequests() {
@@ -206,6 +246,25 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_start_f32(
       static_cast<gradcomm_selection>(selection), chunkSize, beta,
       static_cast<gradcomm_reduction>(reduction), &request));
   return keepRequest("scalecom_start_f32", state, request);
+}
+
+int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_start_f32(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *out, int64_t k, int32_t selection,
+    int64_t chunkSize, float beta, int64_t warmupSteps, float warmupRampFrom,
+    float clip, int32_t reduction) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
+  View<float> g, o;
+  GRADCOMM_RETURN_IF_ERROR(
+      unpackScalecom("scalecom_recipe_start_f32", state, grad, out, g, o));
+  const gradcomm_scalecom_options options = recipeOptions(
+      k, selection, chunkSize, beta, warmupSteps, warmupRampFrom, clip);
+  gradcomm_request request = nullptr;
+  GRADCOMM_RETURN_IF_ERROR(gradcomm_scalecom_recipe_start_f32(
+      state, g.data, o.data, g.count, &options,
+      static_cast<gradcomm_reduction>(reduction), &request));
+  return keepRequest("scalecom_recipe_start_f32", state, request);
 }
 
 int32_t _mlir_ciface_gradcomm_rt_wait_f32(const char *name,

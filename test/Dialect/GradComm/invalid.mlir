@@ -535,3 +535,53 @@ func.func @counter_only_center(%x: tensor<16xf32>) {
   %r = gradcomm.elastic_average %x state @c on @grid grid_axes = [0] alpha = 0.2 period = 1 : tensor<16xf32>
   return
 }
+
+// -----
+
+shard.grid @grid(shape = 4)
+gradcomm.state @s : tensor<16xf32>
+func.func @recipe_negative_warmup(%g: tensor<16xf32>) {
+  // expected-error @+1 {{'warmup_steps' must be >= 0, got -3}}
+  %v, %i = gradcomm.cltk_compress %g state @s on @grid grid_axes = [0] k = 4 selection = exact {warmup_steps = -3 : i64} : tensor<16xf32> -> tensor<4xf32>, tensor<4xi64>
+  return
+}
+
+// -----
+
+shard.grid @grid(shape = 4)
+gradcomm.state @s : tensor<16xf32>
+func.func @recipe_ramp_without_steps(%g: tensor<16xf32>) {
+  // expected-error @+1 {{'warmup_ramp_from' needs 'warmup_steps'}}
+  %v, %i = gradcomm.cltk_compress %g state @s on @grid grid_axes = [0] k = 4 selection = exact {warmup_ramp_from = 2.0 : f32} : tensor<16xf32> -> tensor<4xf32>, tensor<4xi64>
+  return
+}
+
+// -----
+
+shard.grid @grid(shape = 4)
+gradcomm.state @s : tensor<16xf32>
+func.func @recipe_ramp_below_one(%g: tensor<16xf32>) {
+  // expected-error @+1 {{'warmup_ramp_from' must be >= 1, got 5.000000e-01}}
+  %v, %i = gradcomm.cltk_compress %g state @s on @grid grid_axes = [0] k = 4 selection = exact {warmup_steps = 3 : i64, warmup_ramp_from = 0.5 : f32} : tensor<16xf32> -> tensor<4xf32>, tensor<4xi64>
+  return
+}
+
+// -----
+
+shard.grid @grid(shape = 4)
+gradcomm.state @s : tensor<16xf32>
+func.func @recipe_ramp_chunk(%g: tensor<16xf32>) {
+  // expected-error @+1 {{a ramp warm-up ('warmup_ramp_from') needs selection = exact}}
+  %v, %i = gradcomm.cltk_compress %g state @s on @grid grid_axes = [0] k = 4 selection = chunk chunk_size = 4 {warmup_steps = 3 : i64, warmup_ramp_from = 2.0 : f32} : tensor<16xf32> -> tensor<4xf32>, tensor<4xi64>
+  return
+}
+
+// -----
+
+shard.grid @grid(shape = 4)
+gradcomm.state @s : tensor<16xf32>
+func.func @recipe_bad_clip(%g: tensor<16xf32>) {
+  // expected-error @+1 {{'clip' must be finite and > 0, got 0.000000e+00}}
+  %v, %i = gradcomm.cltk_compress %g state @s on @grid grid_axes = [0] k = 4 selection = exact {clip = 0.0 : f32} : tensor<16xf32> -> tensor<4xf32>, tensor<4xi64>
+  return
+}

@@ -1,5 +1,7 @@
 // RUN: gradcomm-opt %s --gradcomm-scalecom-pipeline | FileCheck %s
 // RUN: gradcomm-opt %s --gradcomm-scalecom-pipeline="ratio=8 beta=0.5 report=true" 2>&1 | FileCheck %s --check-prefix=OPTS
+// RUN: gradcomm-opt %s --gradcomm-scalecom-pipeline="warmup-steps=7 warmup=ramp warmup-start-ratio=2 clip=3" | FileCheck %s --check-prefix=RECIPE
+// RECIPE: gradcomm.cltk_compress {{.*}} {clip = 3.000000e+00 : f32, warmup_ramp_from = 2.000000e+00 : f32, warmup_steps = 7 : i64}
 
 // A single-device linear-regression step whose batch inputs carry
 // shard.shard annotations. The pipeline partitions it (upstream

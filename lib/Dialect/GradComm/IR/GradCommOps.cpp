@@ -11,6 +11,8 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/SmallSet.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::gradcomm;
 
@@ -143,6 +145,25 @@ LogicalResult CltkCompressOp::verify() {
       failed(verifyVectorType(*this, "indices", getIndices().getType(),
                               b.getI64Type(), k)))
     return failure();
+
+  if (IntegerAttr warmup = getWarmupStepsAttr(); warmup && warmup.getInt() < 0)
+    return emitOpError() << "'warmup_steps' must be >= 0, got "
+                         << warmup.getInt();
+  if (FloatAttr ramp = getWarmupRampFromAttr()) {
+    if (!(ramp.getValueAsDouble() >= 1.0))
+      return emitOpError() << "'warmup_ramp_from' must be >= 1, got "
+                           << ramp.getValueAsDouble();
+    if (!getWarmupStepsAttr())
+      return emitOpError("'warmup_ramp_from' needs 'warmup_steps'");
+    if (getSelection() != Selection::Exact)
+      return emitOpError("a ramp warm-up ('warmup_ramp_from') needs "
+                         "selection = exact");
+  }
+  if (FloatAttr clip = getClipAttr();
+      clip && !(clip.getValueAsDouble() > 0.0 &&
+                std::isfinite(clip.getValueAsDouble())))
+    return emitOpError() << "'clip' must be finite and > 0, got "
+                         << clip.getValueAsDouble();
 
   std::optional<int64_t> chunkSize;
   if (IntegerAttr chunkSizeAttr = getChunkSizeAttr())

@@ -38,6 +38,8 @@ const StartedForm kStartedForms[] = {
     {"gradcomm_rt_dense_all_reduce_f32",
      "gradcomm_rt_dense_all_reduce_start_f32", 1},
     {"gradcomm_rt_scalecom_f32", "gradcomm_rt_scalecom_start_f32", 2},
+    {"gradcomm_rt_scalecom_recipe_f32", "gradcomm_rt_scalecom_recipe_start_f32",
+     2},
     {"gradcomm_rt_gossip_exchange_f32", "gradcomm_rt_gossip_exchange_start_f32",
      1},
     {"gradcomm_rt_elastic_average_f32", "gradcomm_rt_elastic_average_start_f32",

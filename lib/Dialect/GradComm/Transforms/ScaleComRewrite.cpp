@@ -116,6 +116,30 @@ LogicalResult ScaleComRewritePass::validateOptions() {
     return module.emitError()
            << "gradcomm-scalecom: option 'min-elements' must be >= 0, got "
            << int64_t(minElements);
+  if (warmupSteps < 0)
+    return module.emitError()
+           << "gradcomm-scalecom: option 'warmup-steps' must be >= 0, got "
+           << int64_t(warmupSteps);
+  if (warmup != "dense" && warmup != "ramp")
+    return module.emitError() << "gradcomm-scalecom: option 'warmup' must be "
+                                 "dense or ramp, got '"
+                              << warmup << "'";
+  if (warmup == "ramp" && !(warmupStartRatio >= 1.0))
+    return module.emitError() << "gradcomm-scalecom: option "
+                                 "'warmup-start-ratio' must be >= 1, got "
+                              << formatNumber(warmupStartRatio);
+  if (warmup == "ramp" && (warmupSteps == 0 || selection != Selection::Exact))
+    return module.emitError()
+           << "gradcomm-scalecom: warmup=ramp needs warmup-steps > 0 and "
+              "selection=exact";
+  if (!(clip >= 0.0 && std::isfinite(double(clip))))
+    return module.emitError()
+           << "gradcomm-scalecom: option 'clip' must be finite and >= 0, got "
+           << formatNumber(clip);
+  if (compressor == "local-topk" && (warmupSteps != 0 || clip != 0.0))
+    return module.emitError()
+           << "gradcomm-scalecom: warm-up and clipping are ScaleCom's recipe; "
+              "compressor=local-topk does not take them";
   if (policy != "fixed" && policy != "auto")
     return module.emitError() << "gradcomm-scalecom: option 'policy' must be "
                                  "fixed or auto, got '"
@@ -231,6 +255,9 @@ ScaleComRewritePass::makePlan(shard::AllReduceOp op,
     explicitK = k;
 
   if (plan.selection == Selection::Chunk) {
+    if (warmup == "ramp")
+      return fail() << "warmup=ramp needs selection = exact; this "
+                       "all-reduce asks for chunk selection";
     int64_t c = overrides.chunkSize ? *overrides.chunkSize
                 : chunkSize > 0     ? int64_t(chunkSize)
                                     : std::llround(planRatio);
@@ -329,10 +356,18 @@ void ScaleComRewritePass::rewrite(shard::AllReduceOp op,
     auto indicesType = RankedTensorType::get({plan.k}, b.getI64Type());
     IntegerAttr chunkAttr =
         plan.chunkSize ? b.getI64IntegerAttr(*plan.chunkSize) : IntegerAttr();
+    // The recipe's attributes, where set (docs/scalecom.md, "The recipe").
+    IntegerAttr warmupAttr =
+        warmupSteps ? b.getI64IntegerAttr(warmupSteps) : IntegerAttr();
+    FloatAttr rampAttr = warmupSteps && warmup == "ramp"
+                             ? b.getF32FloatAttr(warmupStartRatio)
+                             : FloatAttr();
+    FloatAttr clipAttr = clip > 0.0 ? b.getF32FloatAttr(clip) : FloatAttr();
     auto compress = CltkCompressOp::create(
         b, op.getLoc(), valuesType, indicesType, op.getInput(), stateRef,
         op.getGridAttr(), op.getGridAxesAttr(), b.getI64IntegerAttr(plan.k),
-        SelectionAttr::get(ctx, plan.selection), chunkAttr);
+        SelectionAttr::get(ctx, plan.selection), chunkAttr, warmupAttr,
+        rampAttr, clipAttr);
     auto reduce = SparseAllReduceOp::create(
         b, op.getLoc(), type, compress.getValues(), compress.getIndices(),
         op.getGridAttr(), op.getGridAxesAttr(),

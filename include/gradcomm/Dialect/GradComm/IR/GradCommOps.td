@@ -108,11 +108,27 @@ def GradComm_CltkCompressOp : GradComm_Op<"cltk_compress", [
     must be `ceil(N / chunk_size)`. Indices are flat row-major offsets into
     the gradient, as `i64`, in increasing order.
 
+    The training recipe (docs/scalecom.md, "The recipe") rides on this op
+    and applies to the compress, its `sparse_all_reduce` and its
+    `memory_update` together, which then lower to one fused runtime call
+    (`gradcomm_scalecom_recipe_f32`):
+
+    * `clip = c`: g is first scaled to an L2 norm of at most c (local
+      clipping);
+    * `warmup_steps = W`: in the state's first W steps (every step counts)
+      the three ops compute a dense all-reduce of g and leave the memory
+      alone, or, with `warmup_ramp_from = s`, send k_t >= k values, with the
+      ratio rising geometrically from s to N / k (exact selection).
+
     Example:
 
     ```mlir
     %v, %i = gradcomm.cltk_compress %g state @w_grad on @grid grid_axes = [0]
         k = 64 selection = chunk chunk_size = 16
+        : tensor<32x32xf32> -> tensor<64xf32>, tensor<64xi64>
+    %v2, %i2 = gradcomm.cltk_compress %g state @w_grad on @grid
+        grid_axes = [0] k = 64 selection = exact
+        {warmup_steps = 100 : i64, clip = 1.0 : f32}
         : tensor<32x32xf32> -> tensor<64xf32>, tensor<64xi64>
     ```
   }];
@@ -122,8 +138,17 @@ def GradComm_CltkCompressOp : GradComm_Op<"cltk_compress", [
     GradComm_GroupArgs, (ins
     I64Attr:$k,
     GradComm_Selection:$selection,
-    OptionalAttr<I64Attr>:$chunk_size
+    OptionalAttr<I64Attr>:$chunk_size,
+    OptionalAttr<I64Attr>:$warmup_steps,
+    OptionalAttr<F32Attr>:$warmup_ramp_from,
+    OptionalAttr<F32Attr>:$clip
   ));
+  let extraClassDeclaration = [{
+    /// Some part of the training recipe is set (it needs the fused call).
+    bool hasRecipe() {
+      return getWarmupStepsAttr() || getWarmupRampFromAttr() || getClipAttr();
+    }
+  }];
   let results = (outs
     AnyRankedTensor:$values,
     AnyRankedTensor:$indices

@@ -85,6 +85,17 @@ def ScaleComRewritePass : Pass<"gradcomm-scalecom", "::mlir::ModuleOp"> {
                         "top-1 per chunk of chunk-size elements"))}]>,
     Option<"chunkSize", "chunk-size", "int64_t", "0",
            "Chunk length for selection=chunk (0: round(ratio))">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", "0",
+           "The recipe's warm-up: the first N steps of each compressed "
+           "gradient are dense (or ramp up, warmup=ramp)">,
+    Option<"warmup", "warmup", "std::string", "\"dense\"",
+           "dense (dense all-reduce, memory untouched) or ramp (the ratio "
+           "rises geometrically from warmup-start-ratio; exact selection)">,
+    Option<"warmupStartRatio", "warmup-start-ratio", "double", "4.0",
+           "warmup=ramp: the first step's ratio (>= 1)">,
+    Option<"clip", "clip", "double", "0.0",
+           "The recipe's local clipping: each gradient is scaled to an L2 "
+           "norm of at most this before compression (0: off)">,
     Option<"minElements", "min-elements", "int64_t", "1024",
            "Tensors with fewer elements stay dense">,
     ListOption<"exclude", "exclude", "std::string",
