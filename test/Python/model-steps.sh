@@ -7,6 +7,8 @@
 #   - dense on 4 ranks compiled with --overlap (reductions hoisted to their
 #     gradients, waits at their uses): the same bits as without;
 #   - ScaleCom on 4 ranks: the replicas stay bit-identical (3 steps);
+#   - ScaleCom on 4 ranks with a 5-step dense warm-up (the recipe, lowered
+#     to the runtime's recipe call): the same bits as dense for 5 steps;
 #   - gossip on 4 ranks, plain SGD: the replicas differ and their mean
 #     equals PyTorch's step (1 step from identical replicas; mixing keeps
 #     the mean, and plain SGD is linear in the gradient, so the mean of the
@@ -53,6 +55,8 @@ done
   --strategy=dense --overlap
 "$bin/gradcomm-compile" np4.mlir -o libscalecom4.so --emit=shared \
   --strategy=scalecom --ratio=10 --min-elements=64
+"$bin/gradcomm-compile" np4.mlir -o libscalecom4-warmup.so --emit=shared \
+  --strategy=scalecom --ratio=10 --min-elements=64 --warmup-steps=5
 "$bin/gradcomm-export" "$root/examples/pytorch/models.py:$model" \
   --batch 4 --ranks 4 --optimizer sgd --lr 0.05 -o np4-sgd.mlir
 "$bin/gradcomm-compile" np4-sgd.mlir -o libgossip4.so --emit=shared \
@@ -64,6 +68,9 @@ step dense4-overlap 4 5 np4.json --optimizer-options "$options"
 "$python" "$here/model_step.py" identical --out out-dense4-overlap \
   --other out-dense4
 step scalecom4 4 3 np4.json --optimizer-options "$options"
+step scalecom4-warmup 4 5 np4.json --optimizer-options "$options"
+"$python" "$here/model_step.py" identical --out out-scalecom4-warmup \
+  --other out-dense4
 "$python" "$here/model_step.py" replicas --out out-scalecom4
 step gossip4 4 1 np4-sgd.json
 "$python" "$here/model_step.py" mean --model "$model" --manifest np4-sgd.json \
