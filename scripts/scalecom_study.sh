@@ -18,7 +18,9 @@
 # recipe with one part changed at a time.
 #
 # Sizes: MODELS="mlp cnn", SEEDS="1 2 3", EPOCHS=5 (about 50 minutes on 2
-# cores with the ablation); scripts/demo.sh runs a shorter version.
+# cores with the ablation); LABELS="dense scalecom-r400" runs only those
+# strategies (ResNet-18: MODELS=resnet18 EPOCHS=1 EVALUATIONS=2
+# LABELS="dense scalecom-r100 scalecom-r400", about 50 minutes).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -30,6 +32,7 @@ epochs=${EPOCHS:-5}
 lr=${LR:-0.05}
 ablation=${ABLATION:-1}
 evaluations=${EVALUATIONS:-5}
+labels=${LABELS:-}  # run only these strategies (labels below); all if empty
 
 # shellcheck source=scripts/lib/python-env.sh
 source scripts/lib/python-env.sh
@@ -72,6 +75,9 @@ for model in $models; do
   [ "$ablation" = 1 ] && [ "$model" = cnn ] && runs+=("${ablations[@]}")
   for entry in "${runs[@]}"; do
     label=${entry%%:*}
+    if [ -n "$labels" ] && [[ " $labels " != *" $label "* ]]; then
+      continue
+    fi
     eval "options=(${entry#*:})"
     for seed in $seeds; do
       log="$out/runs/$model-$label-seed$seed.json"

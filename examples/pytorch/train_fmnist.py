@@ -98,9 +98,13 @@ def bytes_sent(state, model):
     """Bytes this rank sent through the runtime so far (values, indices)."""
     if state is None:
         return 0, 0
+    # The dense hook counts every bucket under one name; the others per
+    # parameter.
+    names = (["ddp.dense"] if isinstance(state, ddp.DenseState) else
+             [state.prefix + name for name, _ in model.named_parameters()])
     values = indices = 0
-    for name, _ in model.named_parameters():
-        stats = state.rt.stats(state.prefix + name)
+    for name in names:
+        stats = state.rt.stats(name)
         values += stats.value_bytes_sent
         indices += stats.index_bytes_sent
     return values, indices

@@ -56,27 +56,41 @@ def summarize(runs):
             "ms": statistics.median(r["ms_per_step"] for r in seeds),
             "cpu_ms": statistics.median(r["cpu_ms_per_step"] for r in seeds),
             "ratio": (seeds[0]["options"] or {}).get("ratio"),
+            # Dense warm-up steps (a ramp's steps send less than dense).
+            "warmup_steps": ((seeds[0]["options"] or {}).get(
+                "warmup_steps", 0) if (seeds[0]["options"] or {}).get(
+                    "warmup") == "dense" else 0),
             "comm": seeds[0]["comm"],
         }
     return rows
 
 
 def table(rows, dense):
+    """Bytes: the mean over all steps (warm-up included) and after the
+    warm-up, whose steps send what a dense step sends."""
     lines = ["| strategy | seeds | steps | test accuracy | gap to dense (pt)"
-             " | bytes/step (values + indices) | traffic vs dense | ms/step "
-             "(wall) | ms/step (CPU) |", "|" + "---|" * 9]
+             " | bytes/step, all steps | traffic vs dense | bytes/step after "
+             "warm-up | traffic vs dense | ms/step (wall) | ms/step (CPU) |",
+             "|" + "---|" * 11]
     base = rows.get(dense)
+
+    def less(nbytes):
+        if not base or not nbytes:
+            return "-"
+        return "%.1fx less" % (base["bytes"] / nbytes)
+
     for label, row in rows.items():
         mean, sd = row["accuracy"]
         gap = (100 * (mean - base["accuracy"][0]) if base else float("nan"))
-        less = (base["bytes"] / row["bytes"] if base and row["bytes"] else
-                float("nan"))
+        steady = row["bytes"]
+        if base and row["warmup_steps"]:
+            steady = ((row["bytes"] * row["steps"] - row["warmup_steps"] *
+                       base["bytes"]) / (row["steps"] - row["warmup_steps"]))
         lines.append("| %s | %d | %d | %.4f +- %.4f | %+.2f | %.0f | %s | "
-                     "%.1f | %.1f |" % (
+                     "%.0f | %s | %.1f | %.1f |" % (
                          label, row["seeds"], row["steps"], mean, sd, gap,
-                         row["bytes"],
-                         "%.1fx less" % less if not math.isnan(less) else
-                         "-", row["ms"], row["cpu_ms"]))
+                         row["bytes"], less(row["bytes"]), steady,
+                         less(steady), row["ms"], row["cpu_ms"]))
     return "\n".join(lines)
 
 
