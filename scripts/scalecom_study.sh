@@ -78,7 +78,7 @@ for model in $models; do
     if [ -n "$labels" ] && [[ " $labels " != *" $label "* ]]; then
       continue
     fi
-    eval "options=(${entry#*:})"
+    read -ra options <<<"${entry#*:}"
     for seed in $seeds; do
       log="$out/runs/$model-$label-seed$seed.json"
       /usr/bin/mpiexec.mpich -n 2 "$python" examples/pytorch/train_fmnist.py \
