@@ -276,6 +276,8 @@ def test_recipe():
          sgd(0.0)),
         ("dense vectors", dict(dense=("vectors",)), sgd(0.9)),
         ("dense first and last", dict(dense=("first", "last")), sgd(0.9)),
+        ("dense vectors with momentum correction",
+         dict(dense=("vectors",), momentum=0.9), sgd(0.0)),
         ("overrides", dict(overrides={"0.weight": 4, "2.*": "dense"}),
          sgd(0.9)),
         ("local clipping", dict(clip=0.05), sgd(0.9)),

@@ -329,6 +329,12 @@ class ScaleComState(_State):
         # plain ScaleCom entry points serve (CPU and CUDA).
         self.recipe_in_runtime = bool(
             options.warmup_steps or options.momentum or options.clip)
+        if self.recipe_in_runtime and self.backend != "cpu":
+            raise GradCommError(
+                -1, "gradcomm: ScaleComState: warm-up, momentum correction "
+                "and clipping run on the runtime's CPU backend only (this "
+                "runtime runs %s); pass warmup_steps=0, momentum=0 and "
+                "clip=None for plain ScaleCom on it" % self.backend)
 
     def check_optimizer(self, optimizer):
         """Raises ValueError when `optimizer` would apply momentum a second
@@ -349,21 +355,22 @@ class ScaleComState(_State):
 
 def _compress_per_parameter(state, bucket, compress, start_compress=None):
     """Runs compress(name, gradient, out, k, chunk) on each parameter's
-    slice of the bucket that the recipe compresses (k and chunk: None for a
-    parameter the recipe keeps dense) and copies `out` back; without a
-    compress for dense parameters (compress_dense False), those are averaged
-    here. With `start_compress` (the same, started: returns the runtime's
-    request), the bucket's calls are started one after the other and
-    waited for later (CPU backend)."""
+    slice of the bucket and copies `out` back. A parameter the layer policy
+    keeps dense is averaged here, unless momentum correction or clipping
+    applies to it (then compress gets k = chunk = None: the runtime's dense
+    recipe step). With `start_compress` (the same, started: returns the
+    runtime's request), the bucket's calls are started one after the other
+    and waited for later (CPU backend)."""
     jobs = []
     for parameter, gradient in _slices(state, bucket):
         plan = state.plan.k_and_chunk(state.names[id(parameter)],
                                       gradient.numel())
         jobs.append((state.state_name(parameter), gradient, plan))
-    through_runtime = state.recipe_in_runtime
+    # Momentum correction and clipping apply to dense parameters too.
+    dense_in_runtime = bool(state.options.momentum or state.options.clip)
 
     def averaged_here(plan):
-        return plan is None and not through_runtime
+        return plan is None and not dense_in_runtime
 
     def run():
         for name, gradient, plan in jobs:
