@@ -203,6 +203,7 @@ def main():
             tail = losses[-50:]
             curve.append({"step": step, "epoch": step /
                           schedule.steps_per_epoch,
+                          "bytes": sum(bytes_sent(state, model)),
                           "test_accuracy": evaluate(model, test_images,
                                                     test_labels),
                           "train_loss": sum(tail) / len(tail)})

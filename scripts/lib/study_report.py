@@ -30,14 +30,29 @@ def mean_sd(values):
     return statistics.mean(values), statistics.stdev(values)
 
 
+def row_order(label, run):
+    """Dense, ScaleCom by ratio, the baselines, then the ablations."""
+    kind = ["dense", "scalecom", "local-topk", "gossip"]
+    comm = run["comm"] if run["comm"] in kind else "dense"
+    ratio = (run["options"] or {}).get("ratio", 0)
+    return (label.startswith("ablation"), kind.index(comm),
+            "no-recipe" in label, ratio, label)
+
+
 def read(paths):
-    """{model: {label: [run, ...]}} in the order first seen."""
+    """{model: {label: [run, ...]}}: models in the order first seen, rows
+    in row_order, seeds in order."""
     runs = collections.OrderedDict()
     for path in paths:
         with open(path) as f:
             run = json.load(f)
-        runs.setdefault(run["model"], collections.OrderedDict()).setdefault(
+        runs.setdefault(run["model"], {}).setdefault(
             run["label"], []).append(run)
+    for model, labels in runs.items():
+        runs[model] = collections.OrderedDict(
+            (label, sorted(labels[label], key=lambda r: r["seed"]))
+            for label in sorted(labels, key=lambda label: row_order(
+                label, labels[label][0])))
     return runs
 
 
@@ -92,6 +107,24 @@ def table(rows, dense):
                          row["bytes"], less(row["bytes"]), steady,
                          less(steady), row["ms"], row["cpu_ms"]))
     return "\n".join(lines)
+
+
+def bytes_until(run, point, dense_bytes):
+    """Bytes this rank sent up to `point`: as logged by the trainer, or
+    from the run's mean with its dense warm-up steps (which send what a
+    dense step sends) placed first."""
+    if point.get("bytes"):
+        return point["bytes"]
+    mean = run["value_bytes_per_step"] + run["index_bytes_per_step"]
+    options = run["options"] or {}
+    warmup = (options.get("warmup_steps", 0) if options.get("warmup") ==
+              "dense" and dense_bytes else 0)
+    if not warmup:
+        return point["step"] * mean or 1
+    steady = (mean * run["steps"] - warmup * dense_bytes) / (run["steps"] -
+                                                             warmup)
+    early = min(point["step"], warmup)
+    return early * dense_bytes + (point["step"] - early) * steady
 
 
 def plot_curves(out, model, runs, x_of, xlabel, name):
@@ -165,10 +198,10 @@ def main():
         step_plot = plot_curves(args.out, model, main_runs,
                                 lambda r, p: p["epoch"], "epoch",
                                 "accuracy_vs_epoch.png")
+        dense = rows.get(args.dense)
         byte_plot = plot_curves(
             args.out, model, main_runs,
-            lambda r, p: p["step"] * (r["value_bytes_per_step"] +
-                                      r["index_bytes_per_step"]) or 1,
+            lambda r, p: bytes_until(r, p, dense["bytes"] if dense else 0),
             "bytes sent per rank (log)", "accuracy_vs_bytes.png")
         sections += ["![%s accuracy vs epoch](%s)" % (model, step_plot), "",
                      "![%s accuracy vs bytes](%s)" % (model, byte_plot), ""]
