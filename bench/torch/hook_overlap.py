@@ -85,8 +85,10 @@ def main():
             lambda m, o=overlap: ddp.DenseState(m, overlap=o)))
         configurations.append((
             "scalecom_hook r%g, %s" % (args.ratio, word), ddp.scalecom_hook,
+            # Steady state: past the recipe's warm-up from the first step.
             lambda m, o=overlap: ddp.ScaleComState(
-                m, ratio=args.ratio, prefix="o%d/" % o, overlap=o)))
+                m, ratio=args.ratio, prefix="o%d/" % o, overlap=o,
+                warmup_steps=0)))
     parameters = sum(p.numel() for p in make_model(args.width,
                                                    args.layers).parameters())
     if rank == 0:
