@@ -99,13 +99,16 @@ def table(rows, dense):
         gap = (100 * (mean - base["accuracy"][0]) if base else float("nan"))
         steady = row["bytes"]
         if base and row["warmup_steps"]:
+            after = row["steps"] - row["warmup_steps"]
             steady = ((row["bytes"] * row["steps"] - row["warmup_steps"] *
-                       base["bytes"]) / (row["steps"] - row["warmup_steps"]))
+                       base["bytes"]) / after if after > 0 else None)
         lines.append("| %s | %d | %d | %.4f +- %.4f | %+.2f | %.0f | %s | "
-                     "%.0f | %s | %.1f | %.1f |" % (
+                     "%s | %s | %.1f | %.1f |" % (
                          label, row["seeds"], row["steps"], mean, sd, gap,
-                         row["bytes"], less(row["bytes"]), steady,
-                         less(steady), row["ms"], row["cpu_ms"]))
+                         row["bytes"], less(row["bytes"]),
+                         "%.0f" % steady if steady is not None else
+                         "(all warm-up)", less(steady) if steady else "-",
+                         row["ms"], row["cpu_ms"]))
     return "\n".join(lines)
 
 
