@@ -14,8 +14,9 @@
 # warm-up steps; and momentum correction, which the trainer turns on by
 # running SGD without momentum), ScaleCom 400 without the recipe (beta 1,
 # no warm-up, no momentum correction: plain error feedback), local top-k
-# at ratio 100, gossip. ABLATION=1 adds, for the CNN at ratio 400, the
-# recipe with one part changed at a time.
+# at ratio 100, gossip, EASGD (synchronous, and asynchronous with the
+# center on rank 0; moving rate 0.9). ABLATION=1 adds, for the CNN at ratio
+# 400, the recipe with one part changed at a time.
 #
 # Sizes: MODELS="mlp cnn", SEEDS="1 2 3", EPOCHS=5 (about 50 minutes on 2
 # cores with the ablation); LABELS="dense scalecom-r400" runs only those
@@ -54,6 +55,8 @@ strategies=(
   "scalecom-r400-no-recipe:--comm scalecom --ratio 400 --beta 1 --warmup-epochs 0 --momentum-correction 0"
   "local-topk-r100:--comm local-topk --ratio 100"
   "gossip:--comm gossip"
+  "easgd:--comm easgd"
+  "easgd-async:--comm easgd-async"
 )
 # The recipe at ratio 400 with one part changed: off (warm-up, beta,
 # momentum correction), the ramp warm-up instead of the dense one, or

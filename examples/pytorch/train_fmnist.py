@@ -5,7 +5,8 @@ communication by GradComm: one line, `register_comm_hook`.
       --comm scalecom --ratio 100
 
 --comm: ddp (DDP's own all-reduce), dense, scalecom, local-topk (hooks), or
-gossip (no gradient all-reduce; GossipAverager after each optimizer step).
+gossip, easgd, easgd-async (no gradient all-reduce: GossipAverager or
+ElasticAverager after each optimizer step; rank 0's replica is evaluated).
 --model: the MLP, the CNN (default) or ResNet-18 adapted to 28x28. The
 ScaleCom recipe's options (gradcomm.torch.recipe) are flags; --log writes
 the run's curve, bytes and times as JSON (scripts/scalecom_study.sh).
@@ -114,7 +115,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--comm", default="scalecom",
                         choices=["ddp", "dense", "scalecom", "local-topk",
-                                 "gossip"])
+                                 "gossip", "easgd", "easgd-async"])
     parser.add_argument("--model", default="cnn", choices=sorted(MODELS))
     parser.add_argument("--ratio", type=float, default=100)
     recipe = parser.add_argument_group(
@@ -160,6 +161,11 @@ def main():
     if args.comm == "gossip":
         net = model
         averager = ddp.GossipAverager(model, schedule="matching", mixing=0.5)
+        state = averager
+    elif args.comm.startswith("easgd"):
+        net = model
+        averager = ddp.ElasticAverager(
+            model, moving_rate=0.9, asynchronous=args.comm == "easgd-async")
         state = averager
     else:
         net = DDP(model)
