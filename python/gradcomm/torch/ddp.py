@@ -477,9 +477,6 @@ class LocalTopkState(ScaleComState):
 
 
 def local_topk_hook(state, bucket):
-    if state.options.warmup_steps:
-        raise GradCommError(-1, "gradcomm: local_topk_hook has no warm-up")
-
     def compress(name, gradient, out, k, chunk):
         state.rt.call("gradcomm_local_topk_all_gather_f32", name,
                       gradient.data_ptr(), out.data_ptr(), gradient.numel(),

@@ -174,6 +174,24 @@ gradcomm_scalecom_options recipeOptions(int64_t k, int32_t selection,
   return options;
 }
 
+/// The blocking (`request` null) and started recipe calls of compiled code.
+gradcomm_status scalecomRecipe(const char *operation, const char *state,
+                               gradcomm_unranked_memref *grad,
+                               gradcomm_unranked_memref *out,
+                               const gradcomm_scalecom_options &options,
+                               int32_t reduction, gradcomm_request *request) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
+  View<float> g, o;
+  GRADCOMM_RETURN_IF_ERROR(unpackScalecom(operation, state, grad, out, g, o));
+  const auto r = static_cast<gradcomm_reduction>(reduction);
+  if (!request)
+    return gradcomm_scalecom_recipe_f32(state, g.data, o.data, g.count,
+                                        &options, r);
+  return gradcomm_scalecom_recipe_start_f32(state, g.data, o.data, g.count,
+                                            &options, r, request);
+}
+
 } // namespace
 
 int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_f32(
@@ -181,16 +199,10 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_f32(
     gradcomm_unranked_memref *out, int64_t k, int32_t selection,
     int64_t chunkSize, float beta, int64_t warmupSteps, float warmupRampFrom,
     float clip, int32_t reduction) {
-  if (gradcomm_status failed = stepFailure())
-    return failed;
-  View<float> g, o;
-  GRADCOMM_RETURN_IF_ERROR(
-      unpackScalecom("scalecom_recipe_f32", state, grad, out, g, o));
-  const gradcomm_scalecom_options options = recipeOptions(
-      k, selection, chunkSize, beta, warmupSteps, warmupRampFrom, clip);
-  return gradcomm_scalecom_recipe_f32(
-      state, g.data, o.data, g.count, &options,
-      static_cast<gradcomm_reduction>(reduction));
+  return scalecomRecipe("scalecom_recipe_f32", state, grad, out,
+                        recipeOptions(k, selection, chunkSize, beta,
+                                      warmupSteps, warmupRampFrom, clip),
+                        reduction, nullptr);
 }
 
 namespace {
@@ -253,17 +265,12 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_start_f32(
     gradcomm_unranked_memref *out, int64_t k, int32_t selection,
     int64_t chunkSize, float beta, int64_t warmupSteps, float warmupRampFrom,
     float clip, int32_t reduction) {
-  if (gradcomm_status failed = stepFailure())
-    return failed;
-  View<float> g, o;
-  GRADCOMM_RETURN_IF_ERROR(
-      unpackScalecom("scalecom_recipe_start_f32", state, grad, out, g, o));
-  const gradcomm_scalecom_options options = recipeOptions(
-      k, selection, chunkSize, beta, warmupSteps, warmupRampFrom, clip);
   gradcomm_request request = nullptr;
-  GRADCOMM_RETURN_IF_ERROR(gradcomm_scalecom_recipe_start_f32(
-      state, g.data, o.data, g.count, &options,
-      static_cast<gradcomm_reduction>(reduction), &request));
+  GRADCOMM_RETURN_IF_ERROR(
+      scalecomRecipe("scalecom_recipe_start_f32", state, grad, out,
+                     recipeOptions(k, selection, chunkSize, beta, warmupSteps,
+                                   warmupRampFrom, clip),
+                     reduction, &request));
   return keepRequest("scalecom_recipe_start_f32", state, request);
 }
 

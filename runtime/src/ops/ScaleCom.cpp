@@ -539,13 +539,13 @@ const float *recipeInput(const gradcomm_scalecom_options &o, const float *grad,
     for (int64_t i = 0; i < count; ++i)
       squares += static_cast<double>(grad[i]) * grad[i];
     const double norm = std::sqrt(squares);
-    state.recipeInput.assign(grad, grad + count);
-    if (norm > o.clip) {
+    if (norm > o.clip) { // else the gradient goes on as it is, uncopied
       const auto scale = static_cast<float>(o.clip / norm);
-      for (float &value : state.recipeInput)
-        value *= scale;
+      state.recipeInput.resize(count);
+      for (int64_t i = 0; i < count; ++i)
+        state.recipeInput[i] = grad[i] * scale;
+      input = state.recipeInput.data();
     }
-    input = state.recipeInput.data();
   }
   if (!velocity)
     return input;
