@@ -18,22 +18,41 @@
 # center on rank 0; moving rate 0.9). ABLATION=1 adds, for the CNN at ratio
 # 400, the recipe with one part changed at a time.
 #
+# The transformer language model (MODELS=transformer) trains with Adam at
+# LM_LR (0.003) for LM_EPOCHS (10) epochs, the same for every strategy;
+# momentum correction does not apply to Adam, so its recipe is beta 0.5
+# and the dense warm-up.
+#
+# The compiled path: COMPILED_MODELS="cnn" (default none) also exports each
+# of those models with gradcomm-export (2 ranks, batch 32, SGD lr LR,
+# momentum 0.9 in the step: constant learning rate, no momentum
+# correction), compiles it dense and with ScaleCom at ratios 100 and 400
+# under gradcomm-compile's defaults (the recipe: beta 0.5, 100 dense
+# warm-up steps) and trains each with examples/pytorch/train.py for EPOCHS
+# epochs per seed (the transformer: Adam lr LM_LR, LM_EPOCHS epochs); its
+# rows are the model "<model> (compiled)".
+#
 # Sizes: MODELS="mlp cnn", SEEDS="1 2 3", EPOCHS=5 (about 50 minutes on 2
 # cores with the ablation); LABELS="dense scalecom-r400" runs only those
 # strategies (ResNet-18: MODELS=resnet18 EPOCHS=1 EVALUATIONS=2
-# LABELS="dense scalecom-r100 scalecom-r400", about 50 minutes).
+# LABELS="dense scalecom-r100 scalecom-r400", about 50 minutes; the
+# transformer: MODELS=transformer, about 25 minutes).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
 out=${OUT:-study-out}
 models=${MODELS:-"mlp cnn"}
+[ "$models" = none ] && models="" # COMPILED_MODELS only
 seeds=${SEEDS:-"1 2 3"}
 epochs=${EPOCHS:-5}
 lr=${LR:-0.05}
 ablation=${ABLATION:-1}
 evaluations=${EVALUATIONS:-5}
 labels=${LABELS:-}  # run only these strategies (labels below); all if empty
+compiled_models=${COMPILED_MODELS:-}
+lm_lr=${LM_LR:-0.003}
+lm_epochs=${LM_EPOCHS:-10}
 
 # shellcheck source=scripts/lib/python-env.sh
 source scripts/lib/python-env.sh
@@ -81,13 +100,48 @@ for model in $models; do
     if [ -n "$labels" ] && [[ " $labels " != *" $label "* ]]; then
       continue
     fi
-    read -ra options <<<"${entry#*:}"
+    options=${entry#*:}
+    model_options=(--epochs "$epochs" --lr "$lr")
+    if [ "$model" = transformer ]; then
+      options=${options/--momentum-correction 1/--momentum-correction 0}
+      model_options=(--epochs "$lm_epochs" --lr "$lm_lr" --optimizer adam)
+    fi
+    read -ra options <<<"$options"
     for seed in $seeds; do
       log="$out/runs/$model-$label-seed$seed.json"
       /usr/bin/mpiexec.mpich -n 2 "$python" examples/pytorch/train_fmnist.py \
-        --model "$model" "${options[@]}" --epochs "$epochs" --lr "$lr" \
+        --model "$model" "${options[@]}" "${model_options[@]}" \
         --lr-schedule cosine --evaluations "$evaluations" --seed "$seed" \
         --label "$label" --log "$log" | sed "s/^summary /  $model $label seed $seed: /"
+      logs+=("$log")
+    done
+  done
+done
+for model in $compiled_models; do
+  exported="$out/compiled/$model"
+  mkdir -p "$exported"
+  export_options=(--momentum 0.9 --lr "$lr") train_options=(--epochs "$epochs")
+  if [ "$model" = transformer ]; then
+    export_options=(--optimizer adam --lr "$lm_lr")
+    train_options=(--epochs "$lm_epochs" --optimizer-options "")
+  fi
+  "$build/bin/gradcomm-export" "examples/pytorch/models.py:$model" --batch 32 \
+    --ranks 2 "${export_options[@]}" -o "$exported/step.mlir"
+  for entry in dense:0 scalecom-r100:100 scalecom-r400:400; do
+    label=${entry%%:*} ratio=${entry#*:} options=(--strategy=dense)
+    [ "$ratio" != 0 ] && options=(--strategy=scalecom --ratio="$ratio")
+    "$build/bin/gradcomm-compile" "$exported/step.mlir" --emit=shared \
+      -o "$exported/$label.so" "${options[@]}"
+    comm=${label%%-*} warmup=0
+    [ "$comm" = scalecom ] && warmup=100 # gradcomm-compile's default
+    for seed in $seeds; do
+      log="$out/runs/$model-compiled-$label-seed$seed.json"
+      /usr/bin/mpiexec.mpich -n 2 "$python" examples/pytorch/train.py \
+        --model "$model" --library "$exported/$label.so" \
+        --manifest "$exported/step.json" "${train_options[@]}" --seed "$seed" \
+        --label "$label" --comm "$comm" --ratio "$ratio" \
+        --warmup-steps "$warmup" --json "$log" |
+        sed "s/^summary /  $model compiled $label seed $seed: /"
       logs+=("$log")
     done
   done
@@ -96,9 +150,12 @@ elapsed=$(($(date +%s) - start))
 "$python" scripts/lib/study_report.py "$out" --context "2 ranks (one per core,
 $(nproc) cores), PyTorch DDP over gloo with GradComm's hooks; SGD lr $lr,
 momentum 0.9 (applied by the hook under momentum correction), cosine decay to
-0 over $epochs epochs, batch 32 per rank; seeds $seeds; mean +- sample sd of
+0 over $epochs epochs, batch 32 per rank (compiled steps: constant lr, the
+momentum in the step; the transformer: Adam lr $lm_lr,
+$lm_epochs epochs, 16-character windows); seeds $seeds; mean +- sample sd of
 the final test accuracy (10,000 images); bytes are measured by the runtime
 per rank and step, warm-up included; wall time of all runs $elapsed s;
 command: MODELS='$models' SEEDS='$seeds' EPOCHS=$epochs LR=$lr
-ABLATION=$ablation scripts/scalecom_study.sh" "${logs[@]}"
+LM_EPOCHS=$lm_epochs LM_LR=$lm_lr ABLATION=$ablation
+COMPILED_MODELS='$compiled_models' scripts/scalecom_study.sh" "${logs[@]}"
 echo "report: $out/report.md"

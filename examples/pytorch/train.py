@@ -22,6 +22,7 @@ every rank keep its own clock (asynchronous strategies).
 
 import argparse
 import gzip
+import json
 import os
 import sys
 import time
@@ -232,6 +233,17 @@ def main():
                         "slower")
     parser.add_argument("--stop-alone", action="store_true")
     parser.add_argument("--log", default="")
+    parser.add_argument("--json", default="",
+                        help="(--epochs runs) write the run as JSON in the "
+                        "ScaleCom study's format (scripts/lib/study_report.py"
+                        "), with the bytes the runtime counted on rank 0")
+    parser.add_argument("--comm", default="",
+                        help="--json: the strategy compiled in (dense, "
+                        "scalecom, ...)")
+    parser.add_argument("--ratio", type=float, default=0.0,
+                        help="--json: the compression ratio compiled in")
+    parser.add_argument("--warmup-steps", type=int, default=0,
+                        help="--json: the dense warm-up compiled in")
     args = parser.parse_args()
     straggler = (-1, 1.0)
     if args.straggler:
@@ -272,7 +284,7 @@ def main():
     if args.time_budget:
         budget = TimeBudget(args, step, rank, ranks)
         test_images, test_labels = load(args.data, "t10k")
-    wall, losses, taken = 0.0, [], 0
+    wall, cpu, losses, taken = 0.0, 0.0, [], 0
     for chosen in schedule:
         if budget and budget.due() and budget.record(
                 spec, values, test_images, test_labels, taken,
@@ -281,9 +293,10 @@ def main():
         if budget:
             budget.slow_down()
         values["input"], values["target"] = images[chosen], labels[chosen]
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         outputs = step(values)
         seconds = time.perf_counter() - start
+        cpu += time.process_time() - start_cpu
         wall += seconds
         if budget:
             budget.measured(seconds)
@@ -296,6 +309,7 @@ def main():
             print("summary %s: %d steps on rank 0 in a %.1f s budget"
                   % (args.label, taken, args.time_budget), flush=True)
         return 0
+    sent = runtime_bytes(step, args.json + ".stats") if args.json else None
     step.close()
     if rank == 0:
         if args.model == "transformer":
@@ -312,7 +326,48 @@ def main():
                   schedule.steps / schedule.steps_per_epoch,
                   sum(tail) / len(tail), test_loss, accuracy,
                   1000 * wall / schedule.steps))
+        if args.json:
+            write_json(args, schedule, ranks, sent, (wall, cpu), sum(tail) /
+                       len(tail), accuracy)
     return 0
+
+
+def runtime_bytes(step, path):
+    """(value, index) bytes rank 0 sent through the runtime so far, every
+    op together (collective: gradcomm_stats_dump)."""
+    status = step.library.gradcomm_stats_dump(path.encode())
+    if status != 0:
+        raise RuntimeError("gradcomm_stats_dump: status %d" % status)
+    if step.rank() != 0:
+        return None
+    with open(path) as f:
+        ops = json.load(f)["ranks"][0]["ops"].values()
+    os.remove(path)
+    return (sum(op["value_bytes_sent"] for op in ops),
+            sum(op["index_bytes_sent"] for op in ops))
+
+
+def write_json(args, schedule, ranks, sent, times, train_loss, accuracy):
+    """The run in the format of train_fmnist.py --log: one point, the
+    end (the compiled step is evaluated once). `times`: (wall, CPU)
+    seconds of rank 0's steps."""
+    warmup = ({"warmup": "dense", "warmup_steps": args.warmup_steps}
+              if args.warmup_steps else {})
+    with open(args.json, "w") as f:
+        json.dump({
+            "label": args.label, "model": args.model + " (compiled)",
+            "comm": args.comm, "seed": args.seed, "ranks": ranks,
+            "steps": schedule.steps, "epochs": args.epochs,
+            "options": dict(ratio=args.ratio, **warmup) if args.ratio
+            else None,
+            "value_bytes_per_step": sent[0] / schedule.steps,
+            "index_bytes_per_step": sent[1] / schedule.steps,
+            "ms_per_step": 1000 * times[0] / schedule.steps,
+            "cpu_ms_per_step": 1000 * times[1] / schedule.steps,
+            "curve": [{"step": schedule.steps, "epoch": schedule.steps /
+                       schedule.steps_per_epoch, "bytes": sum(sent),
+                       "test_accuracy": accuracy,
+                       "train_loss": train_loss}]}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ communication by GradComm: one line, `register_comm_hook`.
 --comm: ddp (DDP's own all-reduce), dense, scalecom, local-topk (hooks), or
 gossip, easgd, easgd-async (no gradient all-reduce: GossipAverager or
 ElasticAverager after each optimizer step; rank 0's replica is evaluated).
---model: the MLP, the CNN (default) or ResNet-18 adapted to 28x28. The
+--model: the MLP, the CNN (default), ResNet-18 adapted to 28x28, or the
+2-layer character transformer language model on Debian's GPL-3 text (its
+accuracy: next-character accuracy on the held-out last 10 %). The
 ScaleCom recipe's options (gradcomm.torch.recipe) are flags; --log writes
 the run's curve, bytes and times as JSON (scripts/scalecom_study.sh).
 The process group uses TCP on this host (MASTER_ADDR/MASTER_PORT when set),
@@ -21,6 +23,7 @@ import os
 import sys
 import time
 
+import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -32,7 +35,7 @@ sys.path[:0] = [os.path.join(os.path.dirname(os.path.dirname(HERE)),
 
 import models  # noqa: E402
 from gradcomm.torch import ddp  # noqa: E402
-from train import BatchSchedule, load  # noqa: E402
+from train import BatchSchedule, load, load_text  # noqa: E402
 
 
 def init_process_group():
@@ -57,7 +60,29 @@ def resnet18():
     return model
 
 
-MODELS = {"mlp": models.MLP, "cnn": models.CNN, "resnet18": resnet18}
+CONTEXT = 16  # the transformer's tokens per window
+MODELS = {"mlp": models.MLP, "cnn": models.CNN, "resnet18": resnet18,
+          "transformer": lambda: models.TinyLM(context=CONTEXT)}
+
+
+def load_data(args):
+    """(train inputs, train targets, test inputs, test targets) as numpy
+    arrays: Fashion-MNIST images and labels, or for the transformer token
+    windows and the same windows shifted by one."""
+    if args.model == "transformer":
+        train, test = load_text(args.text, CONTEXT)
+        # Copies: the windows are read-only views of one array.
+        return tuple(np.ascontiguousarray(a) for a in (
+            train[:, :-1], train[:, 1:], test[:, :-1], test[:, 1:]))
+    images, labels = load(args.data, "train")
+    test_images, test_labels = load(args.data, "t10k")
+    return images, labels, test_images, test_labels
+
+
+def loss_of(args, output, target):
+    if args.model == "transformer":
+        return models.lm_loss(output, target)
+    return F.cross_entropy(output, target)
 
 
 def make_hook_state(net, args, steps_per_epoch):
@@ -83,16 +108,18 @@ def make_hook_state(net, args, steps_per_epoch):
     return ddp.local_topk_hook, ddp.LocalTopkState(net, **fields)
 
 
-def evaluate(model, images, labels):
+def evaluate(model, inputs, targets):
+    """The fraction of targets predicted: classes, or next characters (the
+    argmax over the last dimension, every position of every window)."""
     model.eval()
     with torch.no_grad():
         correct = 0
-        for first in range(0, len(labels), 1000):
-            out = model(torch.from_numpy(images[first:first + 1000]))
-            correct += int((out.argmax(1) == torch.from_numpy(
-                labels[first:first + 1000])).sum())
+        for first in range(0, len(targets), 1000):
+            out = model(torch.from_numpy(inputs[first:first + 1000]))
+            correct += int((out.argmax(-1) == torch.from_numpy(
+                targets[first:first + 1000])).sum())
     model.train()
-    return correct / len(labels)
+    return correct / targets.size
 
 
 def bytes_sent(state, model):
@@ -138,6 +165,9 @@ def main():
     parser.add_argument("--batch", type=int, default=32, help="per rank")
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--momentum", type=float, default=0.9)
+    parser.add_argument("--optimizer", default="sgd", choices=["sgd", "adam"],
+                        help="adam: torch.optim.Adam at --lr (momentum "
+                        "correction does not apply)")
     parser.add_argument("--lr-schedule", default="constant",
                         choices=["constant", "cosine"])
     parser.add_argument("--evaluations", type=int, default=1,
@@ -147,13 +177,19 @@ def main():
     parser.add_argument("--log", help="a JSON file with the run's curve, "
                         "bytes and times (rank 0)")
     parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    parser.add_argument("--text", default="/usr/share/common-licenses/GPL-3",
+                        help="the transformer's text")
     args = parser.parse_args()
+    if args.optimizer == "adam" and args.momentum_correction:
+        parser.error("--momentum-correction 1 is for SGD with momentum; "
+                     "with --optimizer adam the hook runs plain error "
+                     "feedback (docs/pytorch.md)")
 
     torch.set_num_threads(1)
     rank, size = init_process_group()
     torch.manual_seed(args.seed)
     model = MODELS[args.model]()
-    images, labels = load(args.data, "train")
+    images, labels, test_images, test_labels = load_data(args)
     schedule = BatchSchedule(len(labels), args.batch, size, rank, args.epochs,
                              args.seed)
     averager = state = None
@@ -174,8 +210,11 @@ def main():
             net.register_comm_hook(state, hook)
             if getattr(state, "options", None) and state.options.momentum:
                 momentum = 0.0  # the hook applies it (momentum correction)
-    optimizer = torch.optim.SGD(net.parameters(), lr=args.lr,
-                                momentum=momentum)
+    if args.optimizer == "adam":
+        optimizer = torch.optim.Adam(net.parameters(), lr=args.lr)
+    else:
+        optimizer = torch.optim.SGD(net.parameters(), lr=args.lr,
+                                    momentum=momentum)
     if hasattr(state, "check_optimizer"):
         state.check_optimizer(optimizer)
     if args.lr_schedule == "cosine":
@@ -184,9 +223,6 @@ def main():
     else:
         scheduler = None
 
-    test_images = test_labels = None
-    if rank == 0:
-        test_images, test_labels = load(args.data, "t10k")
     evaluate_at = {round(schedule.steps * (i + 1) / args.evaluations)
                    for i in range(args.evaluations)}
     curve, wall, cpu, losses = [], 0.0, 0.0, []
@@ -195,7 +231,7 @@ def main():
         y = torch.from_numpy(labels[chosen])
         start, start_cpu = time.perf_counter(), time.process_time()
         optimizer.zero_grad()
-        loss = F.cross_entropy(net(x), y)
+        loss = loss_of(args, net(x), y)
         loss.backward()
         optimizer.step()
         if averager is not None:
@@ -234,6 +270,7 @@ def main():
                     "comm": args.comm, "seed": args.seed, "ranks": size,
                     "steps": schedule.steps, "epochs": args.epochs,
                     "lr": args.lr, "momentum": args.momentum,
+                    "optimizer": args.optimizer,
                     "lr_schedule": args.lr_schedule,
                     "options": (dataclasses.asdict(options) if options
                                 else None),

@@ -19,7 +19,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "python"))
-from gradcomm.runtime import OpStats  # noqa: E402
+from gradcomm.runtime import OpStats, RecipeOptions  # noqa: E402
 
 OK, ERR_STATE, ERR_UNSUPPORTED = 0, 9, 10
 CPU, CUDA = 0, 1
@@ -91,6 +91,39 @@ def scalecom_steps(name, selection, started, n=20000, chunk=40, steps=3):
             check(lib.gradcomm_wait(ctypes.byref(request)), "wait")
         else:
             check(lib.gradcomm_scalecom_f32(*args), "scalecom")
+        results.append(out)
+    results.append(read_state(name, n))
+    return results
+
+
+def recipe_options(**fields):
+    options = RecipeOptions()
+    lib.gradcomm_scalecom_options_init(ctypes.byref(options), i64(200))
+    for name, value in fields.items():
+        setattr(options, name, value)
+    return options
+
+
+def recipe_steps(name, started, n=20000, steps=4):
+    """The recipe with its dense warm-up (2 steps here), then compressed
+    steps with beta 0.5: what the compiler's defaults run on a device.
+    Outputs, then the memory."""
+    options = recipe_options(warmup_steps=2)
+    results = []
+    for step in range(steps):
+        grad, out = gradient(10 + step, n), np.full(n, 5.0, np.float32)
+        args = (name, ptr(grad), ptr(out), i64(n), ctypes.byref(options),
+                AVERAGE)
+        if started:
+            request = Request()
+            check(lib.gradcomm_scalecom_recipe_start_f32(
+                *args, ctypes.byref(request)), "recipe_start")
+            check(lib.gradcomm_wait(ctypes.byref(request)), "wait")
+        else:
+            check(lib.gradcomm_scalecom_recipe_f32(*args), "recipe")
+        # One rank: a dense step's mean is the gradient; a compressed one
+        # differs from it.
+        assert np.array_equal(out, grad) == (step < 2), (name, step)
         results.append(out)
     results.append(read_state(name, n))
     return results
@@ -205,6 +238,8 @@ def run_all():
         "scalecom exact": scalecom_steps(b"w", EXACT, started=False),
         "scalecom chunk": scalecom_steps(b"c", CHUNK, started=False),
         "scalecom exact started": scalecom_steps(b"ws", EXACT, started=True),
+        "recipe": recipe_steps(b"r", started=False),
+        "recipe started": recipe_steps(b"rs", started=True),
         "unfused": unfused_steps(),
         "dense and local top-k": dense_and_topk(),
         "started local top-k": started_topk(),
@@ -227,6 +262,7 @@ for name in cpu:
     assert same(cpu[name], cuda[name]), "%s: the fake CUDA backend differs" % name
 # The started forms give the blocking bits on both backends.
 assert same(cpu["scalecom exact"], cuda["scalecom exact started"])
+assert same(cpu["recipe"], cuda["recipe started"])
 assert same(cpu["dense and local top-k"][2:], cuda["started local top-k"])
 
 # Checkpoints cross backends through the host staging.
@@ -250,6 +286,12 @@ x = gradient(3, 100)
 expect(lib.gradcomm_elastic_average_f32(b"e", ptr(x), i64(100), f32(0.5),
                                         i64(1)), ERR_UNSUPPORTED,
        "elastic average")
+for refused in (dict(clip=1.0), dict(momentum=0.9), dict(warmup=1)):
+    options = recipe_options(**refused)
+    grad, out = gradient(4, 1000), np.zeros(1000, np.float32)
+    expect(lib.gradcomm_scalecom_recipe_f32(
+        b"rr", ptr(grad), ptr(out), i64(1000), ctypes.byref(options), SUM),
+        ERR_UNSUPPORTED, "the recipe with %s" % refused)
 
 # The stand-in aborts here if a buffer or completion leaked.
 check(lib.gradcomm_finalize(), "finalize")

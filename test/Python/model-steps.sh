@@ -54,7 +54,7 @@ done
 "$bin/gradcomm-compile" np4.mlir -o libdense4-overlap.so --emit=shared \
   --strategy=dense --overlap
 "$bin/gradcomm-compile" np4.mlir -o libscalecom4.so --emit=shared \
-  --strategy=scalecom --ratio=10 --min-elements=64
+  --strategy=scalecom --ratio=10 --min-elements=64 --warmup-steps=0
 "$bin/gradcomm-compile" np4.mlir -o libscalecom4-warmup.so --emit=shared \
   --strategy=scalecom --ratio=10 --min-elements=64 --warmup-steps=5
 "$bin/gradcomm-export" "$root/examples/pytorch/models.py:$model" \

@@ -55,7 +55,7 @@ struct ScaleComPipelineOptions
                     llvm::cl::init(0)};
   Option<double> beta{*this, "beta",
                       llvm::cl::desc("Low-pass coefficient in (0, 1]"),
-                      llvm::cl::init(1.0)};
+                      llvm::cl::init(0.5)};
   Option<Selection> selection{
       *this, "selection",
       llvm::cl::desc("Index selection on the leader: exact | chunk"),
@@ -68,8 +68,9 @@ struct ScaleComPipelineOptions
                             llvm::cl::init(0)};
   Option<int64_t> warmupSteps{
       *this, "warmup-steps",
-      llvm::cl::desc("Recipe: dense (or ramp) warm-up steps (0: none)"),
-      llvm::cl::init(0)};
+      llvm::cl::desc("Recipe: dense (or ramp) warm-up steps (0: none; -1: "
+                     "the recipe's 100 for cltk, none for local-topk)"),
+      llvm::cl::init(-1)};
   Option<std::string> warmup{*this, "warmup",
                              llvm::cl::desc("Recipe: warm-up dense | ramp"),
                              llvm::cl::init("dense")};

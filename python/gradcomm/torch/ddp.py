@@ -325,16 +325,21 @@ class ScaleComState(_State):
         self.options = options
         self.plan = Plan(model, options)
         # Warm-up, momentum correction and clipping run in the runtime
-        # (gradcomm_scalecom_recipe_f32, CPU backend); without them the
-        # plain ScaleCom entry points serve (CPU and CUDA).
+        # (gradcomm_scalecom_recipe_f32); without them the plain ScaleCom
+        # entry points serve. The dense warm-up runs on every backend;
+        # momentum correction, clipping and the ramp on the CPU backend.
         self.recipe_in_runtime = bool(
             options.warmup_steps or options.momentum or options.clip)
-        if self.recipe_in_runtime and self.backend != "cpu":
+        host_only = [name for name, used in (
+            ("momentum correction", options.momentum),
+            ("clipping", options.clip),
+            ("a ramp warm-up", options.warmup_steps and
+             options.warmup == "ramp")) if used]
+        if host_only and self.backend != "cpu":
             raise GradCommError(
-                -1, "gradcomm: ScaleComState: warm-up, momentum correction "
-                "and clipping run on the runtime's CPU backend only (this "
-                "runtime runs %s); pass warmup_steps=0, momentum=0 and "
-                "clip=None for plain ScaleCom on it" % self.backend)
+                -1, "gradcomm: ScaleComState: %s run(s) on the runtime's CPU "
+                "backend only (this runtime runs %s); the dense warm-up and "
+                "beta run on both" % (", ".join(host_only), self.backend))
 
     def check_optimizer(self, optimizer):
         """Raises ValueError when `optimizer` would apply momentum a second

@@ -458,8 +458,13 @@ namespace {
 gradcomm_status validateRecipe(const Call &call,
                                const gradcomm_scalecom_options *o) {
   GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "options", o));
-  GRADCOMM_RETURN_IF_ERROR(
-      requireHostTensors(call, "gradcomm_scalecom_recipe_f32"));
+  // The dense warm-up, dense layers and beta run on every backend (the
+  // compiler's defaults include the warm-up); clipping, momentum correction
+  // and the ramp read or write the tensors on the host.
+  if (o->clip > 0.0f || o->momentum > 0.0f || o->warmup == GRADCOMM_WARMUP_RAMP)
+    GRADCOMM_RETURN_IF_ERROR(requireHostTensors(
+        call, "gradcomm_scalecom_recipe_f32 with clipping, momentum "
+              "correction or a ramp warm-up"));
   auto bad = [&](const std::string &what) {
     return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT, what);
   };
@@ -592,6 +597,21 @@ struct RecipeStep {
   gradcomm_request_s *started;
 };
 
+/// out = input, both in the backend's memory (through the host on a
+/// device: a dense warm-up step's copy, off the hot path).
+gradcomm_status copyTensor(const Call &call, float *out, const float *input,
+                           int64_t count) {
+  if (backend().tensorsOnHost()) {
+    std::copy(input, input + count, out);
+    return GRADCOMM_OK;
+  }
+  std::vector<float> staging(count);
+  const size_t bytes = sizeof(float) * count;
+  GRADCOMM_RETURN_IF_ERROR(
+      backend().copyToHost(call, staging.data(), input, bytes));
+  return backend().copyFromHost(call, out, staging.data(), bytes);
+}
+
 /// The dense all-reduce of the input (a dense layer, a dense warm-up
 /// step). `*ran`: false when the non-finite policy skipped it.
 gradcomm_status recipeDense(const Call &call, const RecipeStep &s, bool *ran) {
@@ -599,7 +619,7 @@ gradcomm_status recipeDense(const Call &call, const RecipeStep &s, bool *ran) {
   fields.push_back({"step", static_cast<int64_t>(s.state.step)});
   fields.push_back({"count", s.count});
   fields.push_back({"reduction", s.reduction});
-  std::copy(s.input, s.input + s.count, s.out);
+  GRADCOMM_RETURN_IF_ERROR(copyTensor(call, s.out, s.input, s.count));
   gradcomm_status agreed = checkConsistencyOfInput(
       call, s.out, s.count, inputLimit(/*summed=*/true), fields);
   if (skippedNonFinite(agreed, s.stateName))

@@ -4,7 +4,8 @@
 // writes tensor contents and never allocates host memory: the dense bias
 // all-reduce works in place in the argument (its result is dropped), the
 // ScaleCom output is allocated through the runtime
-// (_mlir_memref_to_llvm_alloc: device memory on the CUDA backend).
+// (_mlir_memref_to_llvm_alloc: device memory on the CUDA backend). ScaleCom
+// runs with the recipe's default warm-up (gradcomm_rt_scalecom_recipe_f32).
 
 shard.grid @grid(shape = 4)
 
@@ -17,7 +18,7 @@ shard.grid @grid(shape = 4)
 // CHECK-NOT:   llvm.store {{.*}} : f32
 // CHECK-LABEL: llvm.func internal @hook__comm_0(
 // CHECK-SAME:  %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) attributes {llvm.bareptr, no_inline}
-// CHECK:       llvm.call @gradcomm_rt_scalecom_f32
+// CHECK:       llvm.call @gradcomm_rt_scalecom_recipe_f32
 // CHECK:       llvm.call @gradcomm_rt_check
 // CHECK-LABEL: llvm.func internal @hook__comm_1(
 // CHECK:       llvm.call @gradcomm_rt_dense_all_reduce_f32

@@ -21,23 +21,23 @@
 shard.grid @grid(shape = 4)
 
 // SLOW-LABEL: func @step
-// SLOW:       gradcomm.cltk_compress {{.*}} k = 2622 selection = exact : tensor<1048576xf32>
-// SLOW:       gradcomm.cltk_compress {{.*}} k = 41 selection = exact : tensor<4096xf32>
+// SLOW:       gradcomm.cltk_compress {{.*}} k = 2622 selection = exact {warmup_steps = 100 : i64} : tensor<1048576xf32>
+// SLOW:       gradcomm.cltk_compress {{.*}} k = 41 selection = exact {warmup_steps = 100 : i64} : tensor<4096xf32>
 // SLOW:       shard.all_reduce {{.*}} : tensor<512xf32>
-// SLOW:       gradcomm.cltk_compress {{.*}} k = 410 selection = exact : tensor<4096xf32>
+// SLOW:       gradcomm.cltk_compress {{.*}} k = 410 selection = exact {warmup_steps = 100 : i64} : tensor<4096xf32>
 // FAST-LABEL: func @step
 // FAST-NOT:   gradcomm.cltk_compress {{.*}}tensor<1048576xf32>
 // FAST-NOT:   gradcomm.cltk_compress {{.*}}tensor<4096xf32>,
-// FAST:       gradcomm.cltk_compress {{.*}} k = 410 selection = exact : tensor<4096xf32>
+// FAST:       gradcomm.cltk_compress {{.*}} k = 410 selection = exact {warmup_steps = 100 : i64} : tensor<4096xf32>
 // CAPPED-LABEL: func @step
-// CAPPED:       gradcomm.cltk_compress {{.*}} k = 10486 selection = exact : tensor<1048576xf32>
-// CAPPED:       gradcomm.cltk_compress {{.*}} k = 41 selection = exact : tensor<4096xf32>
+// CAPPED:       gradcomm.cltk_compress {{.*}} k = 10486 selection = exact {warmup_steps = 100 : i64} : tensor<1048576xf32>
+// CAPPED:       gradcomm.cltk_compress {{.*}} k = 41 selection = exact {warmup_steps = 100 : i64} : tensor<4096xf32>
 func.func @step(%w0: tensor<1048576xf32>, %g0: tensor<1048576xf32>,
                 %w1: tensor<4096xf32>, %g1: tensor<4096xf32>,
                 %w2: tensor<512xf32>, %g2: tensor<512xf32>,
                 %w3: tensor<4096xf32>, %g3: tensor<4096xf32>)
     -> (tensor<1048576xf32>, tensor<4096xf32>, tensor<512xf32>, tensor<4096xf32>) {
-  // expected-remark-re @+1 {{compressed 'tensor<1048576xf32>' with k = 2622 of 1048576, selection = exact, beta = 1, state @step_arg0_grad; policy=auto on 4 ranks, 1.000 Gbit/s, 5.00 us: dense 50.{{[0-9]+}} ms, ratio 10 {{[0-9.]+}} ms, ratio 100 4.{{[0-9]+}} ms, ratio 400 3.{{[0-9]+}} ms -> ratio 400}}
+  // expected-remark-re @+1 {{compressed 'tensor<1048576xf32>' with k = 2622 of 1048576, selection = exact, beta = 0.5, state @step_arg0_grad; policy=auto on 4 ranks, 1.000 Gbit/s, 5.00 us: dense 50.{{[0-9]+}} ms, ratio 10 {{[0-9.]+}} ms, ratio 100 4.{{[0-9]+}} ms, ratio 400 3.{{[0-9]+}} ms -> ratio 400}}
   %r0 = shard.all_reduce %g0 on @grid grid_axes = [0] reduction = average
       : tensor<1048576xf32> -> tensor<1048576xf32>
   %u0 = arith.subf %w0, %r0 : tensor<1048576xf32>
@@ -49,7 +49,7 @@ func.func @step(%w0: tensor<1048576xf32>, %g0: tensor<1048576xf32>,
   %r2 = shard.all_reduce %g2 on @grid grid_axes = [0] reduction = average
       : tensor<512xf32> -> tensor<512xf32>
   %u2 = arith.subf %w2, %r2 : tensor<512xf32>
-  // expected-remark @+1 {{compressed 'tensor<4096xf32>' with k = 410 of 4096, selection = exact, beta = 1, state @step_arg6_grad}}
+  // expected-remark @+1 {{compressed 'tensor<4096xf32>' with k = 410 of 4096, selection = exact, beta = 0.5, state @step_arg6_grad}}
   %r3 = shard.all_reduce %g3 on @grid grid_axes = [0] reduction = average {gradcomm.ratio = 10.0}
       : tensor<4096xf32> -> tensor<4096xf32>
   %u3 = arith.subf %w3, %r3 : tensor<4096xf32>

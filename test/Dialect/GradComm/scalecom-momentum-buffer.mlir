@@ -16,7 +16,7 @@ func.func @sgd_momentum(%w: tensor<2048xf32> {gradcomm.name = "fc.weight"},
   %m = arith.constant 0.9 : f32
   %lr = arith.constant 0.1 : f32
   %e = tensor.empty() : tensor<2048xf32>
-  // expected-remark @+1 {{gradcomm-scalecom: compressed 'tensor<2048xf32>' with k = 21 of 2048, selection = exact, beta = 1, state @fc_weight_grad}}
+  // expected-remark @+1 {{gradcomm-scalecom: compressed 'tensor<2048xf32>' with k = 21 of 2048, selection = exact, beta = 0.5, state @fc_weight_grad}}
   %r = shard.all_reduce %g on @grid grid_axes = [0] reduction = average : tensor<2048xf32> -> tensor<2048xf32>
   %nb = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
       ins(%buf, %r : tensor<2048xf32>, tensor<2048xf32>) outs(%e : tensor<2048xf32>) {

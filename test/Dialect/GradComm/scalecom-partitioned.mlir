@@ -12,7 +12,7 @@
 // CHECK:       %[[G:.*]] = linalg.generic
 // CHECK:       %[[V:.*]], %[[I:.*]] = gradcomm.cltk_compress %[[G]] state @step_arg0_grad on @grid grid_axes = [0] k = 21 selection = exact
 // CHECK:       %[[R:.*]] = gradcomm.sparse_all_reduce %[[V]], %[[I]] on @grid grid_axes = [0] reduction = sum
-// CHECK:       gradcomm.memory_update %[[G]], %[[I]] state @step_arg0_grad beta = 1.000000e+00
+// CHECK:       gradcomm.memory_update %[[G]], %[[I]] state @step_arg0_grad beta = 5.000000e-01
 // CHECK:       linalg.mul ins(%[[R]],
 // CHECK-NOT:   shard.all_reduce
 

@@ -13,7 +13,7 @@
 // CHECK-SAME:  tensor<4x64xf32>
 // CHECK:       gradcomm.cltk_compress {{.*}} k = 21 selection = exact
 // CHECK:       gradcomm.sparse_all_reduce {{.*}} reduction = sum
-// CHECK:       gradcomm.memory_update {{.*}} beta = 1.000000e+00
+// CHECK:       gradcomm.memory_update {{.*}} beta = 5.000000e-01
 // CHECK-NOT:   shard.all_reduce
 
 // OPTS: remark: gradcomm-scalecom: compressed 'tensor<64x32xf32>' with k = 256 of 2048, selection = exact, beta = 0.5, state @step_arg0_grad

@@ -8,8 +8,8 @@
 
 shard.grid @grid(shape = 4)
 
-// DEFAULT: gradcomm.cltk_compress {{.*}} k = 41 selection = exact : tensor<64x64xf32> -> tensor<41xf32>, tensor<41xi64>
-// RATIO:   gradcomm.cltk_compress {{.*}} k = 256 selection = exact : tensor<64x64xf32> -> tensor<256xf32>, tensor<256xi64>
+// DEFAULT: gradcomm.cltk_compress {{.*}} k = 41 selection = exact {warmup_steps = 100 : i64} : tensor<64x64xf32> -> tensor<41xf32>, tensor<41xi64>
+// RATIO:   gradcomm.cltk_compress {{.*}} k = 256 selection = exact {warmup_steps = 100 : i64} : tensor<64x64xf32> -> tensor<256xf32>, tensor<256xi64>
 // ROUNDUP: gradcomm.cltk_compress {{.*}} k = 1366 selection = exact
 // FIXEDK:  gradcomm.cltk_compress {{.*}} k = 100 selection = exact
 // ratio 1 keeps every element: the compressed path computes the dense one.

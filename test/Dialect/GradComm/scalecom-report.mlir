@@ -58,7 +58,7 @@ shard.grid @grid(shape = 4)
 // CHECK-LABEL: func @reported
 func.func @reported(%w: tensor<2048xf32>, %b: tensor<8xf32>, %g: tensor<2048xf32>, %gb: tensor<8xf32>)
     -> (tensor<2048xf32>, tensor<8xf32>) {
-  // expected-remark @+1 {{gradcomm-scalecom: compressed 'tensor<2048xf32>' with k = 21 of 2048, selection = exact, beta = 1, state @reported_arg0_grad}}
+  // expected-remark @+1 {{gradcomm-scalecom: compressed 'tensor<2048xf32>' with k = 21 of 2048, selection = exact, beta = 0.5, state @reported_arg0_grad}}
   %r = shard.all_reduce %g on @grid grid_axes = [0] reduction = average
       : tensor<2048xf32> -> tensor<2048xf32>
   // expected-remark @+1 {{gradcomm-scalecom: left dense: 8 elements < min-elements (1024)}}

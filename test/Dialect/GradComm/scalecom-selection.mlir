@@ -8,10 +8,10 @@
 
 shard.grid @grid(shape = 4)
 
-// EXACT:      gradcomm.cltk_compress {{.*}} k = 20 selection = exact :
-// CHUNK:      gradcomm.cltk_compress {{.*}} k = 32 selection = chunk chunk_size = 64 : tensor<2000xf32> -> tensor<32xf32>, tensor<32xi64>
-// CHUNKRATIO: gradcomm.cltk_compress {{.*}} k = 67 selection = chunk chunk_size = 30 :
-// RAGGED:     gradcomm.cltk_compress {{.*}} k = 2 selection = chunk chunk_size = 1000 :
+// EXACT:      gradcomm.cltk_compress {{.*}} k = 20 selection = exact {warmup_steps = 100 : i64} :
+// CHUNK:      gradcomm.cltk_compress {{.*}} k = 32 selection = chunk chunk_size = 64 {warmup_steps = 100 : i64} : tensor<2000xf32> -> tensor<32xf32>, tensor<32xi64>
+// CHUNKRATIO: gradcomm.cltk_compress {{.*}} k = 67 selection = chunk chunk_size = 30 {warmup_steps = 100 : i64} :
+// RAGGED:     gradcomm.cltk_compress {{.*}} k = 2 selection = chunk chunk_size = 1000 {warmup_steps = 100 : i64} :
 func.func @step(%w: tensor<2000xf32>, %g: tensor<2000xf32>) -> tensor<2000xf32> {
   %r = shard.all_reduce %g on @grid grid_axes = [0] reduction = sum
       : tensor<2000xf32> -> tensor<2000xf32>

@@ -16,9 +16,9 @@ shard.grid @grid(shape = 4)
 // A sum stays a sum; default ratio 100 gives k = ceil(2048 / 100) = 21.
 // CHECK-LABEL: func @sum_1d
 // CHECK-SAME: (%[[W:.*]]: tensor<2048xf32>, %[[G:.*]]: tensor<2048xf32>)
-// CHECK:      %[[V:.*]], %[[I:.*]] = gradcomm.cltk_compress %[[G]] state @sum_1d_arg0_grad on @grid grid_axes = [0] k = 21 selection = exact : tensor<2048xf32> -> tensor<21xf32>, tensor<21xi64>
+// CHECK:      %[[V:.*]], %[[I:.*]] = gradcomm.cltk_compress %[[G]] state @sum_1d_arg0_grad on @grid grid_axes = [0] k = 21 selection = exact {warmup_steps = 100 : i64} : tensor<2048xf32> -> tensor<21xf32>, tensor<21xi64>
 // CHECK-NEXT: %[[R:.*]] = gradcomm.sparse_all_reduce %[[V]], %[[I]] on @grid grid_axes = [0] reduction = sum {gradcomm.runtime_name = "sum_1d_arg0_grad_reduce"} : tensor<21xf32>, tensor<21xi64> -> tensor<2048xf32>
-// CHECK-NEXT: gradcomm.memory_update %[[G]], %[[I]] state @sum_1d_arg0_grad beta = 1.000000e+00
+// CHECK-NEXT: gradcomm.memory_update %[[G]], %[[I]] state @sum_1d_arg0_grad beta = 5.000000e-01
 // CHECK-NOT:  shard.all_reduce
 // CHECK:      arith.subf %[[W]], %[[R]]
 func.func @sum_1d(%w: tensor<2048xf32>, %g: tensor<2048xf32>) -> tensor<2048xf32> {
@@ -30,7 +30,7 @@ func.func @sum_1d(%w: tensor<2048xf32>, %g: tensor<2048xf32>) -> tensor<2048xf32
 
 // An average stays an average; 2-D, through linalg elementwise ops.
 // CHECK-LABEL: func @avg_2d
-// CHECK:      gradcomm.cltk_compress %{{.*}} state @avg_2d_arg0_grad {{.*}} k = 21 selection = exact : tensor<32x64xf32> -> tensor<21xf32>, tensor<21xi64>
+// CHECK:      gradcomm.cltk_compress %{{.*}} state @avg_2d_arg0_grad {{.*}} k = 21 selection = exact {warmup_steps = 100 : i64} : tensor<32x64xf32> -> tensor<21xf32>, tensor<21xi64>
 // CHECK-NEXT: gradcomm.sparse_all_reduce {{.*}} reduction = average {gradcomm.runtime_name = "avg_2d_arg0_grad_reduce"} : tensor<21xf32>, tensor<21xi64> -> tensor<32x64xf32>
 // CHECK-NEXT: gradcomm.memory_update
 // CHECK-NOT:  shard.all_reduce

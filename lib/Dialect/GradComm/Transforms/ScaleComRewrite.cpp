@@ -83,11 +83,18 @@ private:
   /// policy=auto's cluster (ranks are taken per op from its grid).
   std::optional<ClusterModel> cluster;
   SmallVector<int64_t> candidateRatios;
+  /// `warmup-steps` resolved: its default (-1) is the recipe's warm-up for
+  /// the cltk compressor and none for local-topk.
+  int64_t recipeWarmupSteps = 0;
 };
 
 } // namespace
 
 static constexpr llvm::StringLiteral kPass = "gradcomm-scalecom";
+/// The recipe's dense warm-up when `warmup-steps` is not given: the study
+/// in docs/results.md chose it (docs/scalecom.md, "The recipe"), as the
+/// runtime's gradcomm_scalecom_options_init and the DDP hook do.
+static constexpr int64_t kRecipeWarmupSteps = 100;
 
 LogicalResult ScaleComRewritePass::validateOptions() {
   ModuleOp module = getOperation();
@@ -116,10 +123,18 @@ LogicalResult ScaleComRewritePass::validateOptions() {
     return module.emitError()
            << "gradcomm-scalecom: option 'min-elements' must be >= 0, got "
            << int64_t(minElements);
-  if (warmupSteps < 0)
+  if (warmupSteps < -1)
     return module.emitError()
-           << "gradcomm-scalecom: option 'warmup-steps' must be >= 0, got "
+           << "gradcomm-scalecom: option 'warmup-steps' must be >= 0 (or -1 "
+              "for the recipe's default), got "
            << int64_t(warmupSteps);
+  if (compressor == "local-topk" && warmupSteps > 0)
+    return module.emitError()
+           << "gradcomm-scalecom: warm-up and clipping are ScaleCom's recipe; "
+              "compressor=local-topk does not take them";
+  recipeWarmupSteps = warmupSteps >= 0             ? int64_t(warmupSteps)
+                      : compressor == "local-topk" ? 0
+                                                   : kRecipeWarmupSteps;
   if (warmup != "dense" && warmup != "ramp")
     return module.emitError() << "gradcomm-scalecom: option 'warmup' must be "
                                  "dense or ramp, got '"
@@ -128,7 +143,8 @@ LogicalResult ScaleComRewritePass::validateOptions() {
     return module.emitError() << "gradcomm-scalecom: option "
                                  "'warmup-start-ratio' must be >= 1, got "
                               << formatNumber(warmupStartRatio);
-  if (warmup == "ramp" && (warmupSteps == 0 || selection != Selection::Exact))
+  if (warmup == "ramp" &&
+      (recipeWarmupSteps == 0 || selection != Selection::Exact))
     return module.emitError()
            << "gradcomm-scalecom: warmup=ramp needs warmup-steps > 0 and "
               "selection=exact";
@@ -136,7 +152,7 @@ LogicalResult ScaleComRewritePass::validateOptions() {
     return module.emitError()
            << "gradcomm-scalecom: option 'clip' must be finite and >= 0, got "
            << formatNumber(clip);
-  if (compressor == "local-topk" && (warmupSteps != 0 || clip != 0.0))
+  if (compressor == "local-topk" && clip != 0.0)
     return module.emitError()
            << "gradcomm-scalecom: warm-up and clipping are ScaleCom's recipe; "
               "compressor=local-topk does not take them";
@@ -357,9 +373,10 @@ void ScaleComRewritePass::rewrite(shard::AllReduceOp op,
     IntegerAttr chunkAttr =
         plan.chunkSize ? b.getI64IntegerAttr(*plan.chunkSize) : IntegerAttr();
     // The recipe's attributes, where set (docs/scalecom.md, "The recipe").
-    IntegerAttr warmupAttr =
-        warmupSteps ? b.getI64IntegerAttr(warmupSteps) : IntegerAttr();
-    FloatAttr rampAttr = warmupSteps && warmup == "ramp"
+    IntegerAttr warmupAttr = recipeWarmupSteps
+                                 ? b.getI64IntegerAttr(recipeWarmupSteps)
+                                 : IntegerAttr();
+    FloatAttr rampAttr = recipeWarmupSteps && warmup == "ramp"
                              ? b.getF32FloatAttr(warmupStartRatio)
                              : FloatAttr();
     FloatAttr clipAttr = clip > 0.0 ? b.getF32FloatAttr(clip) : FloatAttr();

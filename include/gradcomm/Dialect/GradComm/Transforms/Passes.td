@@ -52,18 +52,19 @@ def ScaleComRewritePass : Pass<"gradcomm-scalecom", "::mlir::ModuleOp"> {
         : tensor<256x64xf32> -> tensor<256x64xf32>
     ```
 
-    becomes, with `ratio=100`:
+    becomes, with `ratio=100` and the recipe's defaults (beta 0.5, 100
+    dense warm-up steps; docs/scalecom.md):
 
     ```mlir
     gradcomm.state @step_arg0_grad : tensor<256x64xf32>
     ...
     %v, %i = gradcomm.cltk_compress %g state @step_arg0_grad on @grid
-        grid_axes = [0] k = 164 selection = exact
+        grid_axes = [0] k = 164 selection = exact {warmup_steps = 100 : i64}
         : tensor<256x64xf32> -> tensor<164xf32>, tensor<164xi64>
     %r = gradcomm.sparse_all_reduce %v, %i on @grid grid_axes = [0]
         reduction = average
         : tensor<164xf32>, tensor<164xi64> -> tensor<256x64xf32>
-    gradcomm.memory_update %g, %i state @step_arg0_grad beta = 1.0
+    gradcomm.memory_update %g, %i state @step_arg0_grad beta = 0.5
         : tensor<256x64xf32>, tensor<164xi64>
     ```
   }];
@@ -73,8 +74,9 @@ def ScaleComRewritePass : Pass<"gradcomm-scalecom", "::mlir::ModuleOp"> {
            "Compression ratio N / k; k = ceil(N / ratio)">,
     Option<"k", "k", "int64_t", "0",
            "Fixed k for every compressed tensor (0: use ratio)">,
-    Option<"beta", "beta", "double", "1.0",
-           "Low-pass coefficient of the memory update, in (0, 1]">,
+    Option<"beta", "beta", "double", "0.5",
+           "Low-pass coefficient of the memory update, in (0, 1] (default: "
+           "the recipe's 0.5, docs/scalecom.md)">,
     Option<"selection", "selection", "::mlir::gradcomm::Selection",
            "::mlir::gradcomm::Selection::Exact",
            "Index selection on the leader",
@@ -85,9 +87,11 @@ def ScaleComRewritePass : Pass<"gradcomm-scalecom", "::mlir::ModuleOp"> {
                         "top-1 per chunk of chunk-size elements"))}]>,
     Option<"chunkSize", "chunk-size", "int64_t", "0",
            "Chunk length for selection=chunk (0: round(ratio))">,
-    Option<"warmupSteps", "warmup-steps", "int64_t", "0",
+    Option<"warmupSteps", "warmup-steps", "int64_t", "-1",
            "The recipe's warm-up: the first N steps of each compressed "
-           "gradient are dense (or ramp up, warmup=ramp)">,
+           "gradient are dense (or ramp up, warmup=ramp); 0: none; -1 "
+           "(default): the recipe's 100 with the cltk compressor, none with "
+           "local-topk">,
     Option<"warmup", "warmup", "std::string", "\"dense\"",
            "dense (dense all-reduce, memory untouched) or ramp (the ratio "
            "rises geometrically from warmup-start-ratio; exact selection)">,
