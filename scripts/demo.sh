@@ -176,9 +176,9 @@ train_exported() {
   shift 3
   for strategy in dense scalecom; do
     local options=(--strategy=$strategy)
-    # With the recipe's compiled parts (docs/scalecom.md, "The recipe").
-    [ "$strategy" = scalecom ] &&
-      options+=(--ratio=100 --beta=0.5 --warmup-steps=100)
+    # gradcomm-compile's defaults are the recipe's compiled parts (beta
+    # 0.5, 100 dense warm-up steps; docs/scalecom.md, "The recipe").
+    [ "$strategy" = scalecom ] && options+=(--ratio=100)
     "$build/bin/gradcomm-compile" "$mlir" -o "${mlir%.mlir}-$strategy.so" \
       --emit=shared "${options[@]}"
     /usr/bin/mpiexec.mpich -n 4 "$python" examples/pytorch/train.py \

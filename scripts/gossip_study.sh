@@ -57,7 +57,10 @@ compile_flags() {
   easgd-sharded) echo "--strategy=easgd-async --center=sharded" ;;
   scalecom-r*-*)
     local rest=${1#scalecom-r}
-    echo "--strategy=scalecom --ratio=${rest%%-*} --selection=${rest#*-}"
+    # Plain ScaleCom, as docs/gossip.md's figures were measured (not the
+    # recipe gradcomm-compile now defaults to).
+    echo "--strategy=scalecom --ratio=${rest%%-*} --selection=${rest#*-}" \
+      "--beta=1 --warmup-steps=0"
     ;;
   *) echo "gossip_study.sh: no CNN build for strategy '$1'" >&2; return 1 ;;
   esac
