@@ -14,8 +14,9 @@
 # warm-up steps; and momentum correction, which the trainer turns on by
 # running SGD without momentum), ScaleCom 400 without the recipe (beta 1,
 # no warm-up, no momentum correction: plain error feedback), local top-k
-# at ratio 100, gossip, EASGD (synchronous, and asynchronous with the
-# center on rank 0; moving rate 0.9). ABLATION=1 adds, for the CNN at ratio
+# at ratio 100, gossip (synchronous, matching; and asynchronous, random
+# peers; mixing 0.5), EASGD (synchronous, and asynchronous with the center
+# on rank 0; moving rate 0.9). ABLATION=1 adds, for the CNN at ratio
 # 400, the recipe with one part changed at a time.
 #
 # The transformer language model (MODELS=transformer) trains with Adam at
@@ -74,6 +75,7 @@ strategies=(
   "scalecom-r400-no-recipe:--comm scalecom --ratio 400 --beta 1 --warmup-epochs 0 --momentum-correction 0"
   "local-topk-r100:--comm local-topk --ratio 100"
   "gossip:--comm gossip"
+  "gossip-async:--comm gossip-async"
   "easgd:--comm easgd"
   "easgd-async:--comm easgd-async"
 )

@@ -5,8 +5,9 @@ communication by GradComm: one line, `register_comm_hook`.
       --comm scalecom --ratio 100
 
 --comm: ddp (DDP's own all-reduce), dense, scalecom, local-topk (hooks), or
-gossip, easgd, easgd-async (no gradient all-reduce: GossipAverager or
-ElasticAverager after each optimizer step; rank 0's replica is evaluated).
+gossip, gossip-async (random peers), easgd, easgd-async (no gradient
+all-reduce: GossipAverager or ElasticAverager after each optimizer step;
+rank 0's replica is evaluated).
 --model: the MLP, the CNN (default), ResNet-18 adapted to 28x28, or the
 2-layer character transformer language model on Debian's GPL-3 text (its
 accuracy: next-character accuracy on the held-out last 10 %). The
@@ -142,7 +143,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--comm", default="scalecom",
                         choices=["ddp", "dense", "scalecom", "local-topk",
-                                 "gossip", "easgd", "easgd-async"])
+                                 "gossip", "gossip-async", "easgd",
+                                 "easgd-async"])
     parser.add_argument("--model", default="cnn", choices=sorted(MODELS))
     parser.add_argument("--ratio", type=float, default=100)
     recipe = parser.add_argument_group(
@@ -194,9 +196,12 @@ def main():
                              args.seed)
     averager = state = None
     momentum = args.momentum
-    if args.comm == "gossip":
+    if args.comm.startswith("gossip"):
         net = model
-        averager = ddp.GossipAverager(model, schedule="matching", mixing=0.5)
+        asynchronous = args.comm == "gossip-async"
+        averager = ddp.GossipAverager(
+            model, schedule="random" if asynchronous else "matching",
+            mixing=0.5, asynchronous=asynchronous)
         state = averager
     elif args.comm.startswith("easgd"):
         net = model

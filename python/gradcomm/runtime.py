@@ -22,6 +22,8 @@ REDUCTIONS = {"sum": 0, "average": 1}
 SELECTIONS = {"exact": 0, "chunk": 1}
 WARMUPS = {"dense": 0, "ramp": 1}
 SCHEDULES = {"matching": 0, "ring": 1, "hypercube": 2}
+# Asynchronous gossip also takes the paper's random peers.
+ASYNC_SCHEDULES = dict(SCHEDULES, random=3)
 NONFINITE_POLICIES = {"error": 0, "skip": 1, "propagate": 2}
 
 
@@ -86,6 +88,10 @@ _SIGNATURES = {
                                      ctypes.c_int64, ctypes.c_int,
                                      ctypes.c_float, ctypes.c_uint64,
                                      ctypes.c_int64],
+    "gradcomm_gossip_async_f32": [ctypes.c_char_p, ctypes.c_void_p,
+                                  ctypes.c_int64, ctypes.c_int,
+                                  ctypes.c_float, ctypes.c_uint64,
+                                  ctypes.c_int64],
     "gradcomm_elastic_average_f32": [ctypes.c_char_p, ctypes.c_void_p,
                                      ctypes.c_int64, ctypes.c_float,
                                      ctypes.c_int64],

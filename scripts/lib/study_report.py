@@ -32,8 +32,8 @@ def mean_sd(values):
 
 def row_order(label, run):
     """Dense, ScaleCom by ratio, the baselines, then the ablations."""
-    kind = ["dense", "scalecom", "local-topk", "gossip", "easgd",
-            "easgd-async"]
+    kind = ["dense", "scalecom", "local-topk", "gossip", "gossip-async",
+            "easgd", "easgd-async"]
     comm = run["comm"] if run["comm"] in kind else "dense"
     ratio = (run["options"] or {}).get("ratio", 0)
     return (label.startswith("ablation"), kind.index(comm),

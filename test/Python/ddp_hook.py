@@ -20,7 +20,8 @@ the GradComm runtime over MPICH in the same process).
                         velocities are runtime state), model and optimizer
                         at step 10 and run on to 20; a fresh job restores
                         and runs 10..20: the same bits
-  ddp_hook.py gossip    GossipAverager keeps the replicas' mean
+  ddp_hook.py gossip    GossipAverager keeps the replicas' mean; its
+                        asynchronous form mixes peers' copies
   ddp_hook.py easgd     ElasticAverager (synchronous and asynchronous)
                         keeps the sum of the replicas and the center, and
                         its centers are the same on every rank
@@ -504,6 +505,51 @@ def test_gossip():
         [c.value_bytes_sent for c in counted] == bytes_expected,
         "the runtime counted one gossip call per parameter (stats: %s)" %
         [(c.calls, c.messages, c.value_bytes_sent) for c in counted])
+    return failures + test_gossip_async()
+
+
+def test_gossip_async():
+    """GossipAverager(asynchronous=True), random peers: every call counts,
+    and with a barrier after each call a copy has arrived by the second, so
+    some rank's replica moves toward a peer's; a copy is never torn, so the
+    replicas stay finite. The synchronous form refuses 'random'."""
+    rank, size = dist.get_rank(), dist.get_world_size()
+    failures = 0
+    model = make_model()
+    averager = ddp.GossipAverager(model, mixing=0.5, asynchronous=True,
+                                  prefix="gossip-async/")
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    moved = False
+    for step in range(3):
+        x, y = batch(step, rank, size)
+        optimizer.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+        before = [p.detach().clone() for p in model.parameters()]
+        averager.step()
+        dist.barrier()
+        if step > 0:
+            moved = moved or any(not torch.equal(old, new.detach()) for
+                                 old, new in zip(before, model.parameters()))
+    counted = [averager.rt.stats(averager.state_name(p)).calls
+               for p in model.parameters()]
+    failures += report(counted == [3] * len(counted),
+                       "asynchronous gossip: 3 calls per parameter counted "
+                       "(%s)" % counted)
+    failures += report(all(torch.isfinite(p).all() for p in
+                           model.parameters()),
+                       "asynchronous gossip: the replicas stay finite")
+    if size > 1:
+        everyone = torch.tensor([float(moved)])
+        dist.all_reduce(everyone)
+        failures += report(everyone.item() > 0, "asynchronous gossip mixed "
+                           "a peer's copy in")
+    try:
+        ddp.GossipAverager(make_model(), schedule="random")
+        failures += report(False, "the synchronous form took 'random'")
+    except ValueError as error:
+        failures += report("asynchronous=True" in str(error),
+                           "the synchronous form refuses 'random': %s" % error)
     return failures
 
 

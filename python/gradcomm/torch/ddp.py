@@ -23,7 +23,8 @@ import threading
 import torch
 import torch.distributed as dist
 
-from gradcomm.runtime import (REDUCTIONS, SCHEDULES, SELECTIONS, WARMUPS,
+from gradcomm.runtime import (ASYNC_SCHEDULES, REDUCTIONS, SCHEDULES,
+                              SELECTIONS, WARMUPS,
                               GradCommError, RecipeOptions, runtime)
 from gradcomm.torch.recipe import Plan, ScaleComOptions
 
@@ -501,19 +502,36 @@ class GossipAverager(_State):
     """Gossiping SGD for a model trained without gradient all-reduce: call
     step() after optimizer.step(); every parameter becomes
     (1 - mixing) x + mixing x_peer with the schedule's peer (every
-    `period`-th call)."""
+    `period`-th call). asynchronous=True is the paper's asynchronous form
+    (gradcomm_gossip_async_f32): each call puts this replica into the
+    peer's mailbox and mixes in the last copy that arrived in its own,
+    never waiting for another rank (MPI-3 one-sided, CPU backend; schedule
+    "random" is the paper's peer choice, and its default there)."""
 
-    def __init__(self, model, schedule="matching", mixing=0.5, seed=0,
-                 period=1, prefix="gossip/", process_group=None):
-        if schedule not in SCHEDULES:
-            raise ValueError("schedule must be one of %s" % sorted(SCHEDULES))
+    def __init__(self, model, schedule=None, mixing=0.5, seed=0,
+                 period=1, asynchronous=False, prefix="gossip/",
+                 process_group=None):
+        schedules = ASYNC_SCHEDULES if asynchronous else SCHEDULES
+        schedule = schedule or ("random" if asynchronous else "matching")
+        if schedule not in schedules:
+            raise ValueError("schedule must be one of %s%s" % (
+                sorted(schedules), "" if asynchronous else
+                " ('random' is for asynchronous=True)"))
         if not 0 < mixing < 1:
             raise ValueError("mixing must be in (0, 1)")
+        if period < 1:
+            raise ValueError("period must be >= 1")
         super().__init__(model, prefix, process_group)
+        if asynchronous and self.backend != "cpu":
+            raise GradCommError(
+                -1, "gradcomm: GossipAverager: asynchronous gossip runs on "
+                "the runtime's CPU backend only (MPI one-sided windows); "
+                "this runtime runs %s" % self.backend)
         self.parameters = [p for p in getattr(model, "module", model)
                            .parameters()]
         self.schedule, self.mixing = schedule, mixing
         self.seed, self.period = seed, period
+        self.asynchronous = asynchronous
 
     def step(self):
         self.synchronize()  # no hook's communication may still run
@@ -524,9 +542,12 @@ class GossipAverager(_State):
                               self.names[id(parameter)], self.backend)
                 arguments.append((
                     self.state_name(parameter), parameter.data.data_ptr(),
-                    parameter.numel(), SCHEDULES[self.schedule], self.mixing,
-                    self.seed, self.period))
-            if self.backend != "cpu":
+                    parameter.numel(), ASYNC_SCHEDULES[self.schedule],
+                    self.mixing, self.seed, self.period))
+            if self.asynchronous:
+                for call in arguments:
+                    self.rt.call("gradcomm_gossip_async_f32", *call)
+            elif self.backend != "cpu":
                 for call in arguments:
                     self.rt.call("gradcomm_gossip_exchange_f32", *call)
             else:
