@@ -9,7 +9,9 @@
  * MPI: the runtime uses MPI_COMM_WORLD unless the trainer hands in its own
  * communicator (gradcomm/runtime_mpi.h). It calls MPI_Init only if MPI is
  * not initialized yet, and then also calls MPI_Finalize in
- * gradcomm_finalize(); a trainer that initialized MPI keeps ownership of it.
+ * gradcomm_finalize(); a trainer that initialized MPI keeps ownership of it,
+ * and its MPI_Finalize alone releases what the runtime holds in MPI (a
+ * delete callback on MPI_COMM_SELF): gradcomm_finalize is optional then.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -137,7 +139,8 @@ gradcomm_status gradcomm_init(void);
 
 /// Releases the runtime's resources; finalizes MPI only if gradcomm_init
 /// initialized it. The runtime can be initialized again afterwards unless
-/// MPI was finalized.
+/// MPI was finalized. Optional before the trainer's own MPI_Finalize, which
+/// releases the same (docs/runtime.md, "The finalize contract").
 gradcomm_status gradcomm_finalize(void);
 
 /// Selects the backend (default: GRADCOMM_BACKEND env, `cpu` or `cuda`,

@@ -73,10 +73,52 @@ nonFinitePolicyFromEnvironment(const Call &call,
   return GRADCOMM_OK;
 }
 
+/// What gradcomm_finalize releases in MPI (windows, groups' communicators,
+/// the CUDA backend's communicators), then the runtime's state. MPI itself
+/// is left to its owner.
+static void releaseMpiResources() {
+  activateGroup(nullptr);
+  releaseWindows();
+  releaseGroups();
+  releaseCudaBackend();
+  context() = Context();
+}
+
+/// MPI calls the delete callbacks of MPI_COMM_SELF's attributes first thing
+/// in MPI_Finalize, while MPI still works (MPI-3.1 section 8.7.1): the
+/// standard hook for a library to free its windows and communicators
+/// whoever finalizes MPI. A trainer that owns MPI and never calls
+/// gradcomm_finalize thus exits cleanly (UCX otherwise aborts in
+/// ucp_cleanup over the open windows' keys). Every rank finalizes, so the
+/// collective frees meet. After gradcomm_finalize there is nothing left.
+static int releaseAtMpiFinalize(MPI_Comm, int, void *, void *) {
+  if (context().initialized)
+    releaseMpiResources();
+  return MPI_SUCCESS;
+}
+
+/// Registers releaseAtMpiFinalize once per process (MPI is initialized
+/// once per process, and the callback sees the runtime of the moment).
+static gradcomm_status releaseWhenMpiFinalizes(const Call &call) {
+  static bool registered = false;
+  if (registered)
+    return GRADCOMM_OK;
+  int keyval = MPI_KEYVAL_INVALID;
+  GRADCOMM_RETURN_IF_ERROR(
+      call.mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN,
+                                      releaseAtMpiFinalize, &keyval, nullptr),
+               "MPI_Comm_create_keyval"));
+  GRADCOMM_RETURN_IF_ERROR(call.mpi(
+      MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr), "MPI_Comm_set_attr"));
+  registered = true;
+  return GRADCOMM_OK;
+}
+
 /// Binds the runtime to `comm`. MPI errors must come back as codes, not
 /// abort the job, so every message can name the op and the rank.
 static gradcomm_status bind(const Call &call, MPI_Comm comm, bool ownsMpi) {
   Context &ctx = context();
+  GRADCOMM_RETURN_IF_ERROR(releaseWhenMpiFinalizes(call));
   GRADCOMM_RETURN_IF_ERROR(
       call.mpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN),
                "MPI_Comm_set_errhandler"));
@@ -163,11 +205,7 @@ gradcomm_status gradcomm_finalize(void) {
       return GRADCOMM_OK;
     GRADCOMM_RETURN_IF_ERROR(requireNoRequestInFlight(call, "finalizing"));
     bool ownsMpi = ctx.ownsMpi;
-    activateGroup(nullptr);
-    releaseWindows();
-    releaseGroups();
-    releaseCudaBackend();
-    ctx = Context();
+    releaseMpiResources();
     if (ownsMpi)
       return call.mpi(MPI_Finalize(), "MPI_Finalize");
     return GRADCOMM_OK;
