@@ -93,13 +93,16 @@ def make_hook_state(net, args, steps_per_epoch):
         return ddp.dense_hook, ddp.DenseState(net)
     fields = {"ratio": args.ratio}
     for option in ("beta", "selection", "min_elements", "warmup",
-                   "warmup_start_ratio", "clip"):
+                   "warmup_start_ratio", "clip", "policy"):
         if getattr(args, option) is not None:
             fields[option] = getattr(args, option)
     if args.warmup_epochs is not None:
         fields["warmup_steps"] = int(args.warmup_epochs * steps_per_epoch)
     if args.momentum_correction is not None:
         fields["momentum"] = args.momentum if args.momentum_correction else 0
+    if args.cluster:
+        fields["cluster"] = dict(kv.split("=", 1) for kv in
+                                 args.cluster.split(",") if kv)
     if args.dense is not None:
         fields["dense"] = tuple(p for p in args.dense.split(",") if p)
     if args.comm == "scalecom":
@@ -163,6 +166,11 @@ def main():
                         "separated (vectors, embeddings, first, last); '' "
                         "for none")
     recipe.add_argument("--clip", type=float)
+    recipe.add_argument("--policy", choices=["fixed", "auto"],
+                        help="auto: gradcomm-plan's cost model picks dense "
+                        "or a ratio per parameter on --cluster")
+    recipe.add_argument("--cluster", help="policy=auto's cluster, e.g. "
+                        "bandwidth=1Gbit,latency=50us (or calibration=FILE)")
     parser.add_argument("--epochs", type=float, default=1.0)
     parser.add_argument("--batch", type=int, default=32, help="per rank")
     parser.add_argument("--lr", type=float, default=0.05)

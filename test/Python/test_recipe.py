@@ -1,6 +1,7 @@
 """gradcomm.torch.recipe without a process group: ScaleComOptions refuses
 bad values, the dense presets pick the parameters they name, and the plan
-gives each parameter its ratio (presets, overrides) and k. Warm-up, momentum
+gives each parameter its ratio (presets, overrides, policy="auto" through
+gradcomm-plan: $GRADCOMM_PLAN or the build's) and k. Warm-up, momentum
 correction and clipping are the runtime's (test/Python/ddp_hook.py recipe,
 runtime/test/ScaleComRecipeTest.cpp)."""
 
@@ -14,6 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)),
                                 "python"))
 
+from gradcomm.plan import PlanError  # noqa: E402
 from gradcomm.torch.recipe import (Plan, ScaleComOptions,  # noqa: E402
                                    dense_parameters)
 
@@ -38,7 +40,12 @@ class OptionsTest(unittest.TestCase):
                        dict(overrides={"fc.*": 0.5}),
                        dict(overrides={"fc.*": "sparse"}),
                        dict(selection="random"),
-                       dict(warmup="ramp", selection="chunk")):
+                       dict(warmup="ramp", selection="chunk"),
+                       dict(policy="best"), dict(policy="auto", k=5),
+                       dict(policy="auto", chunk_size=64),
+                       dict(policy="auto", auto_ratios=(1,)),
+                       dict(policy="auto", cluster={"bandwith": "1Gbit"}),
+                       dict(cluster={"bandwidth": "1Gbit"})):
             with self.assertRaises(ValueError, msg=str(fields)):
                 ScaleComOptions(**fields)
 
@@ -84,6 +91,67 @@ class PlanTest(unittest.TestCase):
                                              chunk_size=64))
         self.assertIsNone(plan.k_and_chunk("hidden.weight", 1000))
         self.assertEqual(plan.k_and_chunk("hidden.weight", 2048), (32, 64))
+
+
+class Wide(nn.Module):
+    """A wide layer where compression pays on a slow link, a narrow one,
+    and biases under min_elements."""
+
+    def __init__(self):
+        super().__init__()
+        self.wide = nn.Linear(1000, 1000)
+        self.narrow = nn.Linear(1000, 2)
+
+
+class AutoPolicyTest(unittest.TestCase):
+    SLOW = {"bandwidth": "1Gbit", "latency": "50us"}
+    FAST = {"bandwidth": "400Gbit", "latency": "1us"}
+
+    def plan(self, ranks=4, **fields):
+        return Plan(Wide(), ScaleComOptions(policy="auto", **fields),
+                    ranks=ranks)
+
+    def test_slow_link_compresses_the_wide_layer(self):
+        plan = self.plan(cluster=self.SLOW)
+        self.assertIn(plan.ratio("wide.weight"), (10.0, 100.0, 400.0))
+        self.assertEqual(plan.k_and_chunk("wide.weight", 10 ** 6)[0],
+                         -(-10 ** 6 // int(plan.ratio("wide.weight"))))
+        # The biases are under min_elements: dense, not asked about.
+        self.assertIsNone(plan.k_and_chunk("wide.bias", 1000))
+        self.assertNotIn("wide.bias", plan.auto)
+
+    def test_fast_link_keeps_everything_dense(self):
+        plan = self.plan(cluster=self.FAST)
+        for name, parameter in Wide().named_parameters():
+            self.assertIsNone(plan.k_and_chunk(name, parameter.numel()),
+                              name)
+
+    def test_the_candidates_bound_the_choice(self):
+        plan = self.plan(cluster=self.SLOW, auto_ratios=(10,))
+        self.assertEqual(plan.ratio("wide.weight"), 10.0)
+
+    def test_overrides_and_presets_still_win(self):
+        plan = self.plan(cluster=self.FAST,
+                         overrides={"wide.weight": 50})
+        self.assertEqual(plan.ratio("wide.weight"), 50.0)
+        plan = self.plan(cluster=self.SLOW, dense=("first",))
+        self.assertIsNone(plan.ratio("wide.weight"))
+
+    def test_a_bad_cluster_is_an_error(self):
+        with self.assertRaisesRegex(PlanError, "bad bandwidth"):
+            self.plan(cluster={"bandwidth": "fast"})
+
+    def test_a_missing_tool_is_an_error(self):
+        saved = os.environ.get("GRADCOMM_PLAN")
+        os.environ["GRADCOMM_PLAN"] = "/nonexistent/gradcomm-plan"
+        try:
+            with self.assertRaises((PlanError, OSError)):
+                self.plan(cluster=self.SLOW)
+        finally:
+            if saved is None:
+                del os.environ["GRADCOMM_PLAN"]
+            else:
+                os.environ["GRADCOMM_PLAN"] = saved
 
 
 if __name__ == "__main__":

@@ -324,7 +324,7 @@ class ScaleComState(_State):
         options = dataclasses.replace(options or ScaleComOptions(), **fields)
         super().__init__(model, prefix, process_group, overlap)
         self.options = options
-        self.plan = Plan(model, options)
+        self.plan = Plan(model, options, ranks=self.size)
         # Warm-up, momentum correction and clipping run in the runtime
         # (gradcomm_scalecom_recipe_f32); without them the plain ScaleCom
         # entry points serve. The dense warm-up runs on every backend;
@@ -473,6 +473,10 @@ class LocalTopkState(ScaleComState):
     def __init__(self, model, options=None, **fields):
         # ScaleCom's beta and warm-up defaults do not apply here.
         options = options or ScaleComOptions(beta=1.0, warmup_steps=0)
+        if fields.get("policy", options.policy) != "fixed":
+            raise ValueError("local_topk_hook: policy='auto' chooses "
+                             "ScaleCom's ratios; local top-k takes a fixed "
+                             "ratio")
         super().__init__(model, options, **fields)
         o = self.options
         if (o.momentum or o.beta != 1 or o.selection != "exact" or o.clip

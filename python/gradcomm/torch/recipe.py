@@ -21,6 +21,11 @@ Parts (ALGORITHMS.md, "Making sparsified training hold on real models"):
                (name pattern -> ratio or "dense", first match wins);
   clip         local clipping of each gradient's L2 norm before it enters
                the velocity or the memory.
+
+policy="auto" lets gradcomm-plan's cost model choose, per parameter,
+dense or ScaleCom at one of `auto_ratios` on the cluster `cluster`
+describes (gradcomm.plan; the pass's policy=auto, docs/scaling.md):
+compression only where it buys time. Presets and overrides still win.
 """
 
 import dataclasses
@@ -28,6 +33,8 @@ import fnmatch
 import math
 
 import torch
+
+from gradcomm import plan as cost_model
 
 # Named groups of parameters that stay dense (`ScaleComOptions.dense`).
 DENSE_PRESETS = {
@@ -40,6 +47,7 @@ DENSE_PRESETS = {
     "last": "the parameters of the last such module",
 }
 WARMUPS = ("dense", "ramp")
+POLICIES = ("fixed", "auto")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +69,12 @@ class ScaleComOptions:
     dense: tuple = ()
     overrides: tuple = ()
     clip: float = None
+    policy: str = "fixed"
+    auto_ratios: tuple = (10, 100, 400)
+    auto_tolerance: float = 0.05
+    # policy="auto": gradcomm-plan's cluster, as {key: value} or pairs
+    # (keys: bandwidth, latency, memory_bandwidth, calibration).
+    cluster: tuple = ()
 
     def __post_init__(self):
         if self.selection not in ("exact", "chunk"):
@@ -100,6 +114,25 @@ class ScaleComOptions:
                                  "ratio >= 1" % (pattern, value))
             checked.append((pattern, value))
         object.__setattr__(self, "overrides", tuple(checked))
+        if self.policy not in POLICIES:
+            raise ValueError("policy must be one of %s" % (POLICIES,))
+        cluster = tuple(sorted(dict(self.cluster).items()))
+        unknown = {key for key, _ in cluster} - set(cost_model.CLUSTER_FLAGS)
+        if unknown:
+            raise ValueError("cluster: unknown keys %s (known: %s)" % (
+                sorted(unknown), sorted(cost_model.CLUSTER_FLAGS)))
+        object.__setattr__(self, "cluster", cluster)
+        object.__setattr__(self, "auto_ratios", tuple(self.auto_ratios))
+        if self.policy == "auto":
+            if self.k is not None or self.chunk_size:
+                raise ValueError("policy='auto' chooses the ratio per "
+                                 "parameter; drop k and chunk_size")
+            if not self.auto_ratios or any(r < 2 for r in self.auto_ratios):
+                raise ValueError("auto_ratios must be ratios >= 2")
+            if not 0 <= self.auto_tolerance < 1:
+                raise ValueError("auto_tolerance must be in [0, 1)")
+        elif self.cluster:
+            raise ValueError("cluster applies to policy='auto' only")
         object.__setattr__(self, "dense", tuple(self.dense))
 
 
@@ -138,9 +171,23 @@ class Plan:
     the parameter names; warm-up, momentum correction and clipping are the
     runtime's (gradcomm_scalecom_recipe_f32)."""
 
-    def __init__(self, model, options):
+    def __init__(self, model, options, ranks=1):
         self.options = options
         self.dense_reasons = dense_parameters(model, options)
+        # policy="auto": {name: ratio, or 0 for dense} for the parameters
+        # neither a preset nor an override decides.
+        self.auto = {}
+        if options.policy == "auto":
+            module = getattr(model, "module", model)
+            undecided = {name: p.numel() for name, p in
+                         module.named_parameters()
+                         if p.numel() >= options.min_elements and
+                         name not in self.dense_reasons and
+                         self.override(name) is None}
+            self.auto = cost_model.choose(
+                undecided, ranks, options.auto_ratios,
+                options.auto_tolerance, dict(options.cluster),
+                chunk=options.selection == "chunk")
 
     def override(self, name):
         for pattern, value in self.options.overrides:
@@ -156,6 +203,8 @@ class Plan:
             return None
         if value is None and name in self.dense_reasons:
             return None
+        if value is None and name in self.auto:
+            return float(self.auto[name]) if self.auto[name] else None
         return float(value) if value is not None else self.options.ratio
 
     def k_and_chunk(self, name, count):
