@@ -33,8 +33,11 @@ def plan_tool():
         return explicit
     here = os.path.dirname(os.path.abspath(__file__))
     for candidate in (
-            # Installed: <prefix>/<libdir>/gradcomm/python/gradcomm/plan.py.
+            # Installed: <prefix>/<libdir>/gradcomm/python/gradcomm/plan.py,
+            # libdir "lib" or a multiarch "lib/<triple>".
             os.path.join(here, "..", "..", "..", "..", "bin",
+                         "gradcomm-plan"),
+            os.path.join(here, "..", "..", "..", "..", "..", "bin",
                          "gradcomm-plan"),
             os.path.join(here, "..", "..", "build", "bin", "gradcomm-plan")):
         if os.access(candidate, os.X_OK):
