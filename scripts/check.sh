@@ -75,7 +75,8 @@ cmake -G Ninja -S . -B "$sanitize_build" \
   { cat "$sanitize_build.configure.log"; exit 1; }
 ninja -C "$sanitize_build" -j "$jobs" gradcomm-opt gradcomm-compile gradcomm-plan \
   gradcomm-translate gradcomm-runtime-tests gradcomm-runtime-watchdog-test \
-  gradcomm-runtime-init-test gradcomm-kernel-tests gradcomm-minitest-self-test \
+  gradcomm-runtime-init-test gradcomm-runtime-finalize-test \
+  gradcomm-kernel-tests gradcomm-minitest-self-test \
   >/dev/null
 export ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1
 (cd "$sanitize_build" &&

@@ -21,6 +21,15 @@ namespace {
 
 bool initialized = false;
 bool finalized = false;
+
+/// Keyvals' delete callbacks, by keyval; MPI_COMM_SELF's attributes as
+/// (keyval, value) in the order they were set.
+std::vector<MPI_Comm_delete_attr_function *> deleteCallbacks;
+struct Attribute {
+  int keyval;
+  void *value;
+};
+std::vector<Attribute> selfAttributes;
 int threadLevel = MPI_THREAD_SINGLE;
 
 size_t typeSize(MPI_Datatype type) { return static_cast<size_t>(type) / 16; }
@@ -91,7 +100,35 @@ int MPI_Initialized(int *flag) {
 }
 
 int MPI_Finalize(void) {
+  // As MPI does, first thing: MPI_COMM_SELF's attributes' delete
+  // callbacks, last set first, while MPI still works.
+  while (!selfAttributes.empty()) {
+    Attribute attribute = selfAttributes.back();
+    selfAttributes.pop_back();
+    if (MPI_Comm_delete_attr_function *destroy =
+            deleteCallbacks[attribute.keyval])
+      destroy(MPI_COMM_SELF, attribute.keyval, attribute.value, nullptr);
+  }
   finalized = true;
+  return MPI_SUCCESS;
+}
+
+int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *,
+                           MPI_Comm_delete_attr_function *destroy, int *keyval,
+                           void *) {
+  *keyval = static_cast<int>(deleteCallbacks.size());
+  deleteCallbacks.push_back(destroy);
+  return MPI_SUCCESS;
+}
+
+int MPI_Comm_set_attr(MPI_Comm comm, int keyval, void *value) {
+  if (!validComm(comm))
+    return MPI_ERR_COMM;
+  if (keyval < 0 || keyval >= static_cast<int>(deleteCallbacks.size()))
+    return MPI_ERR_ARG;
+  // Only MPI_COMM_SELF's are kept: nothing else here reads attributes.
+  if (comm == MPI_COMM_SELF)
+    selfAttributes.push_back({keyval, value});
   return MPI_SUCCESS;
 }
 

@@ -54,6 +54,16 @@ typedef struct MPI_Status {
 #define MPI_COMM_TYPE_SHARED 1
 #define MPI_UNDEFINED (-32766)
 
+#define MPI_KEYVAL_INVALID (-1)
+
+/* Communicator attributes: only MPI_COMM_SELF's delete callbacks matter
+   (MPI_Finalize runs them, last set first). */
+typedef int MPI_Comm_copy_attr_function(MPI_Comm, int, void *, void *, void *,
+                                        int *);
+typedef int MPI_Comm_delete_attr_function(MPI_Comm, int, void *, void *);
+#define MPI_COMM_NULL_COPY_FN ((MPI_Comm_copy_attr_function *)0)
+#define MPI_COMM_NULL_DELETE_FN ((MPI_Comm_delete_attr_function *)0)
+
 #define MPI_IDENT 0
 #define MPI_CONGRUENT 1
 #define MPI_SIMILAR 2
@@ -108,6 +118,10 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *out);
 int MPI_Comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info,
                         MPI_Comm *out);
 int MPI_Comm_free(MPI_Comm *comm);
+int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *copy,
+                           MPI_Comm_delete_attr_function *destroy, int *keyval,
+                           void *extra);
+int MPI_Comm_set_attr(MPI_Comm comm, int keyval, void *value);
 
 int MPI_Bcast(void *buffer, int count, MPI_Datatype type, int root,
               MPI_Comm comm);
