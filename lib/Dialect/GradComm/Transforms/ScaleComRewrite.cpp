@@ -128,10 +128,6 @@ LogicalResult ScaleComRewritePass::validateOptions() {
            << "gradcomm-scalecom: option 'warmup-steps' must be >= 0 (or -1 "
               "for the recipe's default), got "
            << int64_t(warmupSteps);
-  if (compressor == "local-topk" && warmupSteps > 0)
-    return module.emitError()
-           << "gradcomm-scalecom: warm-up and clipping are ScaleCom's recipe; "
-              "compressor=local-topk does not take them";
   recipeWarmupSteps = warmupSteps >= 0             ? int64_t(warmupSteps)
                       : compressor == "local-topk" ? 0
                                                    : kRecipeWarmupSteps;
@@ -152,7 +148,7 @@ LogicalResult ScaleComRewritePass::validateOptions() {
     return module.emitError()
            << "gradcomm-scalecom: option 'clip' must be finite and >= 0, got "
            << formatNumber(clip);
-  if (compressor == "local-topk" && clip != 0.0)
+  if (compressor == "local-topk" && (warmupSteps > 0 || clip != 0.0))
     return module.emitError()
            << "gradcomm-scalecom: warm-up and clipping are ScaleCom's recipe; "
               "compressor=local-topk does not take them";
