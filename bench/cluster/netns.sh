@@ -10,6 +10,11 @@
 #   netns.sh up N [RATE]      create N ranks' namespaces (RATE default 1gbit)
 #   netns.sh run N CMD...     mpiexec.mpich CMD on N ranks, one per namespace
 #                             (DONE_PATTERN: see run below)
+#   netns.sh torchrun N ARGS...  torchrun ARGS (a script and its options) on
+#                             N "nodes", one namespace and one rank each,
+#                             no mpiexec: the runtime's MPI starts through
+#                             torchrun's store (TORCHRUN: default
+#                             .venv/bin/torchrun)
 #   netns.sh down             delete everything this script made
 set -euo pipefail
 
@@ -98,9 +103,37 @@ run() {
   return "$rc"
 }
 
+# torchrun on N namespaces as N nodes of one rank each, as a multi-node
+# torchrun job runs: static rendezvous on node 0's address, gloo and UCX
+# over eth0 only. Each rank names its node (GRADCOMM_NODE_NAME), since the
+# namespaces share this machine's host name. Prints every node's output.
+torchrun_nodes() {
+  local n=$1 i rc=0
+  shift
+  local torchrun=${TORCHRUN:-.venv/bin/torchrun} dir
+  dir=$(mktemp -d)
+  local pids=()
+  for ((i = 0; i < n; i++)); do
+    ip netns exec "$prefix$i" env GRADCOMM_NODE_NAME="${prefix}host$i" \
+      GLOO_SOCKET_IFNAME=eth0 UCX_TLS=tcp,self UCX_NET_DEVICES=eth0 \
+      MPIR_CVAR_CH4_NETMOD=ucx \
+      timeout "${NETNS_TIMEOUT:-900}" "$torchrun" --nnodes="$n" \
+      --nproc-per-node=1 --node-rank="$i" --master-addr=10.77.0.1 \
+      --master-port=29500 "$@" >"$dir/node$i.out" 2>&1 &
+    pids+=($!)
+  done
+  for ((i = 0; i < n; i++)); do
+    wait "${pids[$i]}" || rc=$?
+    grep -v '^W[0-9]\{4\} \|\*\*\*\*\|OMP_NUM_THREADS' "$dir/node$i.out" || true
+  done
+  rm -rf "$dir"
+  return "$rc"
+}
+
 case "${1:-}" in
 up) up "$2" "${3:-1gbit}" ;;
 run) shift; run "$@" ;;
+torchrun) shift; torchrun_nodes "$@" ;;
 down) down ;;
-*) sed -n '2,16p' "$0"; exit 2 ;;
+*) sed -n '2,21p' "$0"; exit 2 ;;
 esac

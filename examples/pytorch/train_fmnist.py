@@ -3,6 +3,8 @@ communication by GradComm: one line, `register_comm_hook`.
 
   mpiexec.mpich -n 4 .venv/bin/python examples/pytorch/train_fmnist.py \\
       --comm scalecom --ratio 100
+  .venv/bin/torchrun --standalone --nproc-per-node=4 \\
+      examples/pytorch/train_fmnist.py --comm scalecom --ratio 100
 
 --comm: ddp (DDP's own all-reduce), dense, scalecom, local-topk (hooks), or
 gossip, gossip-async (random peers), easgd, easgd-async (no gradient
@@ -13,8 +15,9 @@ rank 0's replica is evaluated).
 accuracy: next-character accuracy on the held-out last 10 %). The
 ScaleCom recipe's options (gradcomm.torch.recipe) are flags; --log writes
 the run's curve, bytes and times as JSON (scripts/scalecom_study.sh).
-The process group uses TCP on this host (MASTER_ADDR/MASTER_PORT when set),
-rank and size from mpiexec (PMI_RANK, PMI_SIZE).
+Under torchrun the process group is torchrun's (env://); under mpiexec it
+uses TCP on this host (MASTER_ADDR/MASTER_PORT when set), rank and size
+from mpiexec (PMI_RANK, PMI_SIZE).
 """
 
 import argparse
@@ -40,6 +43,13 @@ from train import BatchSchedule, load, load_text  # noqa: E402
 
 
 def init_process_group():
+    if "TORCHELASTIC_RUN_ID" in os.environ or (
+            "RANK" in os.environ and "WORLD_SIZE" in os.environ):
+        # torchrun (or any env:// launcher): rank, size, address and port
+        # are in the environment; the hooks start the runtime's MPI
+        # through this group's store.
+        dist.init_process_group("gloo")
+        return dist.get_rank(), dist.get_world_size()
     rank = int(os.environ.get("PMI_RANK", "0"))
     size = int(os.environ.get("PMI_SIZE", "1"))
     address = os.environ.get("MASTER_ADDR", "127.0.0.1")
@@ -184,8 +194,11 @@ def main():
                         help="test-set evaluations, evenly spaced")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--label", help="the run's name in --log")
-    parser.add_argument("--log", help="a JSON file with the run's curve, "
-                        "bytes and times (rank 0)")
+    # --json, not --log, under torchrun: torchrun reads an abbreviation of
+    # its own --log-dir in any --log it is given.
+    parser.add_argument("--json", "--log", dest="log",
+                        help="a JSON file with the run's curve, bytes and "
+                        "times (rank 0)")
     parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     parser.add_argument("--text", default="/usr/share/common-licenses/GPL-3",
                         help="the transformer's text")

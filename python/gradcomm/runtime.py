@@ -136,6 +136,18 @@ _SIGNATURES = {
 BACKENDS = {"cpu": 0, "cuda": 1}
 
 
+_SET_KEY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
+                            ctypes.c_char_p)
+_GET_KEY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
+                            ctypes.c_void_p, ctypes.c_size_t)
+
+
+class Rendezvous(ctypes.Structure):
+    """gradcomm_rendezvous (runtime.h)."""
+    _fields_ = [("set", _SET_KEY), ("get", _GET_KEY),
+                ("user", ctypes.c_void_p)]
+
+
 class RecipeOptions(ctypes.Structure):
     """gradcomm_scalecom_options (runtime.h)."""
     _fields_ = [("k", ctypes.c_int64), ("selection", ctypes.c_int),
@@ -184,6 +196,44 @@ class Runtime:
             message = (self.library.gradcomm_last_error() or b"").decode()
             raise GradCommError(status, message or "%s: %s" % (
                 name, STATUS_NAMES.get(status, "status %d" % status)))
+
+    def init_with_rendezvous(self, rank, size, set_key, get_key):
+        """gradcomm_init_with_rendezvous: MPI for `size` processes that
+        mpiexec did not start, with its start-up exchange run through
+        `set_key(key, value)` and `get_key(key)` (str key, bytes value;
+        `get_key` waits until the key is set, within its own timeout, and
+        raises if it never is): a torch.distributed store's set and get.
+        Idempotent for the same rank and size."""
+
+        def set_callback(user, key, value):
+            try:
+                set_key(key.decode(), value)
+                return 0
+            except Exception as error:  # the runtime reports the key
+                print("gradcomm: rendezvous set: %s" % error)
+                return 1
+
+        def get_callback(user, key, buffer, capacity):
+            try:
+                value = bytes(get_key(key.decode()))
+            except Exception as error:
+                print("gradcomm: rendezvous get: %s" % error)
+                return 1
+            if len(value) + 1 > capacity:
+                return 1
+            ctypes.memmove(buffer, value + b"\0", len(value) + 1)
+            return 0
+
+        rendezvous = Rendezvous(_SET_KEY(set_callback),
+                                _GET_KEY(get_callback), None)
+        function = self.library.gradcomm_init_with_rendezvous
+        function.argtypes = [ctypes.c_int, ctypes.c_int,
+                             ctypes.POINTER(Rendezvous)]
+        function.restype = ctypes.c_int
+        # The runtime calls these until MPI finalizes: keep them alive.
+        self._rendezvous = rendezvous
+        self.call("gradcomm_init_with_rendezvous", rank, size,
+                  ctypes.byref(rendezvous))
 
     def rank(self):
         value = ctypes.c_int()

@@ -4,9 +4,10 @@ hooks over libgradcomm_runtime, and a gossip averager for parameters.
     state = ScaleComState(model, ratio=100)
     ddp_model.register_comm_hook(state, scalecom_hook)
 
-Run under mpiexec.mpich: the runtime's MPI group must be the DDP process
-group (same size, same rank order), which every state checks when it is
-created. State (error-feedback memories, step counters) is keyed by the
+Launch with torchrun (the runtime's MPI then starts through the process
+group's store) or with mpiexec.mpich: the runtime's MPI group must be the
+DDP process group (same size, same rank order), which every state checks
+when it is created. State (error-feedback memories, step counters) is keyed by the
 parameter's name, never by bucket index, so DDP's bucket rebuild after the
 first iteration neither resets nor mixes memories. See docs/pytorch.md.
 """
@@ -48,6 +49,40 @@ def _check_tensor(tensor, what, backend="cpu"):
                         "%s; %s" % (what, tensor.device, backend, hint))
 
 
+# What mpiexec (MPICH's Hydra, or Open MPI's launcher) puts in a rank's
+# environment: MPI then starts by itself.
+_MPI_LAUNCH_VARIABLES = ("PMI_FD", "PMI_PORT", "PMI_RANK",
+                         "OMPI_COMM_WORLD_RANK")
+
+
+_runtime_initialized = False
+
+
+def initialize_runtime():
+    """The process's runtime, initialized once for this job: under mpiexec
+    on MPI_COMM_WORLD as MPI starts it; under any other launcher (torchrun,
+    a test harness) with a torch.distributed process group initialized, MPI
+    comes up for the same ranks through the group's store
+    (gradcomm_init_with_rendezvous): MPI's start-up exchange goes through
+    the store, its traffic does not. Every state calls this; call it
+    yourself only to use the runtime before making one."""
+    global _runtime_initialized
+    rt = runtime()
+    if _runtime_initialized:
+        return rt
+    launched_by_mpi = any(name in os.environ
+                          for name in _MPI_LAUNCH_VARIABLES)
+    if (not launched_by_mpi and dist.is_available() and dist.is_initialized()
+            and dist.get_world_size() > 1):
+        store = dist.distributed_c10d._get_default_store()
+        rt.init_with_rendezvous(dist.get_rank(), dist.get_world_size(),
+                                store.set, store.get)
+    else:
+        rt.call("gradcomm_init")
+    _runtime_initialized = True
+    return rt
+
+
 def use_cuda(stream=None):
     """Runs the runtime on the CUDA backend (NCCL) with PyTorch's stream:
     the hooks then take CUDA buckets and enqueue their work on `stream`
@@ -60,7 +95,7 @@ def use_cuda(stream=None):
                             "CUDA device (torch.cuda.is_available() is "
                             "False)")
     stream = stream or torch.cuda.current_stream()
-    rt = runtime()
+    rt = initialize_runtime()
     rt.call("gradcomm_cuda_use_handles", None, stream.cuda_stream)
     rt.call("gradcomm_set_backend", 1)
 
@@ -159,8 +194,7 @@ class _State:
     state (the runtime's own format, with its checksum)."""
 
     def __init__(self, model, prefix, process_group=None, overlap=True):
-        self.rt = runtime()
-        self.rt.call("gradcomm_init")
+        self.rt = initialize_runtime()
         self.backend = self.rt.backend()
         self.overlap = overlap
         self.names = _parameter_names(model)
@@ -173,9 +207,9 @@ class _State:
             if (size, rank) != (group_size, group_rank):
                 raise GradCommError(
                     -1, "gradcomm: the runtime's MPI group (rank %d of %d) "
-                    "is not the process group (rank %d of %d): launch the "
-                    "trainer with mpiexec.mpich -n %d and initialize the "
-                    "process group with rank = PMI_RANK" % (
+                    "is not the process group (rank %d of %d): launch with "
+                    "torchrun, or with mpiexec.mpich -n %d and the process "
+                    "group's rank = PMI_RANK" % (
                         rank, size, group_rank, group_size, group_size))
         self.size = size
 

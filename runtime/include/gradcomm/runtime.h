@@ -18,6 +18,7 @@
 #ifndef GRADCOMM_RUNTIME_H
 #define GRADCOMM_RUNTIME_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -136,6 +137,33 @@ const char *gradcomm_status_name(gradcomm_status status);
 /// the trainer has not). Idempotent. Every other entry point initializes on
 /// first use, so calling this is optional.
 gradcomm_status gradcomm_init(void);
+
+/// A key-value rendezvous every rank of the job reaches (a
+/// torch.distributed store, say), for gradcomm_init_with_rendezvous. Keys
+/// and values are NUL-terminated strings; each function returns 0 on
+/// success. The functions run on a thread of the runtime's, one call at a
+/// time.
+typedef struct gradcomm_rendezvous {
+  /// Publishes `value` under `key` for every rank.
+  int (*set)(void *user, const char *key, const char *value);
+  /// Copies the value of `key` into `value` (at most `capacity` bytes, the
+  /// NUL included), waiting until some rank has set it, for at most the
+  /// rendezvous's own timeout (then it fails).
+  int (*get)(void *user, const char *key, char *value, size_t capacity);
+  void *user;
+} gradcomm_rendezvous;
+
+/// Initializes MPI and the runtime for rank `rank` of `size` processes
+/// that were not started by mpiexec (torchrun, srun without PMI, a test
+/// harness): MPI_COMM_WORLD is then these `size` processes in rank order,
+/// and every entry point works as under mpiexec. MPI's start-up exchange
+/// runs through `rendezvous` (copied; its functions and `user` must stay
+/// valid until gradcomm_finalize); its traffic does not. MPICH only. Fails
+/// if MPI is already initialized (use gradcomm_init), or on a rendezvous
+/// failure, naming it. Idempotent for the same rank and size.
+gradcomm_status
+gradcomm_init_with_rendezvous(int rank, int size,
+                              const gradcomm_rendezvous *rendezvous);
 
 /// Releases the runtime's resources; finalizes MPI only if gradcomm_init
 /// initialized it. The runtime can be initialized again afterwards unless

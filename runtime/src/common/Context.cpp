@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Internal.h"
+#include "PmiServer.h"
 #include "gradcomm/runtime_mpi.h"
 
 #include <cstdlib>
@@ -169,6 +170,51 @@ gradcomm_status Call::ensureInitialized() const {
 gradcomm_status gradcomm_init(void) {
   return guarded("init", nullptr,
                  [](const Call &call) { return call.ensureInitialized(); });
+}
+
+gradcomm_status
+gradcomm_init_with_rendezvous(int rank, int size,
+                              const gradcomm_rendezvous *rendezvous) {
+  return guarded("init_with_rendezvous", nullptr, [&](const Call &call) {
+    Context &ctx = context();
+    if (ctx.initialized && ctx.world.comm == MPI_COMM_WORLD &&
+        ctx.world.rank == rank && ctx.world.size == size)
+      return GRADCOMM_OK;
+    if (size < 1 || rank < 0 || rank >= size)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "rank " + std::to_string(rank) + " of " +
+                           std::to_string(size) + " is not a rank of the job");
+    if (!rendezvous || !rendezvous->set || !rendezvous->get)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "the rendezvous or one of its functions is null");
+    int mpiInitialized = 0;
+    MPI_Initialized(&mpiInitialized);
+    if (mpiInitialized || ctx.initialized)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "MPI is already initialized (by mpiexec's launch, the "
+                       "trainer or an earlier call): use gradcomm_init");
+    std::string error;
+    if (!startPmiServer(rank, size, *rendezvous, error))
+      return call.fail(GRADCOMM_ERR_NOT_INITIALIZED,
+                       "could not start the rendezvous: " + error);
+    int provided = 0;
+    int initialized =
+        MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+    clearPmiEnvironment();
+    if (initialized != MPI_SUCCESS)
+      return call.fail(GRADCOMM_ERR_NOT_INITIALIZED,
+                       "MPI_Init_thread failed: " + pmiServerError());
+    GRADCOMM_RETURN_IF_ERROR(bind(call, MPI_COMM_WORLD, /*ownsMpi=*/true));
+    if (ctx.world.rank != rank || ctx.world.size != size)
+      // An MPI without MPICH's process-manager protocol (the stub, another
+      // MPI) starts as a singleton instead.
+      return call.fail(GRADCOMM_ERR_NOT_INITIALIZED,
+                       "MPI started as rank " + std::to_string(ctx.world.rank) +
+                           " of " + std::to_string(ctx.world.size) +
+                           ", not through the rendezvous: this MPI does not "
+                           "speak MPICH's process-manager protocol");
+    return backendFromEnvironment(call);
+  });
 }
 
 gradcomm_status gradcomm_init_with_comm(MPI_Comm comm) {
