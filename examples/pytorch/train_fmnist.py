@@ -100,10 +100,10 @@ def make_hook_state(net, args, steps_per_epoch):
     """The hook and its state for --comm, with the recipe's options from
     the command line (unset ones keep ScaleComOptions' defaults)."""
     if args.comm == "dense":
-        return ddp.dense_hook, ddp.DenseState(net)
+        return ddp.dense_hook, ddp.DenseState(net, wire=args.wire)
     fields = {"ratio": args.ratio}
     for option in ("beta", "selection", "min_elements", "warmup",
-                   "warmup_start_ratio", "clip", "policy"):
+                   "warmup_start_ratio", "clip", "policy", "wire"):
         if getattr(args, option) is not None:
             fields[option] = getattr(args, option)
     if args.warmup_epochs is not None:
@@ -176,6 +176,9 @@ def main():
                         "separated (vectors, embeddings, first, last); '' "
                         "for none")
     recipe.add_argument("--clip", type=float)
+    recipe.add_argument("--wire", choices=["f32", "bf16", "f16"],
+                        help="the type values travel in (dense and "
+                        "ScaleCom; default float32)")
     recipe.add_argument("--policy", choices=["fixed", "auto"],
                         help="auto: gradcomm-plan's cost model picks dense "
                         "or a ratio per parameter on --cluster")

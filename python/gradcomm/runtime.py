@@ -25,6 +25,7 @@ SCHEDULES = {"matching": 0, "ring": 1, "hypercube": 2}
 # Asynchronous gossip also takes the paper's random peers.
 ASYNC_SCHEDULES = dict(SCHEDULES, random=3)
 NONFINITE_POLICIES = {"error": 0, "skip": 1, "propagate": 2}
+WIRES = {"f32": 0, "bf16": 1, "f16": 2}
 
 
 class GradCommError(RuntimeError):
@@ -66,6 +67,9 @@ _SIGNATURES = {
     "gradcomm_size": [ctypes.POINTER(ctypes.c_int)],
     "gradcomm_dense_all_reduce_f32": [ctypes.c_char_p, ctypes.c_void_p,
                                       ctypes.c_int64, ctypes.c_int],
+    "gradcomm_dense_all_reduce_wire_f32": [ctypes.c_char_p, ctypes.c_void_p,
+                                           ctypes.c_int64, ctypes.c_int,
+                                           ctypes.c_int],
     "gradcomm_scalecom_f32": [ctypes.c_char_p, ctypes.c_void_p,
                               ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
                               ctypes.c_int, ctypes.c_int64, ctypes.c_float,
@@ -155,7 +159,8 @@ class RecipeOptions(ctypes.Structure):
                 ("warmup_steps", ctypes.c_int64), ("warmup", ctypes.c_int),
                 ("warmup_start_ratio", ctypes.c_float),
                 ("momentum", ctypes.c_float), ("nesterov", ctypes.c_int32),
-                ("clip", ctypes.c_float), ("dense", ctypes.c_int32)]
+                ("clip", ctypes.c_float), ("dense", ctypes.c_int32),
+                ("wire", ctypes.c_int)]
 
 
 class OpStats(ctypes.Structure):

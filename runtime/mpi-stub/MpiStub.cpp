@@ -245,6 +245,12 @@ int MPI_Ibcast(void *buffer, int count, MPI_Datatype type, int root,
   return rc == MPI_SUCCESS ? completed(request) : rc;
 }
 
+int MPI_Op_create(MPI_User_function *, int, MPI_Op *op) {
+  static int made = 0;
+  *op = static_cast<MPI_Op>(100 + made++);
+  return MPI_SUCCESS;
+}
+
 int MPI_Iallreduce(const void *send, void *recv, int count, MPI_Datatype type,
                    MPI_Op op, MPI_Comm comm, MPI_Request *request) {
   int rc = MPI_Allreduce(send, recv, count, type, op, comm);

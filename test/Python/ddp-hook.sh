@@ -17,6 +17,7 @@ case_ recipe
 case_ gossip
 case_ easgd
 case_ overlap
+case_ sixteen-bits
 if [ "$ranks" -gt 1 ]; then
   case_ bad
   case_ save "$work/checkpoint"

@@ -30,6 +30,10 @@ the GradComm runtime over MPICH in the same process).
                         not the hook); overlapped and blocking hooks give
                         the same bits, with many buckets in flight;
                         use_cuda() without a CUDA device raises
+  ddp_hook.py sixteen-bits  bf16 and fp16 buckets: dense_hook gives DDP's
+                        own bits, scalecom_hook keeps replicas identical,
+                        wire="bf16" halves the value bytes within bf16
+                        rounding of float32's wire
   ddp_hook.py bad       mismatched configurations and bad buckets raise a
                         clear exception on every rank
   ddp_hook.py no-mpiexec (started without mpiexec, TEST_RANK/TEST_SIZE
@@ -91,10 +95,11 @@ def run(model, state, hook, steps, start=0, bucket_cap_mb=25, optimizer=None):
                                              momentum=0.9)
     rank, size = dist.get_rank(), dist.get_world_size()
     history = []
+    dtype = next(model.parameters()).dtype
     for step in range(start, steps):
         x, y = batch(step, rank, size)
         optimizer.zero_grad()
-        F.cross_entropy(net(x), y).backward()
+        F.cross_entropy(net(x.to(dtype)).float(), y).backward()
         optimizer.step()
         history.append([p.detach().clone() for p in model.parameters()])
     return history, optimizer
@@ -393,8 +398,8 @@ def test_bad():
                               prefix="bad/")
     weight = next(model.parameters())
     failures = expect_error(TypeError, lambda: ddp.scalecom_hook(
-        state, FakeBucket(torch.zeros(weight.numel(), dtype=torch.half),
-                          [weight])), "a half-precision bucket")
+        state, FakeBucket(torch.zeros(weight.numel(), dtype=torch.float64),
+                          [weight])), "a float64 bucket")
     failures += expect_error(TypeError, lambda: ddp.scalecom_hook(
         state, FakeBucket(torch.zeros(2, weight.numel())[:, 0], [weight])),
         "a non-contiguous bucket")
@@ -607,6 +612,70 @@ def test_easgd():
     return failures
 
 
+def test_sixteen_bits():
+    """bf16 and fp16 buckets (a 16-bit model) through dense_hook and
+    scalecom_hook: the values travel in 16 bits (half the value bytes of
+    float32's), the result stays within 16-bit rounding of DDP's own
+    all-reduce of the same model, and the replicas stay identical;
+    wire="bf16" on a float32 model is within bf16 rounding of float32's
+    wire. Averagers and bad wires are refused."""
+    size, failures = dist.get_world_size(), 0
+    for dtype in (torch.bfloat16, torch.float16):
+        try:  # DDP broadcasts the model over gloo first
+            dist.broadcast(torch.zeros(1, dtype=dtype), 0)
+            make_model().to(dtype)(torch.zeros(1, 20, dtype=dtype))
+        except RuntimeError as error:
+            # torch 1.13: gloo has no bfloat16, the CPU no float16 matmul.
+            report(True, "skipped: a %s model (this torch: %s)" % (
+                dtype, error))
+            continue
+        builtin, _ = run(make_model().to(dtype), None, None, 3)
+        model = make_model().to(dtype)
+        state = ddp.DenseState(model, prefix="%s/" % dtype)
+        hooked, _ = run(model, state, ddp.dense_hook, 3)
+        worst = max(relative(a.float(), b.float())
+                    for a, b in zip(hooked[-1], builtin[-1]))
+        failures += report(worst <= 0.02, "dense_hook, %s model vs DDP's "
+                           "all-reduce after 3 steps: worst relative %.2g, "
+                           "bit-identical=%s" % (
+                               dtype, worst, same_bits(hooked[-1],
+                                                       builtin[-1])))
+        model = make_model().to(dtype)
+        state = ddp.ScaleComState(model, ratio=RATIO,
+                                  min_elements=MIN_ELEMENTS,
+                                  prefix="sc-%s/" % dtype, **PLAIN)
+        hooked, _ = run(model, state, ddp.scalecom_hook, 3)
+        finite = all(torch.isfinite(p.float()).all() for p in hooked[-1])
+        failures += report(finite and replicas_identical(hooked[-1]),
+                           "scalecom_hook, %s model: finite, replicas "
+                           "identical" % dtype)
+    # wire="bf16" on a float32 model against the float32 wire.
+    results, stats = {}, {}
+    for wire in ("f32", "bf16"):
+        model = make_model()
+        state = ddp.ScaleComState(model, ratio=RATIO,
+                                  min_elements=MIN_ELEMENTS,
+                                  prefix="wire-%s/" % wire, wire=wire,
+                                  **PLAIN)
+        results[wire], _ = run(model, state, ddp.scalecom_hook, 3)
+        first = next(model.parameters())
+        stats[wire] = state.rt.stats(state.state_name(first)).value_bytes_sent
+    worst = max(relative(a, b) for a, b in zip(results["bf16"][-1],
+                                               results["f32"][-1]))
+    failures += report(worst <= 0.02, "scalecom_hook wire='bf16' vs 'f32': "
+                       "worst relative %.2g" % worst)
+    if size > 1:
+        failures += report(2 * stats["bf16"] == stats["f32"],
+                           "wire='bf16' sends half the value bytes (%d vs "
+                           "%d)" % (stats["bf16"], stats["f32"]))
+    failures += expect_error(ValueError, lambda: ddp.ScaleComState(
+        make_model(), wire="f8"), "an unknown wire")
+    failures += expect_error(TypeError, lambda: ddp.GossipAverager(
+        make_model().to(torch.bfloat16), prefix="bf16-gossip/").step(),
+        "a bf16 model in an averager")
+    return failures
+
+
 def test_no_mpiexec():
     """Started without mpiexec (as torchrun starts ranks): the first state
     brings the runtime's MPI up through the process group's store, and the
@@ -622,7 +691,7 @@ def main():
     mode = sys.argv[1]
     setup()
     tests = {"dense": test_dense, "scalecom": test_scalecom, "bad": test_bad,
-             "no-mpiexec": test_no_mpiexec, "gossip": test_gossip,
+             "no-mpiexec": test_no_mpiexec, "sixteen-bits": test_sixteen_bits, "gossip": test_gossip,
              "overlap": test_overlap,
              "easgd": test_easgd, "recipe": test_recipe,
              "save": lambda: test_save(sys.argv[2]),

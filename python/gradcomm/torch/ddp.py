@@ -25,7 +25,7 @@ import torch
 import torch.distributed as dist
 
 from gradcomm.runtime import (ASYNC_SCHEDULES, REDUCTIONS, SCHEDULES,
-                              SELECTIONS, WARMUPS,
+                              SELECTIONS, WARMUPS, WIRES,
                               GradCommError, RecipeOptions, runtime)
 from gradcomm.torch.recipe import Plan, ScaleComOptions
 
@@ -35,10 +35,24 @@ def _parameter_names(model):
     return {id(p): name for name, p in module.named_parameters()}
 
 
-def _check_tensor(tensor, what, backend="cpu"):
-    if tensor.dtype != torch.float32:
-        raise TypeError("gradcomm: %s is %s; GradComm communicates float32 "
-                        "(no fp16/bf16 buckets)" % (what, tensor.dtype))
+# A bucket's type and the wire its values travel in by default.
+_WIRE_OF_DTYPE = {torch.float32: "f32", torch.bfloat16: "bf16",
+                  torch.float16: "f16"}
+
+
+def _check_tensor(tensor, what, backend="cpu", sixteen_bits=False):
+    """Raises TypeError unless `tensor` is float32 (or, with
+    `sixteen_bits`, bfloat16 or float16 on the CPU backend), contiguous and
+    on the runtime's backend."""
+    if tensor.dtype not in _WIRE_OF_DTYPE or (
+            tensor.dtype != torch.float32 and not sixteen_bits):
+        raise TypeError("gradcomm: %s is %s; %s" % (
+            what, tensor.dtype, "the hooks take float32, bfloat16 and "
+            "float16 buckets" if sixteen_bits else "the averagers take "
+            "float32 parameters"))
+    if tensor.dtype != torch.float32 and backend != "cpu":
+        raise TypeError("gradcomm: %s is %s: 16-bit buckets run on the "
+                        "runtime's CPU backend only" % (what, tensor.dtype))
     if not tensor.is_contiguous():
         raise TypeError("gradcomm: %s is not contiguous" % what)
     if tensor.device.type != backend:
@@ -200,6 +214,8 @@ class _State:
         self.names = _parameter_names(model)
         self.prefix = prefix
         self.steps = 0
+        # The wire values travel in; None: the bucket's type.
+        self.wire = None
         size, rank = self.rt.size(), self.rt.rank()
         if dist.is_available() and dist.is_initialized():
             group_size = dist.get_world_size(process_group)
@@ -271,11 +287,21 @@ class _State:
         self.steps = state["step"]
 
 
-def _slices(state, bucket):
-    """[(parameter, its gradient as a slice of the bucket's flat buffer)],
-    checked before anything is submitted."""
+def _bucket_buffer(state, bucket):
+    """The bucket's flat buffer, checked, the wire its values travel in
+    (the state's, else the buffer's type), and the float32 buffer the
+    runtime works on: the bucket's own, or a float32 copy of a 16-bit one
+    (copied back by the hook)."""
     buffer = bucket.buffer()
-    _check_tensor(buffer, "bucket %d" % bucket.index(), state.backend)
+    _check_tensor(buffer, "bucket %d" % bucket.index(), state.backend,
+                  sixteen_bits=True)
+    wire = state.wire or _WIRE_OF_DTYPE[buffer.dtype]
+    return buffer, wire, buffer.float()  # .float() of float32 is itself
+
+
+def _slices(state, bucket, buffer):
+    """[(parameter, its gradient as a slice of the flat `buffer`)],
+    checked before anything is submitted."""
     slices, offset = [], 0
     for parameter in bucket.parameters():
         count = parameter.numel()
@@ -288,11 +314,16 @@ def _slices(state, bucket):
     return slices
 
 
-def _dense_average(rt, name, gradient, size):
+def _dense_average(rt, name, gradient, size, wire="f32"):
     # As DDP's own hook: divide first, then sum (the same bits on 2 ranks).
     gradient.div_(size)
-    rt.call("gradcomm_dense_all_reduce_f32", name, gradient.data_ptr(),
-            gradient.numel(), REDUCTIONS["sum"])
+    if wire == "f32":
+        rt.call("gradcomm_dense_all_reduce_f32", name, gradient.data_ptr(),
+                gradient.numel(), REDUCTIONS["sum"])
+    else:
+        rt.call("gradcomm_dense_all_reduce_wire_f32", name,
+                gradient.data_ptr(), gradient.numel(), WIRES[wire],
+                REDUCTIONS["sum"])
 
 
 def _start_dense_average(rt, name, gradient, size):
@@ -324,15 +355,28 @@ def _waiter(rt, started):
 
 
 class DenseState(_State):
-    """Dense all-reduce of each bucket over the runtime (average)."""
+    """Dense all-reduce of each bucket over the runtime (average). `wire`:
+    the type values travel in ("f32", "bf16", "f16"; default the bucket's
+    own)."""
 
-    def __init__(self, model, prefix="", process_group=None, overlap=True):
+    def __init__(self, model, prefix="", process_group=None, overlap=True,
+                 wire=None):
+        if wire not in (None,) + tuple(WIRES):
+            raise ValueError("wire must be one of %s or None, got %r" % (
+                sorted(WIRES), wire))
         super().__init__(model, prefix, process_group, overlap)
+        self.wire = wire
 
 
 def dense_hook(state, bucket):
-    buffer = bucket.buffer()
-    _check_tensor(buffer, "bucket %d" % bucket.index(), state.backend)
+    buffer, wire, work = _bucket_buffer(state, bucket)
+    if wire != "f32" or work is not buffer:
+        # 16 bits: the runtime's blocking form, on a float32 copy.
+        def run():
+            _dense_average(state.rt, b"ddp.dense", work, state.size, wire)
+            if work is not buffer:
+                buffer.copy_(work)
+        return state.submit(bucket, run)
 
     def start():
         # The runtime's started form: the all-reduce stays in flight while
@@ -358,6 +402,7 @@ class ScaleComState(_State):
         options = dataclasses.replace(options or ScaleComOptions(), **fields)
         super().__init__(model, prefix, process_group, overlap)
         self.options = options
+        self.wire = options.wire
         self.plan = Plan(model, options, ranks=self.size)
         # Warm-up, momentum correction and clipping run in the runtime
         # (gradcomm_scalecom_recipe_f32); without them the plain ScaleCom
@@ -393,16 +438,19 @@ class ScaleComState(_State):
                         group.get("momentum", "-")))
 
 
-def _compress_per_parameter(state, bucket, compress, start_compress=None):
+def _compress_per_parameter(state, bucket, compress, start_compress=None,
+                            wire="f32"):
     """Runs compress(name, gradient, out, k, chunk) on each parameter's
     slice of the bucket and copies `out` back. A parameter the layer policy
     keeps dense is averaged here, unless momentum correction or clipping
     applies to it (then compress gets k = chunk = None: the runtime's dense
     recipe step). With `start_compress` (the same, started: returns the
     runtime's request), the bucket's calls are started one after the other
-    and waited for later (CPU backend)."""
+    and waited for later (CPU backend). `wire`: what the dense parameters'
+    values travel in; a 16-bit bucket is worked on as a float32 copy."""
+    buffer, _, work = _bucket_buffer(state, bucket)
     jobs = []
-    for parameter, gradient in _slices(state, bucket):
+    for parameter, gradient in _slices(state, bucket, work):
         plan = state.plan.k_and_chunk(state.names[id(parameter)],
                                       gradient.numel())
         jobs.append((state.state_name(parameter), gradient, plan))
@@ -415,11 +463,13 @@ def _compress_per_parameter(state, bucket, compress, start_compress=None):
     def run():
         for name, gradient, plan in jobs:
             if averaged_here(plan):
-                _dense_average(state.rt, name, gradient, state.size)
+                _dense_average(state.rt, name, gradient, state.size, wire)
                 continue
             out = torch.empty_like(gradient)
             compress(name, gradient, out, *(plan or (None, None)))
             gradient.copy_(out)
+        if work is not buffer:
+            buffer.copy_(work)
 
     def start():
         started = []
@@ -438,13 +488,16 @@ def _compress_per_parameter(state, bucket, compress, start_compress=None):
             raise
         return _waiter(state.rt, started)
 
-    use_start = start_compress is not None and state.backend == "cpu"
+    # A 16-bit wire runs in the runtime's blocking form only.
+    use_start = (start_compress is not None and state.backend == "cpu" and
+                 wire == "f32" and work is buffer)
     return state.submit(bucket, run, start=start if use_start else None)
 
 
 def scalecom_hook(state, bucket):
     options = state.options
-    if state.recipe_in_runtime:
+    _, wire, _ = _bucket_buffer(state, bucket)
+    if state.recipe_in_runtime or wire != "f32":
         # Warm-up, momentum correction or clipping: the runtime's recipe
         # entry, which keeps the velocity with the memory (checkpointed).
         def recipe(k, chunk):
@@ -461,6 +514,7 @@ def scalecom_hook(state, bucket):
             c.nesterov = int(options.nesterov)
             c.clip = options.clip or 0.0
             c.dense = int(k is None)
+            c.wire = WIRES[wire]
             return c
 
         def compress(name, gradient, out, k, chunk):
@@ -478,7 +532,7 @@ def scalecom_hook(state, bucket):
             return request
 
         return _compress_per_parameter(state, bucket, compress,
-                                       start_compress)
+                                       start_compress, wire)
 
     def arguments(name, gradient, out, k, chunk):
         return (name, gradient.data_ptr(), out.data_ptr(), gradient.numel(),
@@ -521,6 +575,10 @@ class LocalTopkState(ScaleComState):
 
 
 def local_topk_hook(state, bucket):
+    """Its all-gather sends float32 values whatever the bucket's type; the
+    dense parameters' values travel in the wire."""
+    _, wire, _ = _bucket_buffer(state, bucket)
+
     def compress(name, gradient, out, k, chunk):
         state.rt.call("gradcomm_local_topk_all_gather_f32", name,
                       gradient.data_ptr(), out.data_ptr(), gradient.numel(),
@@ -533,7 +591,8 @@ def local_topk_hook(state, bucket):
                       k, REDUCTIONS["average"], ctypes.byref(request))
         return request
 
-    return _compress_per_parameter(state, bucket, compress, start_compress)
+    return _compress_per_parameter(state, bucket, compress, start_compress,
+                                   wire)
 
 
 class GossipAverager(_State):

@@ -75,10 +75,16 @@ class ScaleComOptions:
     # policy="auto": gradcomm-plan's cluster, as {key: value} or pairs
     # (keys: bandwidth, latency, memory_bandwidth, calibration).
     cluster: tuple = ()
+    # The type values travel in: "f32", "bf16" or "f16", or None for the
+    # bucket's own (a bf16 or fp16 model's buckets travel in 16 bits).
+    wire: str = None
 
     def __post_init__(self):
         if self.selection not in ("exact", "chunk"):
             raise ValueError("selection must be 'exact' or 'chunk'")
+        if self.wire not in (None, "f32", "bf16", "f16"):
+            raise ValueError("wire must be 'f32', 'bf16', 'f16' or None (the "
+                             "bucket's type), got %r" % (self.wire,))
         if not 0 < self.beta <= 1:
             raise ValueError("beta must be in (0, 1]")
         if self.k is None and not self.ratio >= 1:

@@ -95,6 +95,22 @@ typedef GRADCOMM_ENUM(gradcomm_selection){
     GRADCOMM_SELECT_CHUNK = 1,
 } gradcomm_selection;
 
+/// The type values travel in between ranks. Tensors stay float32 in
+/// memory (and the error-feedback memory with them); a 16-bit wire rounds
+/// each value to nearest even before it is sent, so a value crosses half
+/// the bytes. MPI reduces a 16-bit type pairwise, rounding each partial sum
+/// to 16 bits: with n ranks a sum is rounded n - 1 times (once at 2 ranks,
+/// as if accumulated in float32). CPU backend, blocking calls.
+typedef GRADCOMM_ENUM(gradcomm_wire){
+    GRADCOMM_WIRE_F32 = 0,
+    /// bfloat16: float32's range, 8 significant bits.
+    GRADCOMM_WIRE_BF16 = 1,
+    /// IEEE binary16: 11 significant bits, magnitudes up to 65504; under
+    /// the non-finite policy a value that could overflow the 16-bit sum
+    /// (above 65504 / (2 n)) counts as non-finite.
+    GRADCOMM_WIRE_F16 = 2,
+} gradcomm_wire;
+
 /// Gossip peer schedule. Values match the dialect's Schedule enum.
 typedef GRADCOMM_ENUM(gradcomm_schedule){
     /// Random perfect matching drawn from (seed, step); odd n: one rank sits
@@ -227,6 +243,15 @@ gradcomm_status gradcomm_group_rank(gradcomm_group group, int *rank, int *size);
 gradcomm_status gradcomm_dense_all_reduce_f32(const char *op_name, float *data,
                                               int64_t count,
                                               gradcomm_reduction reduction);
+
+/// gradcomm_dense_all_reduce_f32 with the values travelling as `wire`
+/// (gradcomm_wire): `data` stays float32, each value is rounded to the wire
+/// type, reduced in it, and the result (then the mean, divided in float32)
+/// written back. Blocking; CPU backend.
+gradcomm_status
+gradcomm_dense_all_reduce_wire_f32(const char *op_name, float *data,
+                                   int64_t count, gradcomm_wire wire,
+                                   gradcomm_reduction reduction);
 
 /// A call in flight: started by gradcomm_dense_all_reduce_start_f32 or
 /// gradcomm_scalecom_start_f32, ended by gradcomm_wait.
@@ -463,6 +488,9 @@ typedef struct gradcomm_scalecom_options {
   /// velocity is then never masked, so the mean of the ranks' velocities is
   /// momentum SGD's.
   int32_t dense;
+  /// The type the values (selected or dense) travel in; indices are as
+  /// without it. 16 bits: CPU backend, blocking form only.
+  gradcomm_wire wire;
 } gradcomm_scalecom_options;
 
 /// Defaults for sending k values, the recipe docs/results.md's study chose:

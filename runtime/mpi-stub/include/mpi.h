@@ -91,6 +91,7 @@ typedef int MPI_Comm_delete_attr_function(MPI_Comm, int, void *, void *);
 #define MPI_MIN ((MPI_Op)3)
 #define MPI_NO_OP ((MPI_Op)4)
 #define MPI_REPLACE ((MPI_Op)5)
+#define MPI_OP_NULL ((MPI_Op)0)
 
 #define MPI_WIN_NULL 0
 #define MPI_LOCK_EXCLUSIVE 234
@@ -122,6 +123,12 @@ int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *copy,
                            MPI_Comm_delete_attr_function *destroy, int *keyval,
                            void *extra);
 int MPI_Comm_set_attr(MPI_Comm comm, int keyval, void *value);
+
+typedef void MPI_User_function(void *in, void *inout, int *length,
+                               MPI_Datatype *type);
+/* One process: a user operation is never applied (there is nothing to
+   combine), so it is only numbered. */
+int MPI_Op_create(MPI_User_function *function, int commute, MPI_Op *op);
 
 int MPI_Bcast(void *buffer, int count, MPI_Datatype type, int root,
               MPI_Comm comm);

@@ -43,6 +43,9 @@ struct CompressStep {
   int64_t chunkSize;
   /// The rank whose selection every rank uses this step (step mod n).
   int leader;
+  /// The type the k values travel in (CPU backend, blocking calls; the
+  /// entry points refuse 16 bits elsewhere).
+  gradcomm_wire wire = GRADCOMM_WIRE_F32;
 };
 
 /// Bytes per index on the wire, on every backend: the offset inside its

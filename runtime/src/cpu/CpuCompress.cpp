@@ -13,6 +13,7 @@
 
 #include "CpuBackend.h"
 #include "Kernels.h"
+#include "Wire.h"
 
 #include <algorithm>
 #include <memory>
@@ -98,8 +99,9 @@ gradcomm_status CpuBackend::prepareCompress(const Call &,
     largest = cpu::maxMagnitudeKeySum(state.data(), step.grad, step.count);
   }
   // m + g, not g: a finite gradient that overflows the memory counts.
-  prepared.nonFinite = scanForNonFinite() &&
-                       cpu::exceedsLimit(largest, inputLimit(/*summed=*/true));
+  prepared.nonFinite =
+      scanForNonFinite() &&
+      cpu::exceedsLimit(largest, wireInputLimit(step.wire, /*summed=*/true));
   // The indices ride in the agreement's message when k of them fit: one
   // collective fewer per call, which is what a small tensor's call costs.
   // Every rank decides the same way once they agree on count, k, selection
@@ -126,7 +128,7 @@ gradcomm_status CpuBackend::scalecom(const Call &call, const CompressStep &step,
                                      bool average, float *out) const {
   GRADCOMM_RETURN_IF_ERROR(exchangeAndUpdate(call, step, prepared, beta, out));
   GRADCOMM_RETURN_IF_ERROR(
-      allReduceSum(call, step.state.values.data(), step.k));
+      allReduceSumWire(call, step.state.values.data(), step.k, step.wire));
   scatterValues(step, average, out);
   return GRADCOMM_OK;
 }

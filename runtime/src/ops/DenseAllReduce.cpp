@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Backend.h"
+#include "Wire.h"
 
 #include <algorithm>
 #include <memory>
@@ -23,8 +24,8 @@ namespace {
 /// nothing is to be sent.
 gradcomm_status beginDenseAllReduce(const Call &call, const char *opName,
                                     float *data, int64_t count,
-                                    gradcomm_reduction reduction,
-                                    bool *skipped) {
+                                    gradcomm_reduction reduction, bool *skipped,
+                                    gradcomm_wire wire = GRADCOMM_WIRE_F32) {
   *skipped = false;
   GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
   GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
@@ -33,13 +34,17 @@ gradcomm_status beginDenseAllReduce(const Call &call, const char *opName,
                        "count must be >= 0, got " + std::to_string(count));
     if (!data && count > 0)
       return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT, "data pointer is null");
+    GRADCOMM_RETURN_IF_ERROR(requireWire(call, wire));
+    if (wire != GRADCOMM_WIRE_F32)
+      GRADCOMM_RETURN_IF_ERROR(requireHostTensors(call, "a 16-bit wire"));
     return requireReduction(call, reduction);
   }));
   // The non-finite policy (docs/runtime.md): the n-rank sum must not
-  // overflow either.
-  std::vector<CheckField> fields = {{"count", count}, {"reduction", reduction}};
+  // overflow either, in the wire's type.
+  std::vector<CheckField> fields = {
+      {"count", count}, {"reduction", reduction}, {"wire", wire}};
   gradcomm_status agreed = checkConsistencyOfInput(
-      call, data, count, inputLimit(/*summed=*/true), fields);
+      call, data, count, wireInputLimit(wire, /*summed=*/true), fields);
   if (skippedNonFinite(agreed, opName)) {
     *skipped = true;
     return zeroBuffer(call, data, count);
@@ -48,10 +53,11 @@ gradcomm_status beginDenseAllReduce(const Call &call, const char *opName,
 }
 
 /// The counters, once the sum (or mean) is in the buffer.
-void countDenseAllReduce(const char *opName, int64_t count, double start) {
+void countDenseAllReduce(const char *opName, int64_t count, double start,
+                         gradcomm_wire wire = GRADCOMM_WIRE_F32) {
   const Context &ctx = context();
   gradcomm_op_stats &stats = opStats(opName);
-  uint64_t bytes = allReduceBytes(sizeof(float) * count, ctx.size);
+  uint64_t bytes = allReduceBytes(wireValueBytes(wire) * count, ctx.size);
   stats.calls += 1;
   stats.messages += count > 0 ? 1 : 0;
   stats.value_bytes_sent += bytes;
@@ -74,6 +80,25 @@ gradcomm_status gradcomm_dense_all_reduce_f32(const char *opName, float *data,
     GRADCOMM_RETURN_IF_ERROR(backend().denseAllReduce(
         call, data, count, reduction == GRADCOMM_REDUCE_AVERAGE));
     countDenseAllReduce(opName, count, start);
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status
+gradcomm_dense_all_reduce_wire_f32(const char *opName, float *data,
+                                   int64_t count, gradcomm_wire wire,
+                                   gradcomm_reduction reduction) {
+  return guarded("dense_all_reduce_wire_f32", opName, [&](const Call &call) {
+    bool skipped = false;
+    GRADCOMM_RETURN_IF_ERROR(beginDenseAllReduce(call, opName, data, count,
+                                                 reduction, &skipped, wire));
+    if (skipped)
+      return GRADCOMM_OK;
+    double start = now();
+    GRADCOMM_RETURN_IF_ERROR(allReduceSumWire(call, data, count, wire));
+    if (reduction == GRADCOMM_REDUCE_AVERAGE)
+      divideByGroupSize(data, count);
+    countDenseAllReduce(opName, count, start, wire);
     return GRADCOMM_OK;
   });
 }

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Backend.h"
+#include "Wire.h"
 
 #include <algorithm>
 #include <cmath>
@@ -28,6 +29,7 @@ struct CompressArgs {
   int64_t k;
   gradcomm_selection selection;
   int64_t chunkSize;
+  gradcomm_wire wire = GRADCOMM_WIRE_F32;
 };
 
 gradcomm_status validateCompress(const Call &call, const CompressArgs &args) {
@@ -77,7 +79,8 @@ CompressStep stepOf(const CompressArgs &args, State &state) {
           args.k,
           args.selection,
           args.selection == GRADCOMM_SELECT_CHUNK ? args.chunkSize : 0,
-          static_cast<int>(state.step % context().size)};
+          static_cast<int>(state.step % context().size),
+          args.wire};
 }
 
 /// The backend's preparation and the agreement (with the leader's indices
@@ -117,9 +120,10 @@ void countCompress(gradcomm_op_stats &stats, const CompressStep &step,
   stats.index_bytes_received += bytes;
 }
 
-void countValueReduce(gradcomm_op_stats &stats, int64_t k) {
+void countValueReduce(gradcomm_op_stats &stats, int64_t k,
+                      gradcomm_wire wire = GRADCOMM_WIRE_F32) {
   const Context &ctx = context();
-  uint64_t bytes = allReduceBytes(sizeof(float) * k, ctx.size);
+  uint64_t bytes = allReduceBytes(wireValueBytes(wire) * k, ctx.size);
   stats.messages += 1;
   stats.value_bytes_sent += bytes;
   stats.value_bytes_received += bytes;
@@ -231,7 +235,7 @@ void countScalecom(const char *stateName, const CompressStep &step,
   gradcomm_op_stats &stats = opStats(stateName);
   stats.calls += 1;
   countCompress(stats, step, foldsIndices);
-  countValueReduce(stats, step.k);
+  countValueReduce(stats, step.k, step.wire);
   stats.seconds += now() - start;
 }
 
@@ -487,6 +491,10 @@ gradcomm_status validateRecipe(const Call &call,
                "'warmup_start_ratio' >= 1");
   if (o->dense != 0 && o->dense != 1)
     return bad("'dense' must be 0 or 1");
+  GRADCOMM_RETURN_IF_ERROR(requireWire(call, o->wire));
+  if (o->wire != GRADCOMM_WIRE_F32)
+    GRADCOMM_RETURN_IF_ERROR(requireHostTensors(
+        call, "gradcomm_scalecom_recipe_f32 with a 16-bit wire"));
   return GRADCOMM_OK;
 }
 
@@ -505,9 +513,10 @@ std::vector<CheckField> recipeFields(const gradcomm_scalecom_options &o) {
                             o.warmup_steps,
                             o.warmup,
                             floatBits(o.warmup_start_ratio),
-                            o.dense};
+                            o.dense,
+                            o.wire};
   return {{"the recipe's options (k, selection, beta, momentum, clip, "
-           "warm-up, dense)",
+           "warm-up, dense, wire)",
            static_cast<int64_t>(fnv1a(fields, sizeof(fields)) >> 1)}};
 }
 
@@ -621,14 +630,15 @@ gradcomm_status recipeDense(const Call &call, const RecipeStep &s, bool *ran) {
   fields.push_back({"reduction", s.reduction});
   GRADCOMM_RETURN_IF_ERROR(copyTensor(call, s.out, s.input, s.count));
   gradcomm_status agreed = checkConsistencyOfInput(
-      call, s.out, s.count, inputLimit(/*summed=*/true), fields);
+      call, s.out, s.count, wireInputLimit(s.o.wire, /*summed=*/true), fields);
   if (skippedNonFinite(agreed, s.stateName))
     return zeroBuffer(call, s.out, s.count);
   GRADCOMM_RETURN_IF_ERROR(agreed);
   auto countDense = [name = std::string(s.stateName), count = s.count,
-                     start = s.start] {
+                     start = s.start, wire = s.o.wire] {
     gradcomm_op_stats &stats = opStats(name.c_str());
-    uint64_t bytes = allReduceBytes(sizeof(float) * count, context().size);
+    uint64_t bytes =
+        allReduceBytes(wireValueBytes(wire) * count, context().size);
     stats.calls += 1;
     stats.messages += 1;
     stats.value_bytes_sent += bytes;
@@ -640,6 +650,11 @@ gradcomm_status recipeDense(const Call &call, const RecipeStep &s, bool *ran) {
     GRADCOMM_RETURN_IF_ERROR(backend().startDenseAllReduce(
         call, s.out, s.count, average, *s.started));
     alsoFinish(*s.started, countDense);
+  } else if (s.o.wire != GRADCOMM_WIRE_F32) { // host memory (validated)
+    GRADCOMM_RETURN_IF_ERROR(allReduceSumWire(call, s.out, s.count, s.o.wire));
+    if (average)
+      divideByGroupSize(s.out, s.count);
+    countDense();
   } else {
     GRADCOMM_RETURN_IF_ERROR(
         backend().denseAllReduce(call, s.out, s.count, average));
@@ -653,11 +668,11 @@ gradcomm_status recipeDense(const Call &call, const RecipeStep &s, bool *ran) {
 gradcomm_status recipeCompressed(const Call &call, const RecipeStep &s,
                                  bool *ran) {
   const int64_t k = stepK(s.o, s.count, s.state.step);
-  const ScalecomCall c{
-      {s.stateName, s.input, s.count, k, s.o.selection, s.o.chunk_size},
-      s.out,
-      s.o.beta,
-      s.reduction};
+  const ScalecomCall c{{s.stateName, s.input, s.count, k, s.o.selection,
+                        s.o.chunk_size, s.o.wire},
+                       s.out,
+                       s.o.beta,
+                       s.reduction};
   Prepared prepared;
   bool skipped = false;
   State *state = &s.state;
@@ -694,6 +709,10 @@ gradcomm_status scalecomRecipe(const Call &call, const char *stateName,
   State *velocity = nullptr;
   GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
     GRADCOMM_RETURN_IF_ERROR(validateRecipe(call, options));
+    if (request && options->wire != GRADCOMM_WIRE_F32)
+      return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                       "a 16-bit wire runs in the blocking form only; call "
+                       "gradcomm_scalecom_recipe_f32");
     GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
     GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, count, options->k));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "grad", grad));

@@ -1,0 +1,44 @@
+//===- Wire.h - Values travelling in 16 bits --------------------*- C++ -*-===//
+//
+// Part of the GradComm project.
+//
+// Tensors stay float32 in memory; a 16-bit wire (runtime.h's gradcomm_wire)
+// rounds each value to bfloat16 or binary16 (to nearest, ties to even)
+// just before MPI sends it and widens it back after. The sum is MPI's over
+// the 16-bit type with a user operation that adds two values in float32
+// and rounds once.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GRADCOMM_RUNTIME_WIRE_H
+#define GRADCOMM_RUNTIME_WIRE_H
+
+#include "Internal.h"
+
+#include <cstdint>
+
+namespace gradcomm {
+
+uint16_t toBfloat16(float value);
+float fromBfloat16(uint16_t bits);
+uint16_t toHalf(float value);
+float fromHalf(uint16_t bits);
+
+/// 4 or 2.
+size_t wireValueBytes(gradcomm_wire wire);
+
+/// GRADCOMM_ERR_INVALID_ARGUMENT unless `wire` is a gradcomm_wire.
+gradcomm_status requireWire(const Call &call, gradcomm_wire wire);
+
+/// inputLimit(summed) within what the wire type can carry: for binary16,
+/// 65504 / (2 n) when summed (the n-rank sum cannot overflow), else 65504.
+float wireInputLimit(gradcomm_wire wire, bool summed);
+
+/// allReduceSum (host memory) with the values travelling as `wire`; `data`
+/// receives the widened sum.
+gradcomm_status allReduceSumWire(const Call &call, float *data, int64_t count,
+                                 gradcomm_wire wire);
+
+} // namespace gradcomm
+
+#endif // GRADCOMM_RUNTIME_WIRE_H

@@ -1,0 +1,154 @@
+//===- WireTest.cpp - Values travelling in 16 bits ------------------------===//
+//
+// Part of the GradComm project.
+//
+// gradcomm_dense_all_reduce_wire_f32 and the recipe's `wire`: sums of
+// small integers stay exact in 16 bits; a value 16 bits cannot hold is
+// rounded before it travels (so a call that ignored the wire would give
+// another result); binary16 overflow is non-finite; the counters see half
+// the value bytes; the started form and unknown wires are refused.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+#include "gradcomm/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+namespace {
+
+using gradcomm::test::World;
+
+constexpr gradcomm_wire kSixteenBits[] = {GRADCOMM_WIRE_BF16,
+                                          GRADCOMM_WIRE_F16};
+
+/// 1 plus half the wire type's last place: rounds to 1 (ties to even).
+float justAboveOne(gradcomm_wire wire) {
+  return wire == GRADCOMM_WIRE_BF16 ? 1.0f + std::ldexp(1.0f, -8)
+                                    : 1.0f + std::ldexp(1.0f, -11);
+}
+
+TEST(Wire, SmallIntegersSumExactly) {
+  World world;
+  for (gradcomm_wire wire : kSixteenBits) {
+    const int64_t count = 1000;
+    std::vector<float> data(count), expected(count, 0.0f);
+    for (int64_t i = 0; i < count; ++i) {
+      data[i] = static_cast<float>((world.rank + 1) * (i % 9 - 4));
+      for (int r = 0; r < world.size; ++r)
+        expected[i] += static_cast<float>((r + 1) * (i % 9 - 4));
+    }
+    ASSERT_EQ(gradcomm_dense_all_reduce_wire_f32(
+                  "wire.ints", data.data(), count, wire, GRADCOMM_REDUCE_SUM),
+              GRADCOMM_OK)
+        << gradcomm_last_error();
+    EXPECT_EQ(data, expected) << "wire " << wire;
+  }
+}
+
+TEST(Wire, ValuesAreRoundedBeforeTheyTravel) {
+  World world;
+  for (gradcomm_wire wire : kSixteenBits) {
+    std::vector<float> data(64, justAboveOne(wire));
+    ASSERT_EQ(gradcomm_dense_all_reduce_wire_f32("wire.round", data.data(), 64,
+                                                 wire, GRADCOMM_REDUCE_AVERAGE),
+              GRADCOMM_OK)
+        << gradcomm_last_error();
+    for (float value : data)
+      ASSERT_EQ(value, 1.0f) << "wire " << wire;
+  }
+  // The float32 wire keeps it.
+  std::vector<float> data(64, justAboveOne(GRADCOMM_WIRE_BF16));
+  ASSERT_EQ(gradcomm_dense_all_reduce_wire_f32("wire.round32", data.data(), 64,
+                                               GRADCOMM_WIRE_F32,
+                                               GRADCOMM_REDUCE_AVERAGE),
+            GRADCOMM_OK);
+  EXPECT_EQ(data[0], justAboveOne(GRADCOMM_WIRE_BF16));
+}
+
+TEST(Wire, HalfOverflowIsNonFinite) {
+  World world;
+  // Above 65504 / (2 n) on rank 0 only: every rank fails alike.
+  std::vector<float> data(16, 1.0f);
+  if (world.rank == 0)
+    data[3] = 40000.0f;
+  EXPECT_EQ(gradcomm_dense_all_reduce_wire_f32("wire.overflow", data.data(), 16,
+                                               GRADCOMM_WIRE_F16,
+                                               GRADCOMM_REDUCE_SUM),
+            GRADCOMM_ERR_NON_FINITE);
+  // bfloat16 carries float32's range.
+  EXPECT_EQ(gradcomm_dense_all_reduce_wire_f32("wire.bf16range", data.data(),
+                                               16, GRADCOMM_WIRE_BF16,
+                                               GRADCOMM_REDUCE_SUM),
+            GRADCOMM_OK)
+      << gradcomm_last_error();
+}
+
+TEST(Wire, CountsHalfTheValueBytes) {
+  World world;
+  std::vector<float> data(1024, 1.0f);
+  ASSERT_EQ(gradcomm_dense_all_reduce_wire_f32("wire.bytes32", data.data(),
+                                               1024, GRADCOMM_WIRE_F32,
+                                               GRADCOMM_REDUCE_SUM),
+            GRADCOMM_OK);
+  ASSERT_EQ(gradcomm_dense_all_reduce_wire_f32("wire.bytes16", data.data(),
+                                               1024, GRADCOMM_WIRE_BF16,
+                                               GRADCOMM_REDUCE_SUM),
+            GRADCOMM_OK);
+  gradcomm_op_stats full{}, half{};
+  ASSERT_EQ(gradcomm_stats_get("wire.bytes32", &full), GRADCOMM_OK);
+  ASSERT_EQ(gradcomm_stats_get("wire.bytes16", &half), GRADCOMM_OK);
+  // The ring all-reduce's 2 (n - 1) / n of the buffer, of 4 and 2 bytes.
+  const uint64_t n = static_cast<uint64_t>(world.size);
+  EXPECT_EQ(full.value_bytes_sent, 2u * 4096u * (n - 1) / n);
+  EXPECT_EQ(half.value_bytes_sent, 2u * 2048u * (n - 1) / n);
+}
+
+TEST(Wire, UnknownWireFailsOnEveryRank) {
+  std::vector<float> data(8, 1.0f);
+  EXPECT_EQ(gradcomm_dense_all_reduce_wire_f32("wire.bad", data.data(), 8,
+                                               static_cast<gradcomm_wire>(7),
+                                               GRADCOMM_REDUCE_SUM),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+}
+
+/// ScaleCom through the recipe, no warm-up, beta 1: the ten largest of
+/// |g| are 1 + half a 16-bit place, sent as 1, so the mean is 1 there.
+TEST(Wire, ScaleComValuesTravelInSixteenBits) {
+  World world;
+  for (gradcomm_wire wire : kSixteenBits) {
+    const int64_t count = 100, k = 10;
+    std::vector<float> grad(count), out(count, -1.0f);
+    for (int64_t i = 0; i < count; ++i)
+      grad[i] = i >= count - k ? justAboveOne(wire) : 0.001f * i;
+    gradcomm_scalecom_options o;
+    gradcomm_scalecom_options_init(&o, k);
+    o.beta = 1.0f;
+    o.warmup_steps = 0;
+    o.wire = wire;
+    const char *state = wire == GRADCOMM_WIRE_BF16 ? "wire.sc16" : "wire.sch";
+    ASSERT_EQ(gradcomm_scalecom_recipe_f32(state, grad.data(), out.data(),
+                                           count, &o, GRADCOMM_REDUCE_AVERAGE),
+              GRADCOMM_OK)
+        << gradcomm_last_error();
+    for (int64_t i = 0; i < count; ++i)
+      ASSERT_EQ(out[i], i >= count - k ? 1.0f : 0.0f) << i;
+    gradcomm_op_stats stats{};
+    ASSERT_EQ(gradcomm_stats_get(state, &stats), GRADCOMM_OK);
+    if (world.size > 1)
+      EXPECT_EQ(stats.value_bytes_sent,
+                2u * k * 2u * (world.size - 1) / world.size);
+    // The started form refuses, on every rank.
+    gradcomm_request request = nullptr;
+    EXPECT_EQ(gradcomm_scalecom_recipe_start_f32(
+                  state, grad.data(), out.data(), count, &o,
+                  GRADCOMM_REDUCE_AVERAGE, &request),
+              GRADCOMM_ERR_UNSUPPORTED);
+    EXPECT_EQ(request, nullptr);
+  }
+}
+
+} // namespace
