@@ -8,12 +8,15 @@
 // finalizes, so every rank exits 0 (finalize-by-mpi.sh also checks that the
 // transport printed no warning). With "error", rank 1's replica turns
 // non-finite first, so every rank's asynchronous calls fail, and the exit
-// must be as clean. Plain main: MPI is finalized once per process.
+// must be as clean. The asynchronous ops' progress thread runs (the
+// runtime's MPI_Finalize stops it before MPI finalizes). Plain main: MPI is
+// finalized once per process.
 //
 //===----------------------------------------------------------------------===//
 
 #include "gradcomm/runtime.h"
 
+#include <dlfcn.h>
 #include <mpi.h>
 
 #include <cmath>
@@ -65,6 +68,11 @@ int main(int argc, char **argv) {
   // op on every rank (written into every window), by the last step.
   if (withError)
     CHECK(failed == GRADCOMM_ERR_NON_FINITE);
+  // The runtime's MPI_Finalize (linked ahead of MPI) releases before MPI
+  // finalizes, the progress thread included.
+  Dl_info where{};
+  CHECK(dladdr(reinterpret_cast<void *>(&MPI_Finalize), &where) != 0);
+  CHECK(where.dli_fname && std::strstr(where.dli_fname, "libgradcomm_runtime"));
   MPI_Finalize(); // no gradcomm_finalize
   std::printf("rank %d: exited %s\n", rank,
               withError ? "after the error" : "cleanly");

@@ -6,11 +6,9 @@
 # Usage: finalize-by-mpi.sh <mpiexec> <ranks> <test executable>
 set -euo pipefail
 mpiexec=$1 ranks=$2 exe=$3
-# Without the asynchronous ops' progress thread: MPI forbids other threads
-# in MPI while MPI_Finalize runs, and that thread is stopped only by the
-# callback inside it, so with it this exit races (docs/runtime.md, "The
-# finalize contract"; seen under ASan at 4 ranks).
-export GRADCOMM_ASYNC_PROGRESS=0
+# With the asynchronous ops' progress thread, which the runtime's
+# MPI_Finalize stops before MPI finalizes (docs/runtime.md, "The finalize
+# contract").
 for mode in clean error; do
   log=$(mktemp)
   status=0
