@@ -76,8 +76,18 @@ struct Backend {
   Backend &operator=(const Backend &) = delete;
   ~Backend() {
     cudaSetDevice(device);
-    if (stream)
-      cudaStreamSynchronize(stream);
+    // Never a hang at shutdown: when the stream does not drain (a peer
+    // died mid-collective) or NCCL reports an error, the communicators are
+    // aborted, which also ends their kernels, before anything is freed;
+    // ncclCommDestroy (and cudaStreamSynchronize) would wait forever.
+    if (!drains()) {
+      for (auto &group : groups)
+        ncclCommAbort(group->comm);
+      groups.clear();
+      if (ownsComm && comm)
+        ncclCommAbort(comm);
+      comm = nullptr;
+    }
     cudaFree(indices);
     cudaFree(values);
     cudaFree(marks);
@@ -92,6 +102,35 @@ struct Backend {
       ncclCommDestroy(comm);
     if (ownsStream && stream)
       cudaStreamDestroy(stream);
+  }
+
+  /// True once the stream has finished its work; false on an NCCL error
+  /// (asynchronous, every rank's communicator or a group's) or after the
+  /// watchdog's limit (GRADCOMM_TIMEOUT; 0: no limit).
+  bool drains() const {
+    if (!stream)
+      return true;
+    const auto deadline =
+        std::chrono::steady_clock::now() +
+        std::chrono::duration<double>(timeoutSeconds > 0 ? timeoutSeconds : 0);
+    while (true) {
+      cudaError_t state = cudaStreamQuery(stream);
+      if (state == cudaSuccess)
+        return true;
+      if (state != cudaErrorNotReady)
+        return false;
+      ncclResult_t async = ncclSuccess;
+      if (comm && ncclCommGetAsyncError(comm, &async) == ncclSuccess &&
+          async != ncclSuccess && async != ncclInProgress)
+        return false;
+      for (const auto &group : groups)
+        if (ncclCommGetAsyncError(group->comm, &async) == ncclSuccess &&
+            async != ncclSuccess && async != ncclInProgress)
+          return false;
+      if (timeoutSeconds > 0 && std::chrono::steady_clock::now() > deadline)
+        return false;
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
   }
 };
 
