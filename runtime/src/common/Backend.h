@@ -10,7 +10,7 @@
 // the backend, and count. The backend is this table: where tensors live, how
 // they are scanned, moved and reduced. The CPU backend (src/cpu/CpuBackend.*:
 // host memory, the kernels of Kernels.h, MPI) and the CUDA backend
-// (src/common/CudaBackend.cpp: device memory, the dlopen'ed
+// (src/common/CudaBackendAdapter.cpp: device memory, the dlopen'ed
 // CudaBackendTable, NCCL) implement it in their own files, as MLIR's
 // ExecutionEngine implements one mgpu* ABI per GPU runtime.
 //

@@ -340,7 +340,7 @@ gradcomm_status lookupIdleState(const Call &call, const char *name,
 void releaseCudaBackend();
 
 /// The CUDA backend's operations over the loaded library's `table`
-/// (src/common/CudaBackend.cpp); `table` nullptr: it stopped, and memory
+/// (src/common/CudaBackendAdapter.cpp); `table` nullptr: it stopped, and memory
 /// it made is no longer released.
 const Backend *cudaBackendOver(const CudaBackendTable *table);
 

@@ -1,4 +1,4 @@
-//===- CudaBackend.cpp - The CUDA backend's table behind Backend.h --------===//
+//===- CudaBackendAdapter.cpp - The CUDA backend's table behind Backend.h -===//
 //
 // Part of the GradComm project.
 //
