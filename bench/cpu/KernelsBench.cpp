@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "HalfFloat.h"
 #include "Kernels.h"
 
 #include <benchmark/benchmark.h>
@@ -277,6 +278,50 @@ void BM_NthElementEndToEndLayered(benchmark::State &state) {
 
 /// Sizes from GRADCOMM_BENCH_SIZES (comma-separated element counts; set by
 /// bench/cpu/run.sh from this machine's cache sizes), else 1M, 16M, 256M.
+/// The 16-bit wire's conversions (runtime/src/common/HalfFloat.h): read 4 B
+/// and write 2 B per element (narrow), or read 2 and write 4 (widen).
+template <void (*Narrow)(const float *, uint16_t *, int64_t)>
+void narrowBench(benchmark::State &state) {
+  const int64_t n = state.range(0);
+  std::vector<float> in = randomVector(n, 7);
+  std::vector<uint16_t> out(n);
+  for (auto _ : state) {
+    Narrow(in.data(), out.data(), n);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  setBytes(state, 6.0);
+}
+
+template <void (*Narrow)(const float *, uint16_t *, int64_t),
+          void (*Widen)(const uint16_t *, float *, int64_t)>
+void widenBench(benchmark::State &state) {
+  const int64_t n = state.range(0);
+  std::vector<float> in = randomVector(n, 8), out(n);
+  std::vector<uint16_t> packed(n);
+  Narrow(in.data(), packed.data(), n);
+  for (auto _ : state) {
+    Widen(packed.data(), out.data(), n);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  setBytes(state, 6.0);
+}
+
+void BM_NarrowBfloat16(benchmark::State &state) {
+  narrowBench<gradcomm::half::narrowBfloat16>(state);
+}
+void BM_WidenBfloat16(benchmark::State &state) {
+  widenBench<gradcomm::half::narrowBfloat16, gradcomm::half::widenBfloat16>(
+      state);
+}
+void BM_NarrowHalf(benchmark::State &state) {
+  narrowBench<gradcomm::half::narrowHalf>(state);
+}
+void BM_WidenHalf(benchmark::State &state) {
+  widenBench<gradcomm::half::narrowHalf, gradcomm::half::widenHalf>(state);
+}
+
 void sizes(benchmark::internal::Benchmark *b) {
   std::vector<int64_t> counts;
   if (const char *list = std::getenv("GRADCOMM_BENCH_SIZES")) {
@@ -309,5 +354,10 @@ BENCHMARK(BM_NthElementEndToEndSparse)->Apply(sizes);
 BENCHMARK(BM_ExactSelectLayered)->Apply(sizes);
 BENCHMARK(BM_NthElementLayered)->Apply(sizes);
 BENCHMARK(BM_NthElementEndToEndLayered)->Apply(sizes);
+
+BENCHMARK(BM_NarrowBfloat16)->Apply(sizes);
+BENCHMARK(BM_WidenBfloat16)->Apply(sizes);
+BENCHMARK(BM_NarrowHalf)->Apply(sizes);
+BENCHMARK(BM_WidenHalf)->Apply(sizes);
 
 BENCHMARK_MAIN();

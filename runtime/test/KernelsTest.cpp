@@ -8,11 +8,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "Kernels.h"
+#include "HalfFloat.h"
 #include "Schedule.h"
 #include "TestUtil.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <set>
@@ -375,3 +377,69 @@ TEST(Schedule, DocumentedTables) {
 }
 
 } // namespace
+
+namespace {
+
+/// Bit patterns that cover every case of a 16-bit conversion: random ones,
+/// and zeros, subnormals, the largest values, infinities, NaNs and exact
+/// ties of either type, both signs.
+std::vector<float> conversionInputs() {
+  std::vector<uint32_t> bits = {
+      0x00000000u, 0x00000001u, 0x007fffffu, 0x00800000u, 0x3f808000u,
+      0x3f818000u, 0x3f800800u, 0x3f801800u, 0x477fe000u, 0x477ff000u,
+      0x7f7fffffu, 0x7f800000u, 0x7fc00000u, 0x7f800001u, 0x33800000u};
+  uint64_t x = 12345;
+  for (int i = 0; i < 100000; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    bits.push_back(static_cast<uint32_t>(x));
+  }
+  const size_t count = bits.size();
+  for (size_t i = 0; i < count; ++i)
+    bits.push_back(bits[i] | 0x80000000u);
+  std::vector<float> values(bits.size());
+  std::memcpy(values.data(), bits.data(), sizeof(float) * bits.size());
+  return values;
+}
+
+bool sameOrBothNan(float a, float b) {
+  return std::isnan(a) ? std::isnan(b) : std::memcmp(&a, &b, 4) == 0;
+}
+
+} // namespace
+
+TEST(HalfFloat, BfloatArraysMatchTheScalarConversion) {
+  using namespace gradcomm::half;
+  std::vector<float> in = conversionInputs(), back(in.size());
+  std::vector<uint16_t> out(in.size());
+  narrowBfloat16(in.data(), out.data(), static_cast<int64_t>(in.size()));
+  widenBfloat16(out.data(), back.data(), static_cast<int64_t>(in.size()));
+  for (size_t i = 0; i < in.size(); ++i) {
+    ASSERT_EQ(out[i], toBfloat16(in[i])) << i;
+    ASSERT_TRUE(sameOrBothNan(back[i], fromBfloat16(out[i]))) << i;
+    ASSERT_EQ(std::isnan(in[i]), std::isnan(back[i])) << i;
+  }
+  // To nearest, ties to even; overflow to infinity.
+  EXPECT_EQ(toBfloat16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);
+  EXPECT_EQ(toBfloat16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);
+  EXPECT_EQ(toBfloat16(std::numeric_limits<float>::max()), 0x7f80);
+}
+
+TEST(HalfFloat, HalfArraysMatchTheScalarConversion) {
+  using namespace gradcomm::half;
+  std::vector<float> in = conversionInputs(), back(in.size());
+  std::vector<uint16_t> out(in.size());
+  narrowHalf(in.data(), out.data(), static_cast<int64_t>(in.size()));
+  widenHalf(out.data(), back.data(), static_cast<int64_t>(in.size()));
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (std::isnan(in[i])) { // payloads may differ; NaN stays NaN
+      ASSERT_TRUE(std::isnan(fromHalf(out[i]))) << i;
+      continue;
+    }
+    ASSERT_EQ(out[i], toHalf(in[i])) << i;
+    ASSERT_TRUE(sameOrBothNan(back[i], fromHalf(out[i]))) << i;
+  }
+  EXPECT_EQ(toHalf(1.0f + std::ldexp(1.0f, -11)), 0x3c00);
+  EXPECT_EQ(toHalf(65520.0f), 0x7c00); // rounds past 65504: infinity
+}

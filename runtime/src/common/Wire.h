@@ -19,11 +19,6 @@
 
 namespace gradcomm {
 
-uint16_t toBfloat16(float value);
-float fromBfloat16(uint16_t bits);
-uint16_t toHalf(float value);
-float fromHalf(uint16_t bits);
-
 /// 4 or 2.
 size_t wireValueBytes(gradcomm_wire wire);
 
