@@ -111,6 +111,9 @@ _SIGNATURES = {
     "gradcomm_state_restore": [ctypes.c_char_p],
     "gradcomm_state_reset": [ctypes.c_char_p],
     "gradcomm_set_nonfinite_policy": [ctypes.c_int],
+    "gradcomm_dense_all_reduce_wire_start_f32": [
+        ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int,
+        ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)],
     "gradcomm_dense_all_reduce_start_f32": [
         ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int,
         ctypes.POINTER(ctypes.c_void_p)],

@@ -6,7 +6,8 @@
 // small integers stay exact in 16 bits; a value 16 bits cannot hold is
 // rounded before it travels (so a call that ignored the wire would give
 // another result); binary16 overflow is non-finite; the counters see half
-// the value bytes; the started form and unknown wires are refused.
+// the value bytes; started forms give the blocking bits; unknown wires are
+// refused.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 namespace {
@@ -141,13 +143,55 @@ TEST(Wire, ScaleComValuesTravelInSixteenBits) {
     if (world.size > 1)
       EXPECT_EQ(stats.value_bytes_sent,
                 2u * k * 2u * (world.size - 1) / world.size);
-    // The started form refuses, on every rank.
+    // The started form gives the same bits (a fresh state: the same step).
+    const std::string startedState = std::string(state) + ".started";
+    std::vector<float> startedOut(count, -1.0f);
     gradcomm_request request = nullptr;
-    EXPECT_EQ(gradcomm_scalecom_recipe_start_f32(
-                  state, grad.data(), out.data(), count, &o,
+    ASSERT_EQ(gradcomm_scalecom_recipe_start_f32(
+                  startedState.c_str(), grad.data(), startedOut.data(), count,
+                  &o, GRADCOMM_REDUCE_AVERAGE, &request),
+              GRADCOMM_OK)
+        << gradcomm_last_error();
+    ASSERT_EQ(gradcomm_wait(&request), GRADCOMM_OK) << gradcomm_last_error();
+    EXPECT_EQ(startedOut, out);
+  }
+}
+
+/// The started dense form and the recipe's started dense warm-up: the same
+/// bits as the blocking calls.
+TEST(Wire, StartedEqualsBlocking) {
+  World world;
+  for (gradcomm_wire wire : kSixteenBits) {
+    const int64_t count = 3000;
+    std::vector<float> blocking(count);
+    for (int64_t i = 0; i < count; ++i)
+      blocking[i] = std::sin(0.01f * static_cast<float>(i + 7 * world.rank));
+    std::vector<float> started = blocking, warmup = blocking;
+    ASSERT_EQ(gradcomm_dense_all_reduce_wire_f32("wire.blocking",
+                                                 blocking.data(), count, wire,
+                                                 GRADCOMM_REDUCE_AVERAGE),
+              GRADCOMM_OK);
+    gradcomm_request request = nullptr;
+    ASSERT_EQ(gradcomm_dense_all_reduce_wire_start_f32(
+                  "wire.started", started.data(), count, wire,
                   GRADCOMM_REDUCE_AVERAGE, &request),
-              GRADCOMM_ERR_UNSUPPORTED);
-    EXPECT_EQ(request, nullptr);
+              GRADCOMM_OK)
+        << gradcomm_last_error();
+    ASSERT_EQ(gradcomm_wait(&request), GRADCOMM_OK) << gradcomm_last_error();
+    EXPECT_EQ(started, blocking);
+    // A dense warm-up step of the recipe, started.
+    gradcomm_scalecom_options o;
+    gradcomm_scalecom_options_init(&o, 30);
+    o.wire = wire;
+    std::vector<float> out(count);
+    const char *state = wire == GRADCOMM_WIRE_BF16 ? "wire.w16" : "wire.wh";
+    ASSERT_EQ(gradcomm_scalecom_recipe_start_f32(
+                  state, warmup.data(), out.data(), count, &o,
+                  GRADCOMM_REDUCE_AVERAGE, &request),
+              GRADCOMM_OK)
+        << gradcomm_last_error();
+    ASSERT_EQ(gradcomm_wait(&request), GRADCOMM_OK) << gradcomm_last_error();
+    EXPECT_EQ(out, blocking);
   }
 }
 

@@ -326,13 +326,30 @@ def _dense_average(rt, name, gradient, size, wire="f32"):
                 REDUCTIONS["sum"])
 
 
-def _start_dense_average(rt, name, gradient, size):
+def _start_dense_average(rt, name, gradient, size, wire="f32"):
     """_dense_average started: returns the runtime's request."""
     gradient.div_(size)
     request = ctypes.c_void_p()
-    rt.call("gradcomm_dense_all_reduce_start_f32", name, gradient.data_ptr(),
-            gradient.numel(), REDUCTIONS["sum"], ctypes.byref(request))
+    if wire == "f32":
+        rt.call("gradcomm_dense_all_reduce_start_f32", name,
+                gradient.data_ptr(), gradient.numel(), REDUCTIONS["sum"],
+                ctypes.byref(request))
+    else:
+        rt.call("gradcomm_dense_all_reduce_wire_start_f32", name,
+                gradient.data_ptr(), gradient.numel(), WIRES[wire],
+                REDUCTIONS["sum"], ctypes.byref(request))
     return request
+
+
+def _narrowing(wait, work, buffer):
+    """`wait`, then the float32 working copy back into a 16-bit bucket."""
+    if work is buffer:
+        return wait
+
+    def wait_and_narrow():
+        wait()
+        buffer.copy_(work)
+    return wait_and_narrow
 
 
 def _waiter(rt, started):
@@ -369,26 +386,26 @@ class DenseState(_State):
 
 
 def dense_hook(state, bucket):
+    # A 16-bit bucket is averaged as a float32 copy (`work`), narrowed back
+    # at the end; its values travel in `wire`.
     buffer, wire, work = _bucket_buffer(state, bucket)
-    if wire != "f32" or work is not buffer:
-        # 16 bits: the runtime's blocking form, on a float32 copy.
-        def run():
-            _dense_average(state.rt, b"ddp.dense", work, state.size, wire)
-            if work is not buffer:
-                buffer.copy_(work)
-        return state.submit(bucket, run)
 
     def start():
         # The runtime's started form: the all-reduce stays in flight while
         # the communication thread starts the next buckets.
-        return _waiter(state.rt, [(_start_dense_average(
-            state.rt, b"ddp.dense", buffer, state.size), None, None)])
+        return _narrowing(_waiter(state.rt, [(_start_dense_average(
+            state.rt, b"ddp.dense", work, state.size, wire), None, None)]),
+            work, buffer)
+
+    def run():
+        _dense_average(state.rt, b"ddp.dense", work, state.size, wire)
+        if work is not buffer:
+            buffer.copy_(work)
 
     # Started on the CPU backend only: on CUDA the runtime's started form
     # runs in its own stream's order, which PyTorch's stream does not follow.
-    return state.submit(bucket, lambda: _dense_average(
-        state.rt, b"ddp.dense", buffer, state.size),
-        start=start if state.backend == "cpu" else None)
+    return state.submit(bucket, run,
+                        start=start if state.backend == "cpu" else None)
 
 
 class ScaleComState(_State):
@@ -477,7 +494,8 @@ def _compress_per_parameter(state, bucket, compress, start_compress=None,
             for name, gradient, plan in jobs:
                 if averaged_here(plan):
                     started.append((_start_dense_average(
-                        state.rt, name, gradient, state.size), None, None))
+                        state.rt, name, gradient, state.size, wire), None,
+                        None))
                     continue
                 out = torch.empty_like(gradient)
                 started.append((start_compress(name, gradient, out,
@@ -486,11 +504,9 @@ def _compress_per_parameter(state, bucket, compress, start_compress=None,
         except BaseException:
             _waiter(state.rt, started)()  # what was started still ends
             raise
-        return _waiter(state.rt, started)
+        return _narrowing(_waiter(state.rt, started), work, buffer)
 
-    # A 16-bit wire runs in the runtime's blocking form only.
-    use_start = (start_compress is not None and state.backend == "cpu" and
-                 wire == "f32" and work is buffer)
+    use_start = start_compress is not None and state.backend == "cpu"
     return state.submit(bucket, run, start=start if use_start else None)
 
 

@@ -100,7 +100,7 @@ typedef GRADCOMM_ENUM(gradcomm_selection){
 /// each value to nearest even before it is sent, so a value crosses half
 /// the bytes. MPI reduces a 16-bit type pairwise, rounding each partial sum
 /// to 16 bits: with n ranks a sum is rounded n - 1 times (once at 2 ranks,
-/// as if accumulated in float32). CPU backend, blocking calls.
+/// as if accumulated in float32). CPU backend.
 typedef GRADCOMM_ENUM(gradcomm_wire){
     GRADCOMM_WIRE_F32 = 0,
     /// bfloat16: float32's range, 8 significant bits.
@@ -247,7 +247,7 @@ gradcomm_status gradcomm_dense_all_reduce_f32(const char *op_name, float *data,
 /// gradcomm_dense_all_reduce_f32 with the values travelling as `wire`
 /// (gradcomm_wire): `data` stays float32, each value is rounded to the wire
 /// type, reduced in it, and the result (then the mean, divided in float32)
-/// written back. Blocking; CPU backend.
+/// written back. CPU backend.
 gradcomm_status
 gradcomm_dense_all_reduce_wire_f32(const char *op_name, float *data,
                                    int64_t count, gradcomm_wire wire,
@@ -273,6 +273,13 @@ gradcomm_status
 gradcomm_dense_all_reduce_start_f32(const char *op_name, float *data,
                                     int64_t count, gradcomm_reduction reduction,
                                     gradcomm_request *request);
+
+/// The non-blocking form of gradcomm_dense_all_reduce_wire_f32: the values
+/// are rounded now, reduced until gradcomm_wait, which widens them back
+/// into `data` (not to be touched until then). CPU backend.
+gradcomm_status gradcomm_dense_all_reduce_wire_start_f32(
+    const char *op_name, float *data, int64_t count, gradcomm_wire wire,
+    gradcomm_reduction reduction, gradcomm_request *request);
 
 /// Run-time bucketing: the dense all-reduce of `tensors` buffers
 /// (`data[t]`, `counts[t]` elements each) as one call. One agreement
@@ -489,7 +496,7 @@ typedef struct gradcomm_scalecom_options {
   /// momentum SGD's.
   int32_t dense;
   /// The type the values (selected or dense) travel in; indices are as
-  /// without it. 16 bits: CPU backend, blocking form only.
+  /// without it. 16 bits: CPU backend.
   gradcomm_wire wire;
 } gradcomm_scalecom_options;
 

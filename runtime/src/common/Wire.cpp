@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <vector>
 
 using namespace gradcomm;
@@ -76,15 +78,18 @@ gradcomm_status sumOperation(const Call &call, gradcomm_wire wire, MPI_Op *op) {
 
 } // namespace
 
-gradcomm_status gradcomm::allReduceSumWire(const Call &call, float *data,
-                                           int64_t count, gradcomm_wire wire) {
-  if (wire == GRADCOMM_WIRE_F32)
-    return allReduceSum(call, data, count);
+namespace {
+
+/// Narrows `data` into `packed` and starts its all-reduce, appending the
+/// requests.
+gradcomm_status postSixteenBits(const Call &call, const float *data,
+                                int64_t count, gradcomm_wire wire,
+                                std::vector<uint16_t> &packed,
+                                std::vector<MPI_Request> &requests) {
   MPI_Op op = MPI_OP_NULL;
   GRADCOMM_RETURN_IF_ERROR(sumOperation(call, wire, &op));
-  const bool bfloat16 = wire == GRADCOMM_WIRE_BF16;
-  std::vector<uint16_t> packed(static_cast<size_t>(count));
-  if (bfloat16)
+  packed.resize(static_cast<size_t>(count));
+  if (wire == GRADCOMM_WIRE_BF16)
     narrowBfloat16(data, packed.data(), count);
   else
     narrowHalf(data, packed.data(), count);
@@ -95,12 +100,50 @@ gradcomm_status gradcomm::allReduceSumWire(const Call &call, float *data,
         call.mpi(MPI_Iallreduce(MPI_IN_PLACE, packed.data() + offset, chunk,
                                 MPI_UINT16_T, op, context().comm, &request),
                  "MPI_Iallreduce"));
-    GRADCOMM_RETURN_IF_ERROR(
-        waitYielding(call, request, "MPI_Iallreduce (16-bit values)"));
+    requests.push_back(request);
   }
-  if (bfloat16)
+  return GRADCOMM_OK;
+}
+
+void widenInto(float *data, const std::vector<uint16_t> &packed,
+               gradcomm_wire wire) {
+  const auto count = static_cast<int64_t>(packed.size());
+  if (wire == GRADCOMM_WIRE_BF16)
     widenBfloat16(packed.data(), data, count);
   else
     widenHalf(packed.data(), data, count);
+}
+
+} // namespace
+
+gradcomm_status gradcomm::allReduceSumWire(const Call &call, float *data,
+                                           int64_t count, gradcomm_wire wire) {
+  if (wire == GRADCOMM_WIRE_F32)
+    return allReduceSum(call, data, count);
+  std::vector<uint16_t> packed;
+  std::vector<MPI_Request> requests;
+  GRADCOMM_RETURN_IF_ERROR(
+      postSixteenBits(call, data, count, wire, packed, requests));
+  for (MPI_Request &request : requests)
+    GRADCOMM_RETURN_IF_ERROR(
+        waitYielding(call, request, "MPI_Iallreduce (16-bit values)"));
+  widenInto(data, packed, wire);
+  return GRADCOMM_OK;
+}
+
+gradcomm_status gradcomm::startAllReduceSumWire(const Call &call, float *data,
+                                                int64_t count,
+                                                gradcomm_wire wire,
+                                                gradcomm_request_s &request,
+                                                std::function<void()> *widen) {
+  *widen = nullptr;
+  if (wire == GRADCOMM_WIRE_F32)
+    return startAllReduceSum(call, data, count, request.requests);
+  auto packed = std::make_shared<std::vector<uint16_t>>();
+  GRADCOMM_RETURN_IF_ERROR(
+      postSixteenBits(call, data, count, wire, *packed, request.requests));
+  // MPI reduces into `packed` until the wait: the request keeps it.
+  alsoRelease(request, [packed] {});
+  *widen = [packed, data, wire] { widenInto(data, *packed, wire); };
   return GRADCOMM_OK;
 }

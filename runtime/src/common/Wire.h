@@ -34,6 +34,16 @@ float wireInputLimit(gradcomm_wire wire, bool summed);
 gradcomm_status allReduceSumWire(const Call &call, float *data, int64_t count,
                                  gradcomm_wire wire);
 
+/// allReduceSumWire started: the values are narrowed now into a buffer the
+/// request keeps, the all-reduce appended to request.requests; `*widen`
+/// writes the sum back into `data` once they completed (empty for
+/// float32, which reduces `data` in place): run it first in the request's
+/// finish.
+gradcomm_status startAllReduceSumWire(const Call &call, float *data,
+                                      int64_t count, gradcomm_wire wire,
+                                      gradcomm_request_s &request,
+                                      std::function<void()> *widen);
+
 } // namespace gradcomm
 
 #endif // GRADCOMM_RUNTIME_WIRE_H

@@ -139,11 +139,16 @@ gradcomm_status CpuBackend::startScalecom(const Call &call,
                                           bool average, float *out,
                                           gradcomm_request_s &request) const {
   GRADCOMM_RETURN_IF_ERROR(exchangeAndUpdate(call, step, prepared, beta, out));
-  GRADCOMM_RETURN_IF_ERROR(startAllReduceSum(call, step.state.values.data(),
-                                             step.k, request.requests));
-  // The state's scratch is reduced in place until the wait (the entry
-  // point marks the state held).
-  request.finish = [step, average, out] { scatterValues(step, average, out); };
+  std::function<void()> widen;
+  GRADCOMM_RETURN_IF_ERROR(startAllReduceSumWire(
+      call, step.state.values.data(), step.k, step.wire, request, &widen));
+  // The state's scratch is reduced in place (or, with 16 bits, widened
+  // back into) until the wait (the entry point marks the state held).
+  request.finish = [widen, step, average, out] {
+    if (widen)
+      widen();
+    scatterValues(step, average, out);
+  };
   return GRADCOMM_OK;
 }
 

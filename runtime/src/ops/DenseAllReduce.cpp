@@ -130,6 +130,39 @@ gradcomm_dense_all_reduce_start_f32(const char *opName, float *data,
   });
 }
 
+gradcomm_status gradcomm_dense_all_reduce_wire_start_f32(
+    const char *opName, float *data, int64_t count, gradcomm_wire wire,
+    gradcomm_reduction reduction, gradcomm_request *request) {
+  return guarded(
+      "dense_all_reduce_wire_start_f32", opName, [&](const Call &call) {
+        GRADCOMM_RETURN_IF_ERROR(
+            requireStartable(call, request, StartedForm::DenseAllReduce,
+                             "gradcomm_dense_all_reduce_wire_f32"));
+        bool skipped = false;
+        GRADCOMM_RETURN_IF_ERROR(beginDenseAllReduce(
+            call, opName, data, count, reduction, &skipped, wire));
+        auto started = std::make_unique<gradcomm_request_s>();
+        started->opName = opName ? opName : "";
+        started->skipped = skipped;
+        const double start = now();
+        if (!skipped) {
+          std::function<void()> widen;
+          GRADCOMM_RETURN_IF_ERROR(
+              startAllReduceSumWire(call, data, count, wire, *started, &widen));
+          alsoFinish(*started, [widen, data, count, reduction,
+                                name = started->opName, start, wire] {
+            if (widen)
+              widen();
+            if (reduction == GRADCOMM_REDUCE_AVERAGE)
+              divideByGroupSize(data, count);
+            countDenseAllReduce(name.c_str(), count, start, wire);
+          });
+        }
+        *request = trackRequest(std::move(started));
+        return GRADCOMM_OK;
+      });
+}
+
 gradcomm_status gradcomm_wait(gradcomm_request *request) {
   const char *opName = request && *request ? (*request)->opName.c_str() : "";
   return guarded("wait", opName, [&](const Call &call) {

@@ -646,7 +646,17 @@ gradcomm_status recipeDense(const Call &call, const RecipeStep &s, bool *ran) {
     stats.seconds += now() - start;
   };
   const bool average = s.reduction == GRADCOMM_REDUCE_AVERAGE;
-  if (s.started) {
+  if (s.started && s.o.wire != GRADCOMM_WIRE_F32) { // host memory
+    std::function<void()> widen;
+    GRADCOMM_RETURN_IF_ERROR(startAllReduceSumWire(
+        call, s.out, s.count, s.o.wire, *s.started, &widen));
+    alsoFinish(*s.started, [widen, out = s.out, count = s.count, average] {
+      widen();
+      if (average)
+        divideByGroupSize(out, count);
+    });
+    alsoFinish(*s.started, countDense);
+  } else if (s.started) {
     GRADCOMM_RETURN_IF_ERROR(backend().startDenseAllReduce(
         call, s.out, s.count, average, *s.started));
     alsoFinish(*s.started, countDense);
@@ -709,10 +719,6 @@ gradcomm_status scalecomRecipe(const Call &call, const char *stateName,
   State *velocity = nullptr;
   GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
     GRADCOMM_RETURN_IF_ERROR(validateRecipe(call, options));
-    if (request && options->wire != GRADCOMM_WIRE_F32)
-      return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                       "a 16-bit wire runs in the blocking form only; call "
-                       "gradcomm_scalecom_recipe_f32");
     GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
     GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, count, options->k));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "grad", grad));
