@@ -691,7 +691,8 @@ def main():
     mode = sys.argv[1]
     setup()
     tests = {"dense": test_dense, "scalecom": test_scalecom, "bad": test_bad,
-             "no-mpiexec": test_no_mpiexec, "sixteen-bits": test_sixteen_bits, "gossip": test_gossip,
+             "no-mpiexec": test_no_mpiexec,
+             "sixteen-bits": test_sixteen_bits, "gossip": test_gossip,
              "overlap": test_overlap,
              "easgd": test_easgd, "recipe": test_recipe,
              "save": lambda: test_save(sys.argv[2]),

@@ -7,9 +7,10 @@ hooks over libgradcomm_runtime, and a gossip averager for parameters.
 Launch with torchrun (the runtime's MPI then starts through the process
 group's store) or with mpiexec.mpich: the runtime's MPI group must be the
 DDP process group (same size, same rank order), which every state checks
-when it is created. State (error-feedback memories, step counters) is keyed by the
-parameter's name, never by bucket index, so DDP's bucket rebuild after the
-first iteration neither resets nor mixes memories. See docs/pytorch.md.
+when it is created. State (error-feedback memories, step counters) is
+keyed by the parameter's name, never by bucket index, so DDP's bucket
+rebuild after the first iteration neither resets nor mixes memories. See
+docs/pytorch.md.
 """
 
 import atexit
@@ -455,17 +456,18 @@ class ScaleComState(_State):
                         group.get("momentum", "-")))
 
 
-def _compress_per_parameter(state, bucket, compress, start_compress=None,
-                            wire="f32"):
+def _compress_per_parameter(state, bucket, buffers, compress,
+                            start_compress=None):
     """Runs compress(name, gradient, out, k, chunk) on each parameter's
     slice of the bucket and copies `out` back. A parameter the layer policy
     keeps dense is averaged here, unless momentum correction or clipping
     applies to it (then compress gets k = chunk = None: the runtime's dense
     recipe step). With `start_compress` (the same, started: returns the
     runtime's request), the bucket's calls are started one after the other
-    and waited for later (CPU backend). `wire`: what the dense parameters'
-    values travel in; a 16-bit bucket is worked on as a float32 copy."""
-    buffer, _, work = _bucket_buffer(state, bucket)
+    and waited for later (CPU backend). `buffers`: _bucket_buffer's (a
+    16-bit bucket is worked on as a float32 copy; `wire` is what the dense
+    parameters' values travel in)."""
+    buffer, wire, work = buffers
     jobs = []
     for parameter, gradient in _slices(state, bucket, work):
         plan = state.plan.k_and_chunk(state.names[id(parameter)],
@@ -512,7 +514,8 @@ def _compress_per_parameter(state, bucket, compress, start_compress=None,
 
 def scalecom_hook(state, bucket):
     options = state.options
-    _, wire, _ = _bucket_buffer(state, bucket)
+    buffers = _bucket_buffer(state, bucket)
+    wire = buffers[1]
     if state.recipe_in_runtime or wire != "f32":
         # Warm-up, momentum correction or clipping: the runtime's recipe
         # entry, which keeps the velocity with the memory (checkpointed).
@@ -547,8 +550,8 @@ def scalecom_hook(state, bucket):
                           REDUCTIONS["average"], ctypes.byref(request))
             return request
 
-        return _compress_per_parameter(state, bucket, compress,
-                                       start_compress, wire)
+        return _compress_per_parameter(state, bucket, buffers, compress,
+                                       start_compress)
 
     def arguments(name, gradient, out, k, chunk):
         return (name, gradient.data_ptr(), out.data_ptr(), gradient.numel(),
@@ -566,7 +569,8 @@ def scalecom_hook(state, bucket):
                       ctypes.byref(request))
         return request
 
-    return _compress_per_parameter(state, bucket, compress, start_compress)
+    return _compress_per_parameter(state, bucket, buffers, compress,
+                                   start_compress)
 
 
 class LocalTopkState(ScaleComState):
@@ -593,7 +597,7 @@ class LocalTopkState(ScaleComState):
 def local_topk_hook(state, bucket):
     """Its all-gather sends float32 values whatever the bucket's type; the
     dense parameters' values travel in the wire."""
-    _, wire, _ = _bucket_buffer(state, bucket)
+    buffers = _bucket_buffer(state, bucket)
 
     def compress(name, gradient, out, k, chunk):
         state.rt.call("gradcomm_local_topk_all_gather_f32", name,
@@ -607,8 +611,8 @@ def local_topk_hook(state, bucket):
                       k, REDUCTIONS["average"], ctypes.byref(request))
         return request
 
-    return _compress_per_parameter(state, bucket, compress, start_compress,
-                                   wire)
+    return _compress_per_parameter(state, bucket, buffers, compress,
+                                   start_compress)
 
 
 class GossipAverager(_State):
