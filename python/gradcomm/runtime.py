@@ -60,8 +60,22 @@ def _load():
                         "GRADCOMM_RUNTIME_LIBRARY): " + "; ".join(errors))
 
 
+_SET_KEY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
+                            ctypes.c_char_p)
+_GET_KEY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
+                            ctypes.c_void_p, ctypes.c_size_t)
+
+
+class Rendezvous(ctypes.Structure):
+    """gradcomm_rendezvous (runtime.h)."""
+    _fields_ = [("set", _SET_KEY), ("get", _GET_KEY),
+                ("user", ctypes.c_void_p)]
+
+
 _SIGNATURES = {
     "gradcomm_init": [],
+    "gradcomm_init_with_rendezvous": [ctypes.c_int, ctypes.c_int,
+                                      ctypes.POINTER(Rendezvous)],
     "gradcomm_finalize": [],
     "gradcomm_rank": [ctypes.POINTER(ctypes.c_int)],
     "gradcomm_size": [ctypes.POINTER(ctypes.c_int)],
@@ -143,18 +157,6 @@ _SIGNATURES = {
 BACKENDS = {"cpu": 0, "cuda": 1}
 
 
-_SET_KEY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
-                            ctypes.c_char_p)
-_GET_KEY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
-                            ctypes.c_void_p, ctypes.c_size_t)
-
-
-class Rendezvous(ctypes.Structure):
-    """gradcomm_rendezvous (runtime.h)."""
-    _fields_ = [("set", _SET_KEY), ("get", _GET_KEY),
-                ("user", ctypes.c_void_p)]
-
-
 class RecipeOptions(ctypes.Structure):
     """gradcomm_scalecom_options (runtime.h)."""
     _fields_ = [("k", ctypes.c_int64), ("selection", ctypes.c_int),
@@ -234,10 +236,6 @@ class Runtime:
 
         rendezvous = Rendezvous(_SET_KEY(set_callback),
                                 _GET_KEY(get_callback), None)
-        function = self.library.gradcomm_init_with_rendezvous
-        function.argtypes = [ctypes.c_int, ctypes.c_int,
-                             ctypes.POINTER(Rendezvous)]
-        function.restype = ctypes.c_int
         # The runtime calls these until MPI finalizes: keep them alive.
         self._rendezvous = rendezvous
         self.call("gradcomm_init_with_rendezvous", rank, size,

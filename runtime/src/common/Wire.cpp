@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Wire.h"
+#include "Backend.h"
 #include "HalfFloat.h"
 
 #include <algorithm>
@@ -76,10 +77,6 @@ gradcomm_status sumOperation(const Call &call, gradcomm_wire wire, MPI_Op *op) {
   return GRADCOMM_OK;
 }
 
-} // namespace
-
-namespace {
-
 /// Narrows `data` into `packed` and starts its all-reduce, appending the
 /// requests.
 gradcomm_status postSixteenBits(const Call &call, const float *data,
@@ -145,5 +142,33 @@ gradcomm_status gradcomm::startAllReduceSumWire(const Call &call, float *data,
   // MPI reduces into `packed` until the wait: the request keeps it.
   alsoRelease(request, [packed] {});
   *widen = [packed, data, wire] { widenInto(data, *packed, wire); };
+  return GRADCOMM_OK;
+}
+
+gradcomm_status gradcomm::denseAllReduceWire(const Call &call, float *data,
+                                             int64_t count, bool average,
+                                             gradcomm_wire wire) {
+  if (wire == GRADCOMM_WIRE_F32)
+    return backend().denseAllReduce(call, data, count, average);
+  GRADCOMM_RETURN_IF_ERROR(allReduceSumWire(call, data, count, wire));
+  if (average)
+    divideByGroupSize(data, count);
+  return GRADCOMM_OK;
+}
+
+gradcomm_status gradcomm::startDenseAllReduceWire(const Call &call, float *data,
+                                                  int64_t count, bool average,
+                                                  gradcomm_wire wire,
+                                                  gradcomm_request_s &request) {
+  if (wire == GRADCOMM_WIRE_F32)
+    return backend().startDenseAllReduce(call, data, count, average, request);
+  std::function<void()> widen;
+  GRADCOMM_RETURN_IF_ERROR(
+      startAllReduceSumWire(call, data, count, wire, request, &widen));
+  alsoFinish(request, [widen, data, count, average] {
+    widen();
+    if (average)
+      divideByGroupSize(data, count);
+  });
   return GRADCOMM_OK;
 }

@@ -44,6 +44,17 @@ gradcomm_status startAllReduceSumWire(const Call &call, float *data,
                                       gradcomm_request_s &request,
                                       std::function<void()> *widen);
 
+/// The selected backend's dense all-reduce (the mean with `average`) of
+/// `data`, its values travelling as `wire`; a 16-bit wire needs host memory
+/// (the entry points validate it). The started form leaves the sum (and
+/// the mean) to the request's finish, after what it already holds.
+gradcomm_status denseAllReduceWire(const Call &call, float *data, int64_t count,
+                                   bool average, gradcomm_wire wire);
+gradcomm_status startDenseAllReduceWire(const Call &call, float *data,
+                                        int64_t count, bool average,
+                                        gradcomm_wire wire,
+                                        gradcomm_request_s &request);
+
 } // namespace gradcomm
 
 #endif // GRADCOMM_RUNTIME_WIRE_H

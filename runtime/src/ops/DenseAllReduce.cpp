@@ -25,7 +25,7 @@ namespace {
 gradcomm_status beginDenseAllReduce(const Call &call, const char *opName,
                                     float *data, int64_t count,
                                     gradcomm_reduction reduction, bool *skipped,
-                                    gradcomm_wire wire = GRADCOMM_WIRE_F32) {
+                                    gradcomm_wire wire) {
   *skipped = false;
   GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
   GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
@@ -54,7 +54,7 @@ gradcomm_status beginDenseAllReduce(const Call &call, const char *opName,
 
 /// The counters, once the sum (or mean) is in the buffer.
 void countDenseAllReduce(const char *opName, int64_t count, double start,
-                         gradcomm_wire wire = GRADCOMM_WIRE_F32) {
+                         gradcomm_wire wire) {
   const Context &ctx = context();
   gradcomm_op_stats &stats = opStats(opName);
   uint64_t bytes = allReduceBytes(wireValueBytes(wire) * count, ctx.size);
@@ -65,22 +65,59 @@ void countDenseAllReduce(const char *opName, int64_t count, double start,
   stats.seconds += now() - start;
 }
 
+/// The blocking forms' body: the values travel as `wire`.
+gradcomm_status denseAllReduce(const Call &call, const char *opName,
+                               float *data, int64_t count, gradcomm_wire wire,
+                               gradcomm_reduction reduction) {
+  bool skipped = false;
+  GRADCOMM_RETURN_IF_ERROR(beginDenseAllReduce(call, opName, data, count,
+                                               reduction, &skipped, wire));
+  if (skipped)
+    return GRADCOMM_OK;
+  double start = now();
+  GRADCOMM_RETURN_IF_ERROR(denseAllReduceWire(
+      call, data, count, reduction == GRADCOMM_REDUCE_AVERAGE, wire));
+  countDenseAllReduce(opName, count, start, wire);
+  return GRADCOMM_OK;
+}
+
+/// The started forms' body; `blocking` names the blocking form in the
+/// refusal of a backend that does not start it.
+gradcomm_status startDenseAllReduce(const Call &call, const char *opName,
+                                    float *data, int64_t count,
+                                    gradcomm_wire wire,
+                                    gradcomm_reduction reduction,
+                                    gradcomm_request *request,
+                                    const char *blocking) {
+  GRADCOMM_RETURN_IF_ERROR(
+      requireStartable(call, request, StartedForm::DenseAllReduce, blocking));
+  bool skipped = false;
+  GRADCOMM_RETURN_IF_ERROR(beginDenseAllReduce(call, opName, data, count,
+                                               reduction, &skipped, wire));
+  auto started = std::make_unique<gradcomm_request_s>();
+  started->opName = opName ? opName : "";
+  started->skipped = skipped;
+  const double start = now();
+  if (!skipped) {
+    GRADCOMM_RETURN_IF_ERROR(startDenseAllReduceWire(
+        call, data, count, reduction == GRADCOMM_REDUCE_AVERAGE, wire,
+        *started));
+    alsoFinish(*started, [name = started->opName, count, start, wire] {
+      countDenseAllReduce(name.c_str(), count, start, wire);
+    });
+  }
+  *request = trackRequest(std::move(started));
+  return GRADCOMM_OK;
+}
+
 } // namespace
 
 gradcomm_status gradcomm_dense_all_reduce_f32(const char *opName, float *data,
                                               int64_t count,
                                               gradcomm_reduction reduction) {
   return guarded("dense_all_reduce_f32", opName, [&](const Call &call) {
-    bool skipped = false;
-    GRADCOMM_RETURN_IF_ERROR(
-        beginDenseAllReduce(call, opName, data, count, reduction, &skipped));
-    if (skipped)
-      return GRADCOMM_OK;
-    double start = now();
-    GRADCOMM_RETURN_IF_ERROR(backend().denseAllReduce(
-        call, data, count, reduction == GRADCOMM_REDUCE_AVERAGE));
-    countDenseAllReduce(opName, count, start);
-    return GRADCOMM_OK;
+    return denseAllReduce(call, opName, data, count, GRADCOMM_WIRE_F32,
+                          reduction);
   });
 }
 
@@ -89,17 +126,7 @@ gradcomm_dense_all_reduce_wire_f32(const char *opName, float *data,
                                    int64_t count, gradcomm_wire wire,
                                    gradcomm_reduction reduction) {
   return guarded("dense_all_reduce_wire_f32", opName, [&](const Call &call) {
-    bool skipped = false;
-    GRADCOMM_RETURN_IF_ERROR(beginDenseAllReduce(call, opName, data, count,
-                                                 reduction, &skipped, wire));
-    if (skipped)
-      return GRADCOMM_OK;
-    double start = now();
-    GRADCOMM_RETURN_IF_ERROR(allReduceSumWire(call, data, count, wire));
-    if (reduction == GRADCOMM_REDUCE_AVERAGE)
-      divideByGroupSize(data, count);
-    countDenseAllReduce(opName, count, start, wire);
-    return GRADCOMM_OK;
+    return denseAllReduce(call, opName, data, count, wire, reduction);
   });
 }
 
@@ -108,25 +135,9 @@ gradcomm_dense_all_reduce_start_f32(const char *opName, float *data,
                                     int64_t count, gradcomm_reduction reduction,
                                     gradcomm_request *request) {
   return guarded("dense_all_reduce_start_f32", opName, [&](const Call &call) {
-    GRADCOMM_RETURN_IF_ERROR(requireStartable(call, request,
-                                              StartedForm::DenseAllReduce,
-                                              "gradcomm_dense_all_reduce_f32"));
-    bool skipped = false;
-    GRADCOMM_RETURN_IF_ERROR(
-        beginDenseAllReduce(call, opName, data, count, reduction, &skipped));
-    auto started = std::make_unique<gradcomm_request_s>();
-    started->opName = opName ? opName : "";
-    started->skipped = skipped;
-    const double start = now();
-    if (!skipped) {
-      GRADCOMM_RETURN_IF_ERROR(backend().startDenseAllReduce(
-          call, data, count, reduction == GRADCOMM_REDUCE_AVERAGE, *started));
-      alsoFinish(*started, [name = started->opName, count, start] {
-        countDenseAllReduce(name.c_str(), count, start);
-      });
-    }
-    *request = trackRequest(std::move(started));
-    return GRADCOMM_OK;
+    return startDenseAllReduce(call, opName, data, count, GRADCOMM_WIRE_F32,
+                               reduction, request,
+                               "gradcomm_dense_all_reduce_f32");
   });
 }
 
@@ -135,31 +146,9 @@ gradcomm_status gradcomm_dense_all_reduce_wire_start_f32(
     gradcomm_reduction reduction, gradcomm_request *request) {
   return guarded(
       "dense_all_reduce_wire_start_f32", opName, [&](const Call &call) {
-        GRADCOMM_RETURN_IF_ERROR(
-            requireStartable(call, request, StartedForm::DenseAllReduce,
-                             "gradcomm_dense_all_reduce_wire_f32"));
-        bool skipped = false;
-        GRADCOMM_RETURN_IF_ERROR(beginDenseAllReduce(
-            call, opName, data, count, reduction, &skipped, wire));
-        auto started = std::make_unique<gradcomm_request_s>();
-        started->opName = opName ? opName : "";
-        started->skipped = skipped;
-        const double start = now();
-        if (!skipped) {
-          std::function<void()> widen;
-          GRADCOMM_RETURN_IF_ERROR(
-              startAllReduceSumWire(call, data, count, wire, *started, &widen));
-          alsoFinish(*started, [widen, data, count, reduction,
-                                name = started->opName, start, wire] {
-            if (widen)
-              widen();
-            if (reduction == GRADCOMM_REDUCE_AVERAGE)
-              divideByGroupSize(data, count);
-            countDenseAllReduce(name.c_str(), count, start, wire);
-          });
-        }
-        *request = trackRequest(std::move(started));
-        return GRADCOMM_OK;
+        return startDenseAllReduce(call, opName, data, count, wire, reduction,
+                                   request,
+                                   "gradcomm_dense_all_reduce_wire_f32");
       });
 }
 

@@ -646,28 +646,13 @@ gradcomm_status recipeDense(const Call &call, const RecipeStep &s, bool *ran) {
     stats.seconds += now() - start;
   };
   const bool average = s.reduction == GRADCOMM_REDUCE_AVERAGE;
-  if (s.started && s.o.wire != GRADCOMM_WIRE_F32) { // host memory
-    std::function<void()> widen;
-    GRADCOMM_RETURN_IF_ERROR(startAllReduceSumWire(
-        call, s.out, s.count, s.o.wire, *s.started, &widen));
-    alsoFinish(*s.started, [widen, out = s.out, count = s.count, average] {
-      widen();
-      if (average)
-        divideByGroupSize(out, count);
-    });
+  if (s.started) {
+    GRADCOMM_RETURN_IF_ERROR(startDenseAllReduceWire(
+        call, s.out, s.count, average, s.o.wire, *s.started));
     alsoFinish(*s.started, countDense);
-  } else if (s.started) {
-    GRADCOMM_RETURN_IF_ERROR(backend().startDenseAllReduce(
-        call, s.out, s.count, average, *s.started));
-    alsoFinish(*s.started, countDense);
-  } else if (s.o.wire != GRADCOMM_WIRE_F32) { // host memory (validated)
-    GRADCOMM_RETURN_IF_ERROR(allReduceSumWire(call, s.out, s.count, s.o.wire));
-    if (average)
-      divideByGroupSize(s.out, s.count);
-    countDense();
   } else {
     GRADCOMM_RETURN_IF_ERROR(
-        backend().denseAllReduce(call, s.out, s.count, average));
+        denseAllReduceWire(call, s.out, s.count, average, s.o.wire));
     countDense();
   }
   *ran = true;
