@@ -278,7 +278,7 @@ void BM_NthElementEndToEndLayered(benchmark::State &state) {
 
 /// Sizes from GRADCOMM_BENCH_SIZES (comma-separated element counts; set by
 /// bench/cpu/run.sh from this machine's cache sizes), else 1M, 16M, 256M.
-/// The 16-bit wire's conversions (runtime/src/common/HalfFloat.h): read 4 B
+/// The 16-bit wire's conversions (runtime/src/kernels/HalfFloat.h): read 4 B
 /// and write 2 B per element (narrow), or read 2 and write 4 (widen).
 template <void (*Narrow)(const float *, uint16_t *, int64_t)>
 void narrowBench(benchmark::State &state) {

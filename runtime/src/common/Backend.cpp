@@ -60,19 +60,15 @@ const CudaBackendTable *loadCudaBackend(std::string &why) {
   return table;
 }
 
-/// This rank's index among the ranks of its node (MPI's shared-memory
-/// split): each rank of a node takes its own GPU by default.
+/// This rank's index among the ranks of its node (the transport's node
+/// map): each rank of a node takes its own GPU by default. Collective.
 gradcomm_status nodeLocalRank(const Call &call, int *localRank) {
+  GRADCOMM_RETURN_IF_ERROR(mapNodes(call));
   const Context &ctx = context();
-  MPI_Comm node = MPI_COMM_NULL;
-  GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Comm_split_type(ctx.comm, MPI_COMM_TYPE_SHARED, ctx.rank,
-                                   MPI_INFO_NULL, &node),
-               "MPI_Comm_split_type"));
-  gradcomm_status status =
-      call.mpi(MPI_Comm_rank(node, localRank), "MPI_Comm_rank");
-  MPI_Comm_free(&node);
-  return status;
+  *localRank = 0;
+  for (int r = 0; r < ctx.rank; ++r)
+    *localRank += sharesNode(r) ? 1 : 0;
+  return GRADCOMM_OK;
 }
 
 } // namespace
@@ -176,12 +172,8 @@ gradcomm_status gradcomm_set_backend(gradcomm_backend backend) {
                         std::string("cannot start the cuda backend: ") + error);
     gradcomm_status agreed = agreeOnStatus(call, local);
     if (agreed == GRADCOMM_OK) {
-      MPI_Request request;
-      agreed = call.mpi(MPI_Ibcast(uniqueId, sizeof(uniqueId), MPI_BYTE, 0,
-                                   ctx.comm, &request),
-                        "MPI_Ibcast (NCCL unique id)");
-      if (agreed == GRADCOMM_OK)
-        agreed = waitYielding(call, request, "MPI_Ibcast (NCCL unique id)");
+      agreed = broadcast(call, uniqueId, sizeof(uniqueId), Element::Byte, 0,
+                         "broadcast (NCCL unique id)");
       local = agreed;
       if (local == GRADCOMM_OK &&
           table->connect(ctx.rank, ctx.size, uniqueId, ctx.timeoutSeconds,

@@ -1,12 +1,14 @@
-//===- Context.cpp - GradComm runtime initialization and MPI ownership ----===//
+//===- Context.cpp - The runtime's process-wide state and its binding ----===//
 //
 // Part of the GradComm project.
+//
+// The context, bound to the world's transport by bindWorld (the MPI
+// bootstrap, src/bootstrap/MpiBootstrap.cpp, binds MPI's; the unit tests
+// bind a double), and released by releaseRuntime.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Internal.h"
-#include "PmiServer.h"
-#include "gradcomm/runtime_mpi.h"
 
 #include <cstdlib>
 
@@ -21,7 +23,7 @@ Context &gradcomm::context() {
 }
 
 /// GRADCOMM_BACKEND=cpu|cuda picks the backend at initialization.
-static gradcomm_status backendFromEnvironment(const Call &call) {
+gradcomm_status gradcomm::backendFromEnvironment(const Call &call) {
   const char *name = std::getenv("GRADCOMM_BACKEND");
   if (!name || std::string(name).empty() || std::string(name) == "cpu")
     return GRADCOMM_OK;
@@ -74,89 +76,19 @@ nonFinitePolicyFromEnvironment(const Call &call,
   return GRADCOMM_OK;
 }
 
-/// What gradcomm_finalize releases in MPI (windows, groups' communicators,
-/// the CUDA backend's communicators), then the runtime's state. MPI itself
-/// is left to its owner.
-static void releaseMpiResources() {
-  activateGroup(nullptr);
-  releaseWindows();
-  releaseGroups();
-  releaseCudaBackend();
-  context() = Context();
-}
-
-/// MPI calls the delete callbacks of MPI_COMM_SELF's attributes first thing
-/// in MPI_Finalize, while MPI still works (MPI-3.1 section 8.7.1): the
-/// standard hook for a library to free its windows and communicators
-/// whoever finalizes MPI. A trainer that owns MPI and never calls
-/// gradcomm_finalize thus exits cleanly (UCX otherwise aborts in
-/// ucp_cleanup over the open windows' keys). Every rank finalizes, so the
-/// collective frees meet. After gradcomm_finalize there is nothing left.
-static int releaseAtMpiFinalize(MPI_Comm, int, void *, void *) {
-  if (context().initialized)
-    releaseMpiResources();
-  return MPI_SUCCESS;
-}
-
-#ifdef MPICH_VERSION
-/// The same release, before MPI_Finalize begins, through MPI's profiling
-/// interface: MPI forbids other threads in MPI once MPI_Finalize has
-/// started, and the asynchronous ops' progress thread (stopped by the
-/// release) may be inside MPI_Iprobe when the callback above runs. A
-/// trainer that links the runtime ahead of MPI (as a CMake target that
-/// links gradcomm_runtime does) calls this MPI_Finalize; otherwise MPI's
-/// own runs and the callback still releases, with that race (docs/
-/// runtime.md, "The finalize contract"). MPICH only: the stub has no
-/// PMPI_ names.
-extern "C" __attribute__((visibility("default"))) int MPI_Finalize(void) {
-  int initialized = 0, finalized = 0;
-  PMPI_Initialized(&initialized);
-  PMPI_Finalized(&finalized);
-  if (initialized && !finalized && context().initialized)
-    releaseMpiResources();
-  return PMPI_Finalize();
-}
-#endif
-
-/// Registers releaseAtMpiFinalize once per process (MPI is initialized
-/// once per process, and the callback sees the runtime of the moment).
-static gradcomm_status releaseWhenMpiFinalizes(const Call &call) {
-  static bool registered = false;
-  if (registered)
-    return GRADCOMM_OK;
-  int keyval = MPI_KEYVAL_INVALID;
-  GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN,
-                                      releaseAtMpiFinalize, &keyval, nullptr),
-               "MPI_Comm_create_keyval"));
-  GRADCOMM_RETURN_IF_ERROR(call.mpi(
-      MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr), "MPI_Comm_set_attr"));
-  registered = true;
-  return GRADCOMM_OK;
-}
-
-/// Binds the runtime to `comm`. MPI errors must come back as codes, not
-/// abort the job, so every message can name the op and the rank.
-static gradcomm_status bind(const Call &call, MPI_Comm comm, bool ownsMpi) {
+gradcomm_status gradcomm::bindWorld(const Call &call,
+                                    std::unique_ptr<Transport> world,
+                                    bool ownsMpi) {
   Context &ctx = context();
-  GRADCOMM_RETURN_IF_ERROR(releaseWhenMpiFinalizes(call));
-  GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN),
-               "MPI_Comm_set_errhandler"));
-  int rank = 0, size = 1;
-  GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank"));
-  GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size"));
-  ctx.world.comm = comm;
-  ctx.world.rank = rank;
-  ctx.world.size = size;
+  ctx.world.rank = world->rank();
+  ctx.world.size = world->size();
+  ctx.world.transport = std::move(world);
   ctx.world.sequence = 0;
   ctx.world.sameNode.clear();
   ctx.active = nullptr;
-  ctx.comm = comm;
-  ctx.rank = rank;
-  ctx.size = size;
+  ctx.transport = ctx.world.transport.get();
+  ctx.rank = ctx.world.rank;
+  ctx.size = ctx.world.size;
   ctx.ownsMpi = ownsMpi;
   const char *check = std::getenv("GRADCOMM_CONSISTENCY_CHECK");
   ctx.consistencyCheck = !(check && std::string(check) == "0");
@@ -167,115 +99,12 @@ static gradcomm_status bind(const Call &call, MPI_Comm comm, bool ownsMpi) {
   return GRADCOMM_OK;
 }
 
-gradcomm_status Call::ensureInitialized() const {
-  if (context().initialized)
-    return GRADCOMM_OK;
-  int mpiInitialized = 0, mpiFinalized = 0;
-  MPI_Initialized(&mpiInitialized);
-  MPI_Finalized(&mpiFinalized);
-  if (mpiFinalized)
-    return fail(GRADCOMM_ERR_NOT_INITIALIZED, "MPI has already been finalized");
-  bool ownsMpi = false;
-  if (!mpiInitialized) {
-    int provided = 0;
-    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) !=
-        MPI_SUCCESS)
-      return fail(GRADCOMM_ERR_NOT_INITIALIZED, "MPI_Init_thread failed");
-    ownsMpi = true;
-  }
-  GRADCOMM_RETURN_IF_ERROR(bind(*this, MPI_COMM_WORLD, ownsMpi));
-  return backendFromEnvironment(*this);
-}
-
-gradcomm_status gradcomm_init(void) {
-  return guarded("init", nullptr,
-                 [](const Call &call) { return call.ensureInitialized(); });
-}
-
-gradcomm_status
-gradcomm_init_with_rendezvous(int rank, int size,
-                              const gradcomm_rendezvous *rendezvous) {
-  return guarded("init_with_rendezvous", nullptr, [&](const Call &call) {
-    Context &ctx = context();
-    if (ctx.initialized && ctx.world.comm == MPI_COMM_WORLD &&
-        ctx.world.rank == rank && ctx.world.size == size)
-      return GRADCOMM_OK;
-    if (size < 1 || rank < 0 || rank >= size)
-      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                       "rank " + std::to_string(rank) + " of " +
-                           std::to_string(size) + " is not a rank of the job");
-    if (!rendezvous || !rendezvous->set || !rendezvous->get)
-      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                       "the rendezvous or one of its functions is null");
-    int mpiInitialized = 0;
-    MPI_Initialized(&mpiInitialized);
-    if (mpiInitialized || ctx.initialized)
-      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                       "MPI is already initialized (by mpiexec's launch, the "
-                       "trainer or an earlier call): use gradcomm_init");
-    std::string error;
-    if (!startPmiServer(rank, size, *rendezvous, error))
-      return call.fail(GRADCOMM_ERR_NOT_INITIALIZED,
-                       "could not start the rendezvous: " + error);
-    int provided = 0;
-    int initialized =
-        MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
-    clearPmiEnvironment();
-    if (initialized != MPI_SUCCESS)
-      return call.fail(GRADCOMM_ERR_NOT_INITIALIZED,
-                       "MPI_Init_thread failed: " + pmiServerError());
-    GRADCOMM_RETURN_IF_ERROR(bind(call, MPI_COMM_WORLD, /*ownsMpi=*/true));
-    if (ctx.world.rank != rank || ctx.world.size != size)
-      // An MPI without MPICH's process-manager protocol (the stub, another
-      // MPI) starts as a singleton instead.
-      return call.fail(GRADCOMM_ERR_NOT_INITIALIZED,
-                       "MPI started as rank " + std::to_string(ctx.world.rank) +
-                           " of " + std::to_string(ctx.world.size) +
-                           ", not through the rendezvous: this MPI does not "
-                           "speak MPICH's process-manager protocol");
-    return backendFromEnvironment(call);
-  });
-}
-
-gradcomm_status gradcomm_init_with_comm(MPI_Comm comm) {
-  return guarded("init_with_comm", nullptr, [&](const Call &call) {
-    Context &ctx = context();
-    if (comm == MPI_COMM_NULL)
-      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                       "communicator is MPI_COMM_NULL");
-    int mpiInitialized = 0;
-    MPI_Initialized(&mpiInitialized);
-    if (!mpiInitialized)
-      return call.fail(GRADCOMM_ERR_NOT_INITIALIZED,
-                       "MPI must be initialized before handing in a "
-                       "communicator");
-    if (ctx.initialized) {
-      int same = MPI_UNEQUAL;
-      GRADCOMM_RETURN_IF_ERROR(call.mpi(
-          MPI_Comm_compare(ctx.world.comm, comm, &same), "MPI_Comm_compare"));
-      if (same == MPI_IDENT)
-        return GRADCOMM_OK;
-      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                       "already initialized on another communicator; call "
-                       "gradcomm_finalize first");
-    }
-    GRADCOMM_RETURN_IF_ERROR(bind(call, comm, /*ownsMpi=*/false));
-    return backendFromEnvironment(call);
-  });
-}
-
-gradcomm_status gradcomm_finalize(void) {
-  return guarded("finalize", nullptr, [](const Call &call) {
-    Context &ctx = context();
-    if (!ctx.initialized)
-      return GRADCOMM_OK;
-    GRADCOMM_RETURN_IF_ERROR(requireNoRequestInFlight(call, "finalizing"));
-    bool ownsMpi = ctx.ownsMpi;
-    releaseMpiResources();
-    if (ownsMpi)
-      return call.mpi(MPI_Finalize(), "MPI_Finalize");
-    return GRADCOMM_OK;
-  });
+void gradcomm::releaseRuntime() {
+  activateGroup(nullptr);
+  releaseWindows();
+  releaseGroups();
+  releaseCudaBackend();
+  context() = Context();
 }
 
 gradcomm_status gradcomm_rank(int *rank) {

@@ -6,7 +6,7 @@
 // A group is the set of ranks a collective runs among. By default it is
 // every rank of the job; gradcomm_group_from_grid makes the group of the
 // ranks that share this rank's coordinates on every grid axis outside a
-// set of axes (the `shard` dialect's process groups: MPI_Comm_split with
+// set of axes (the `shard` dialect's process groups: Transport::split with
 // the coordinates outside the axes as the color). gradcomm_group_use makes
 // one the active group: every collective communicates in it until the next
 // use. The context keeps the active group's communicator, rank, size and
@@ -30,7 +30,7 @@ void gradcomm::activateGroup(gradcomm_group_s *group) {
   gradcomm_group_s &from = ctx.active ? *ctx.active : ctx.world;
   from.sequence = ctx.sequence;
   gradcomm_group_s &to = group ? *group : ctx.world;
-  ctx.comm = to.comm;
+  ctx.transport = to.transport.get();
   ctx.rank = to.rank;
   ctx.size = to.size;
   ctx.sequence = to.sequence;
@@ -59,29 +59,12 @@ gradcomm_status gradcomm::mapNodes(const Call &call) {
   if (!group.sameNode.empty())
     return GRADCOMM_OK;
   // A node is named by its lowest rank in the group.
-  MPI_Comm node = MPI_COMM_NULL;
-  GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Comm_split_type(group.comm, MPI_COMM_TYPE_SHARED, group.rank,
-                                   MPI_INFO_NULL, &node),
-               "MPI_Comm_split_type"));
-  // Non-blocking and waited for under the watchdog, as every collective.
   int leader = group.rank;
-  MPI_Request request;
-  gradcomm_status status =
-      call.mpi(MPI_Iallreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node,
-                              &request),
-               "MPI_Iallreduce (node map)");
-  if (status == GRADCOMM_OK)
-    status = waitYielding(call, request, "MPI_Iallreduce (node map)");
-  MPI_Comm_free(&node);
-  GRADCOMM_RETURN_IF_ERROR(status);
+  GRADCOMM_RETURN_IF_ERROR(call.transport(
+      *group.transport, group.transport->nodeLeader(&leader), "node map"));
   std::vector<int> leaders(group.size);
-  GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Iallgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT,
-                              group.comm, &request),
-               "MPI_Iallgather (node map)"));
-  GRADCOMM_RETURN_IF_ERROR(
-      waitYielding(call, request, "MPI_Iallgather (node map)"));
+  GRADCOMM_RETURN_IF_ERROR(allGather(call, &leader, 1, Element::Int32,
+                                     leaders.data(), "all-gather (node map)"));
   group.sameNode.resize(group.size);
   for (int r = 0; r < group.size; ++r)
     group.sameNode[r] = leaders[r] == leader;
@@ -107,7 +90,7 @@ void gradcomm::releaseGroups() {
   // communicator.)
   for (auto &[spec, group] : ctx.groups) {
     backend().freeGroup(group->backendGroup);
-    MPI_Comm_free(&group->comm);
+    group->transport.reset();
   }
   ctx.groups.clear();
 }
@@ -206,7 +189,7 @@ gradcomm_status validateGrid(const Call &call, const int64_t *shape,
 }
 
 /// The agreement on a new group: the same grid and axes on every rank.
-/// Group creation is rare and MPI_Comm_split blocks, so the ranks always
+/// Group creation is rare and the split blocks, so the ranks always
 /// agree first, whatever the consistency check's setting.
 gradcomm_status agreeOnGrid(const Call &call, const GridAxes &grid,
                             gradcomm_status local) {
@@ -241,17 +224,13 @@ gradcomm_status splitGroup(const Call &call, const GridAxes &grid,
     int64_t &index = grid.spans(static_cast<int32_t>(d)) ? key : color;
     index = index * grid.shape[d] + coordinate[d];
   }
-  GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Comm_split(ctx.world.comm, static_cast<int>(color),
-                              static_cast<int>(key), &group.comm),
-               "MPI_Comm_split"));
-  GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Comm_set_errhandler(group.comm, MPI_ERRORS_RETURN),
-               "MPI_Comm_set_errhandler"));
-  GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Comm_rank(group.comm, &group.rank), "MPI_Comm_rank"));
-  GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Comm_size(group.comm, &group.size), "MPI_Comm_size"));
+  GRADCOMM_RETURN_IF_ERROR(call.transport(
+      *ctx.world.transport,
+      ctx.world.transport->split(static_cast<int>(color), static_cast<int>(key),
+                                 &group.transport),
+      "split"));
+  group.rank = group.transport->rank();
+  group.size = group.transport->size();
   group.label = grid.label();
   group.color = static_cast<int>(color);
   group.key = static_cast<int>(key);
@@ -322,9 +301,7 @@ gradcomm_status gradcomm_group_from_grid(const int64_t *shape, int32_t dims,
     auto made = std::make_unique<gradcomm_group_s>();
     gradcomm_status split = splitGroup(call, grid, *made);
     if (split != GRADCOMM_OK) {
-      if (made->comm != MPI_COMM_NULL)
-        MPI_Comm_free(&made->comm);
-      return split;
+      return split; // `made` goes, and its transport with it
     }
     *group = made.get();
     ctx.groups.emplace(grid.spec(), std::move(made));

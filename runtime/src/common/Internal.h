@@ -10,9 +10,8 @@
 #define GRADCOMM_RUNTIME_INTERNAL_H
 
 #include "CudaBackendTable.h"
+#include "Transport.h"
 #include "gradcomm/runtime.h"
-
-#include <mpi.h>
 
 #include <cstdint>
 #include <exception>
@@ -28,7 +27,8 @@
 /// job, or the ranks that share this rank's coordinates on the grid axes
 /// outside a set of axes (src/common/Group.cpp).
 struct gradcomm_group_s {
-  MPI_Comm comm = MPI_COMM_NULL;
+  /// How the group's ranks reach each other (nullptr until initialized).
+  std::unique_ptr<gradcomm::Transport> transport;
   int rank = 0;
   int size = 1;
   /// Collective calls that joined the agreement in this group.
@@ -36,15 +36,15 @@ struct gradcomm_group_s {
   /// "the group over axes [0] of grid 2x2" (empty for every rank), for
   /// messages.
   std::string label;
-  /// The split that made it (MPI_Comm_split's color and key), so a backend
+  /// The split that made it (Transport::split's color and key), so a backend
   /// selected later can make its own communicator for the same ranks.
   int color = 0;
   int key = 0;
   /// The selected backend's communicator for the group (the CUDA
   /// backend's NCCL one; nullptr on the CPU and for every rank).
   void *backendGroup = nullptr;
-  /// sameNode[r] != 0: rank r of the group runs on this rank's node, as MPI
-  /// maps nodes (MPI_COMM_TYPE_SHARED). Empty until mapNodes.
+  /// sameNode[r] != 0: rank r of the group runs on this rank's node, as the
+  /// transport maps nodes. Empty until mapNodes.
   std::vector<uint8_t> sameNode;
 };
 
@@ -109,43 +109,16 @@ struct State {
   bool inFlight = false;
 };
 
-/// Number of staleness bins of the asynchronous gossip's histogram.
-inline constexpr int kStalenessBins = 8;
-
-/// One asynchronous op's one-sided window and what this rank remembers of
-/// it.
-struct AsyncWindow {
-  MPI_Win win = MPI_WIN_NULL;
-  /// This rank's part of the window.
-  char *base = nullptr;
-  MPI_Aint bytes = 0;
-  /// Asynchronous EASGD: the windows hold the center, on rank 0 alone or
-  /// one contiguous shard per rank (centerPart in Asynchronous.cpp).
-  bool center = false;
-  bool sharded = false;
-  /// The group the window was made in (nullptr: every rank).
-  gradcomm_group_s *group = nullptr;
-  /// Gossip: copies this rank pushed, and the last copy it mixed
-  /// (sender, sequence), so a copy is never mixed twice.
-  uint64_t pushes = 0;
-  int lastSender = -1;
-  uint64_t lastSequence = 0;
-  /// Gossip: staleness of each mixed copy (bins 0, 1, 2, 3, 4-7, 8-15,
-  /// 16-31, >= 32 steps), and copies refused as torn.
-  uint64_t staleness[kStalenessBins] = {};
-  uint64_t torn = 0;
-};
-
 /// The process-wide runtime state: which communicator, who owns MPI, the
 /// state registry and the counters.
 struct Context {
   bool initialized = false;
   /// True when the runtime called MPI_Init and so must call MPI_Finalize.
   bool ownsMpi = false;
-  /// The active group's communicator, this rank's index in it and its size
+  /// The active group's transport, this rank's index in it and its size
   /// (with `sequence` below, copied in by activateGroup): every collective
   /// communicates here.
-  MPI_Comm comm = MPI_COMM_NULL;
+  gradcomm::Transport *transport = nullptr;
   int rank = 0;
   int size = 1;
   /// Every rank of the job (the communicator the runtime was bound to).
@@ -171,9 +144,6 @@ struct Context {
   void *cudaStream = nullptr;
   std::map<std::string, State> states;
   std::map<std::string, gradcomm_op_stats> stats;
-  /// The MPI-3 windows of the asynchronous ops, by state name
-  /// (src/cpu/Asynchronous.cpp); freed, collectively, by gradcomm_finalize.
-  std::map<std::string, AsyncWindow> windows;
   /// Collective calls that joined the agreement on this rank: ranks that
   /// disagree on it issued calls in different orders.
   uint64_t sequence = 0;
@@ -184,6 +154,22 @@ struct Context {
 };
 
 Context &context();
+
+class Call;
+/// Binds the runtime to `world`, the transport over every rank of the job
+/// (the MPI transport over the trainer's communicator, or another, such as
+/// the unit tests' double); `ownsMpi`: the runtime initialized MPI and
+/// finalizes it. Reads the environment's settings.
+gradcomm_status bindWorld(const Call &call, std::unique_ptr<Transport> world,
+                          bool ownsMpi);
+
+/// Frees what the runtime holds (windows, groups' transports, the CUDA
+/// backend, every state) and forgets the world: the runtime is
+/// uninitialized again. Collective.
+void releaseRuntime();
+
+/// GRADCOMM_BACKEND=cpu|cuda picks the backend once the world is bound.
+gradcomm_status backendFromEnvironment(const Call &call);
 
 /// Makes `group` (nullptr: every rank) the one collectives communicate in:
 /// copies its communicator, rank, size and sequence into the context and
@@ -239,25 +225,28 @@ namespace gradcomm {
 class Call;
 } // namespace gradcomm
 
-/// A started call (runtime.h's gradcomm_request): its MPI requests and what
+/// A started call (runtime.h's gradcomm_request): its transfers and what
 /// gradcomm_wait still has to do once they completed.
 struct gradcomm_request_s {
   std::string opName;
-  std::vector<MPI_Request> requests;
+  /// The transfers, started on `transport` (the group active at the start;
+  /// the wait may run while another group is active).
+  gradcomm::Transport *transport = nullptr;
+  std::vector<gradcomm::Transfer> transfers;
   /// Runs once every request completed (the average, the scatter, the
   /// counters); not when the call was skipped by the non-finite policy.
   std::function<void()> finish;
   /// Runs whatever happens to the wait (frees what the call holds; add to
   /// it with alsoRelease).
   std::function<void()> release;
-  /// Work that is not an MPI request (a device stream's): the wait polls
+  /// Work that is not a transfer (a device stream's): the wait polls
   /// it, under the watchdog, until it sets `*finished`.
   std::function<gradcomm_status(const gradcomm::Call &, bool *finished)> poll;
   /// The non-finite policy skipped it: nothing was sent.
   bool skipped = false;
   /// What the requests are and whom they wait for (-1: the group), for
   /// the watchdog's message.
-  const char *what = "MPI_Iallreduce (started)";
+  const char *what = "all-reduce (started)";
   int peer = -1;
   ~gradcomm_request_s() {
     if (release)
@@ -277,8 +266,14 @@ public:
   /// last error and returns `status`.
   gradcomm_status fail(gradcomm_status status, const std::string &cause) const;
 
-  /// Translates an MPI return code; `what` names the MPI call.
+  /// Translates an MPI return code; `what` names the MPI call (the MPI
+  /// transport's own set-up).
   gradcomm_status mpi(int mpiError, const char *what) const;
+
+  /// Translates a return code of `transport`'s call `what` ("all-reduce
+  /// (agreement)"): GRADCOMM_ERR_MPI naming the transport and its cause.
+  gradcomm_status transport(const Transport &transport, int error,
+                            const char *what) const;
 
   /// Initializes the runtime on MPI_COMM_WORLD if nothing has yet.
   gradcomm_status ensureInitialized() const;
@@ -387,7 +382,7 @@ gradcomm_status checkConsistency(const Call &call,
 gradcomm_status validateSchedule(const Call &call, gradcomm_schedule schedule,
                                  int size, bool pairing);
 
-/// Frees the asynchronous ops' windows (collective: MPI_Win_free), in name
+/// Frees the asynchronous ops' one-sided windows (collective), in name
 /// order, the same on every rank.
 void releaseWindows();
 
@@ -488,23 +483,52 @@ gradcomm_request trackRequest(std::unique_ptr<gradcomm_request_s> started);
 /// checkpoint restore, finalize) would pull their buffers from under them.
 gradcomm_status requireNoRequestInFlight(const Call &call, const char *what);
 
-/// MPI collectives on counts above INT_MAX, split into several calls.
+/// The active group's transport (the runtime is initialized).
+Transport &transport();
+
+/// Collectives on counts above kTransportMaxCount, split into several
+/// calls on the active group's transport.
 gradcomm_status allReduceSum(const Call &call, float *data, int64_t count);
-/// The same sum started: one MPI_Iallreduce per chunk of at most INT_MAX
-/// elements, appended to `requests` (wait for each with waitYielding).
+/// The same sum started: one all-reduce per chunk, appended to `transfers`
+/// (wait for each with waitYielding).
 gradcomm_status startAllReduceSum(const Call &call, float *data, int64_t count,
-                                  std::vector<MPI_Request> &requests);
+                                  std::vector<Transfer> &transfers);
+/// The all-reduce of `count` `element`s at `data` (any count), started in
+/// chunks into `transfers`; `what` names it in messages.
+gradcomm_status startAllReduce(const Call &call, void *data, int64_t count,
+                               Element element, Reduction reduction,
+                               std::vector<Transfer> &transfers,
+                               const char *what);
+/// The same, completed (under the watchdog).
+gradcomm_status allReduce(const Call &call, void *data, int64_t count,
+                          Element element, Reduction reduction,
+                          const char *what);
+/// `count` elements of `element` at `data` from `root`, any count.
+gradcomm_status broadcast(const Call &call, void *data, int64_t count,
+                          Element element, int root, const char *what);
+/// Rank r's `count` elements of `send` land at block r of `receive`.
+gradcomm_status allGather(const Call &call, const void *send, int64_t count,
+                          Element element, void *receive, const char *what);
+/// allGather started into `transfer`.
+gradcomm_status startAllGather(const Call &call, const void *send,
+                               int64_t count, Element element, void *receive,
+                               Transfer &transfer, const char *what);
 
 /// mean = the mean over the ranks of `x` (sum, then divide by n): the
 /// elastic averages' first center.
 gradcomm_status meanOverRanks(const Call &call, const float *x, int64_t count,
                               float *mean);
 
-/// Completes `request`, testing it and yielding the core between tests
-/// (never busy-waiting for long: ranks may share cores). After the
-/// watchdog's timeout it reports GRADCOMM_ERR_TIMEOUT naming `what` and
-/// the peer (`peer`, or -1: the rest of the group) and aborts the job.
-gradcomm_status waitYielding(const Call &call, MPI_Request &request,
+/// Completes `transfer` (started on `on`), testing it and yielding the core
+/// between tests (never busy-waiting for long: ranks may share cores).
+/// After the watchdog's timeout it reports GRADCOMM_ERR_TIMEOUT naming
+/// `what` and the peer (`peer`, or -1: the rest of the group) and aborts
+/// the job.
+gradcomm_status waitYielding(const Call &call, Transport &on,
+                             Transfer &transfer, const char *what,
+                             int peer = -1);
+/// The same on the active group's transport.
+gradcomm_status waitYielding(const Call &call, Transfer &transfer,
                              const char *what, int peer = -1);
 /// Bytes per index on the wire for indices below `bound`: 4 or 8.
 int indexBytes(int64_t bound);
@@ -531,12 +555,12 @@ gradcomm_status broadcastIndices(const Call &call, int64_t *data, int64_t count,
                            double seconds);
 
 /// Prints `message` on stderr and ends the whole job with `code`
-/// (MPI_Abort when MPI is up, std::abort otherwise). It waits a moment
-/// between the two: the launcher stops forwarding output once it sees the
-/// abort, and the message is the one thing the user needs.
+/// (through the world's transport when the runtime runs, else _Exit). It waits
+/// a moment between the two: the launcher stops forwarding output once it sees
+/// the abort, and the message is the one thing the user needs.
 [[noreturn]] void abortJob(const char *message, int code);
 
-/// Seconds since an arbitrary origin (MPI_Wtime).
+/// Seconds since an arbitrary origin (a monotonic clock).
 double now();
 
 /// Validation helpers: each fails with GRADCOMM_ERR_INVALID_ARGUMENT and a

@@ -358,14 +358,11 @@ int64_t generationOf(const std::string &path) {
                                     : -1;
 }
 
-/// MPI_MIN or MPI_MAX of one int64 over the group, under the watchdog.
-gradcomm_status reduceOne(const Call &call, int64_t &value, MPI_Op op) {
-  MPI_Request request;
-  GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Iallreduce(MPI_IN_PLACE, &value, 1, MPI_INT64_T, op,
-                              context().comm, &request),
-               "MPI_Iallreduce (checkpoint generation)"));
-  return waitYielding(call, request, "MPI_Iallreduce (checkpoint generation)");
+/// The min or max of one int64 over the group, under the watchdog.
+gradcomm_status reduceOne(const Call &call, int64_t &value,
+                          Reduction reduction) {
+  return allReduce(call, &value, 1, Element::Int64, reduction,
+                   "all-reduce (checkpoint generation)");
 }
 
 } // namespace
@@ -392,7 +389,7 @@ gradcomm_status gradcomm_state_save(const char *path) {
       GRADCOMM_RETURN_IF_ERROR(refreshAsyncState(call, name, state));
     // Phase 1: every rank writes generation G next to its current file.
     int64_t generation = generationOf(target);
-    GRADCOMM_RETURN_IF_ERROR(reduceOne(call, generation, MPI_MAX));
+    GRADCOMM_RETURN_IF_ERROR(reduceOne(call, generation, Reduction::Max));
     generation = std::max<int64_t>(generation, 0) + 1;
     gradcomm_status written = writeCheckpoint(call, temporary, generation);
     gradcomm_status agreed = checkConsistency(call, {}, false, written);
@@ -451,7 +448,7 @@ gradcomm_status gradcomm_state_restore(const char *path) {
             static_cast<int64_t>(candidate->generation) < below)
           mine = std::max(mine, static_cast<int64_t>(candidate->generation));
       int64_t common = mine;
-      GRADCOMM_RETURN_IF_ERROR(reduceOne(call, common, MPI_MIN));
+      GRADCOMM_RETURN_IF_ERROR(reduceOne(call, common, Reduction::Min));
       if (common < 0)
         break;
       Checkpoint *have = nullptr;
@@ -460,7 +457,7 @@ gradcomm_status gradcomm_state_restore(const char *path) {
             static_cast<int64_t>(candidate->generation) == common)
           have = candidate;
       int64_t everyone = have ? 1 : 0;
-      GRADCOMM_RETURN_IF_ERROR(reduceOne(call, everyone, MPI_MIN));
+      GRADCOMM_RETURN_IF_ERROR(reduceOne(call, everyone, Reduction::Min));
       if (everyone == 1)
         chosen = have;
       below = common;

@@ -82,39 +82,33 @@ gradcomm_status gradcomm_stats_dump(const char *path) {
     GRADCOMM_RETURN_IF_ERROR(requireName(call, "path", path));
     const Context &ctx = context();
     std::string mine = rankJson();
-    int length = static_cast<int>(mine.size());
-    std::vector<int> lengths(ctx.size), offsets(ctx.size);
-    GRADCOMM_RETURN_IF_ERROR(
-        call.mpi(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0,
-                            ctx.comm),
-                 "MPI_Gather"));
-    std::string all;
-    if (ctx.rank == 0) {
-      int total = 0;
-      for (int r = 0; r < ctx.size; ++r) {
-        offsets[r] = total;
-        total += lengths[r];
-      }
-      all.resize(total);
-    }
-    GRADCOMM_RETURN_IF_ERROR(call.mpi(
-        MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(),
-                    offsets.data(), MPI_CHAR, 0, ctx.comm),
-        "MPI_Gatherv"));
+    // Every rank's record, padded to the longest (a rare, small call: the
+    // transport needs no variable-size gather for it).
+    int32_t length = static_cast<int32_t>(mine.size());
+    std::vector<int32_t> lengths(ctx.size);
+    GRADCOMM_RETURN_IF_ERROR(allGather(call, &length, 1, Element::Int32,
+                                       lengths.data(),
+                                       "all-gather (record lengths)"));
+    const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
+    mine.resize(longest, ' ');
+    std::string all(longest * ctx.size, ' ');
+    GRADCOMM_RETURN_IF_ERROR(allGather(call, mine.data(), longest,
+                                       Element::Byte, all.data(),
+                                       "all-gather (records)"));
     // Rank 0's write result decides for everyone, so no rank reports
     // success for a file that was not written.
-    int ok = 1;
+    int32_t ok = 1;
     if (ctx.rank == 0) {
       std::ofstream file(path, std::ios::trunc);
       file << "{\"ranks\": [";
       for (int r = 0; r < ctx.size; ++r)
-        file << (r ? ",\n  " : "\n  ") << all.substr(offsets[r], lengths[r]);
+        file << (r ? ",\n  " : "\n  ") << all.substr(r * longest, lengths[r]);
       file << "\n]}\n";
       file.close();
       ok = file ? 1 : 0;
     }
     GRADCOMM_RETURN_IF_ERROR(
-        call.mpi(MPI_Bcast(&ok, 1, MPI_INT, 0, ctx.comm), "MPI_Bcast"));
+        broadcast(call, &ok, 1, Element::Int32, 0, "broadcast (write result)"));
     if (!ok)
       return call.fail(GRADCOMM_ERR_IO,
                        "rank 0 cannot write '" + std::string(path) + "'");

@@ -74,13 +74,10 @@ gradcomm_status Call::adopt(gradcomm_status status,
   return status;
 }
 
-gradcomm_status Call::mpi(int mpiError, const char *what) const {
-  if (mpiError == MPI_SUCCESS)
+gradcomm_status Call::transport(const Transport &on, int error,
+                                const char *what) const {
+  if (error == 0)
     return GRADCOMM_OK;
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  if (MPI_Error_string(mpiError, text, &length) != MPI_SUCCESS)
-    length = 0;
-  return fail(GRADCOMM_ERR_MPI,
-              std::string(what) + " failed: " + std::string(text, length));
+  return fail(GRADCOMM_ERR_MPI, std::string(on.name()) + " " + what +
+                                    " failed: " + on.describe(error));
 }

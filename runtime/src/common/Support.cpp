@@ -1,4 +1,4 @@
-//===- Support.cpp - State lookup, consistency check, counters, MPI ------===//
+//===- Support.cpp - State lookup, agreement, collectives, watchdog ------===//
 //
 // Part of the GradComm project.
 //
@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -140,12 +141,9 @@ gradcomm_status shareFailure(const Call &call, int root,
     std::snprintf(message.text, sizeof(message.text), "%s",
                   gradcomm_last_error());
   }
-  MPI_Request request;
-  GRADCOMM_RETURN_IF_ERROR(call.mpi(
-      MPI_Ibcast(&message, sizeof(message), MPI_BYTE, root, ctx.comm, &request),
-      "MPI_Ibcast (failure message)"));
-  GRADCOMM_RETURN_IF_ERROR(
-      waitYielding(call, request, "MPI_Ibcast (failure message)", root));
+  GRADCOMM_RETURN_IF_ERROR(broadcast(call, &message, sizeof(message),
+                                     Element::Byte, root,
+                                     "broadcast (failure message)"));
   message.text[sizeof(message.text) - 1] = '\0';
   return call.adopt(static_cast<gradcomm_status>(message.status), message.text);
 }
@@ -156,13 +154,8 @@ gradcomm_status gradcomm::agreeOnStatus(const Call &call,
                                         gradcomm_status local) {
   const Context &ctx = context();
   int64_t failing = local != GRADCOMM_OK ? ctx.size - ctx.rank : 0;
-  MPI_Request request;
-  GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Iallreduce(MPI_IN_PLACE, &failing, 1, MPI_INT64_T, MPI_MAX,
-                              ctx.comm, &request),
-               "MPI_Iallreduce (status)"));
-  GRADCOMM_RETURN_IF_ERROR(
-      waitYielding(call, request, "MPI_Iallreduce (status)"));
+  GRADCOMM_RETURN_IF_ERROR(allReduce(call, &failing, 1, Element::Int64,
+                                     Reduction::Max, "all-reduce (status)"));
   if (failing == 0)
     return GRADCOMM_OK;
   return shareFailure(call, static_cast<int>(ctx.size - failing), local);
@@ -190,7 +183,7 @@ gradcomm::checkConsistency(const Call &call,
       for (const CheckField &field : fields)
         all[used++] = field;
     }
-    // One MPI_MAX all-reduce: every slot's max and (negated) min, the
+    // One max all-reduce: every slot's max and (negated) min, the
     // lowest failing rank and the lowest rank with a non-finite gradient
     // (both encoded as size - rank), then the payload: the root's words,
     // INT64_MIN from every other rank, so the max is the root's.
@@ -211,14 +204,9 @@ gradcomm::checkConsistency(const Call &call,
     else
       std::fill(words, words + kPayloadWords,
                 std::numeric_limits<int64_t>::min());
-    MPI_Request request;
     GRADCOMM_RETURN_IF_ERROR(
-        call.mpi(MPI_Iallreduce(MPI_IN_PLACE, buffer.data(),
-                                static_cast<int>(buffer.size()), MPI_INT64_T,
-                                MPI_MAX, ctx.comm, &request),
-                 "MPI_Iallreduce (agreement)"));
-    GRADCOMM_RETURN_IF_ERROR(
-        waitYielding(call, request, "MPI_Iallreduce (agreement)"));
+        allReduce(call, buffer.data(), static_cast<int64_t>(buffer.size()),
+                  Element::Int64, Reduction::Max, "all-reduce (agreement)"));
     if (buffer[2 * n] != 0) {
       agreed =
           shareFailure(call, static_cast<int>(ctx.size - buffer[2 * n]), local);
@@ -275,6 +263,8 @@ gradcomm_status gradcomm::requireStartable(const Call &call,
 
 gradcomm_request
 gradcomm::trackRequest(std::unique_ptr<gradcomm_request_s> started) {
+  if (!started->transport)
+    started->transport = &transport();
   context().requestsInFlight += 1;
   return started.release();
 }
@@ -307,28 +297,99 @@ uint64_t gradcomm::broadcastBytes(uint64_t bytes, int size) {
   return size > 1 ? bytes * (size - 1) / size : 0;
 }
 
-gradcomm_status
-gradcomm::startAllReduceSum(const Call &call, float *data, int64_t count,
-                            std::vector<MPI_Request> &requests) {
-  for (int64_t offset = 0; offset < count; offset += INT_MAX) {
-    int chunk = static_cast<int>(std::min<int64_t>(count - offset, INT_MAX));
-    MPI_Request request;
-    GRADCOMM_RETURN_IF_ERROR(
-        call.mpi(MPI_Iallreduce(MPI_IN_PLACE, data + offset, chunk, MPI_FLOAT,
-                                MPI_SUM, context().comm, &request),
-                 "MPI_Iallreduce"));
-    requests.push_back(request);
+Transport &gradcomm::transport() { return *context().transport; }
+
+/// Runs `start(chunk, chunkCount, transfer)` for each chunk of at most
+/// kTransportMaxCount elements of `data`, then `started(transfer)`; stops
+/// at the first failure, reported as `what`.
+template <typename Start, typename Started>
+static gradcomm_status inChunks(const Call &call, void *data, int64_t count,
+                                Element element, const char *what,
+                                Start &&start, Started &&started) {
+  Transport &on = transport();
+  auto *bytes = static_cast<char *>(data);
+  for (int64_t offset = 0; offset < count; offset += kTransportMaxCount) {
+    Transfer transfer;
+    GRADCOMM_RETURN_IF_ERROR(call.transport(
+        on,
+        start(on, bytes + offset * elementBytes(element),
+              std::min(count - offset, kTransportMaxCount), transfer),
+        what));
+    GRADCOMM_RETURN_IF_ERROR(started(on, transfer));
   }
   return GRADCOMM_OK;
 }
 
+gradcomm_status gradcomm::startAllReduce(const Call &call, void *data,
+                                         int64_t count, Element element,
+                                         Reduction reduction,
+                                         std::vector<Transfer> &transfers,
+                                         const char *what) {
+  return inChunks(
+      call, data, count, element, what,
+      [&](Transport &on, void *chunk, int64_t n, Transfer &transfer) {
+        return on.startAllReduce(chunk, n, element, reduction, transfer);
+      },
+      [&](Transport &, Transfer &transfer) {
+        transfers.push_back(transfer);
+        return GRADCOMM_OK;
+      });
+}
+
+gradcomm_status gradcomm::allReduce(const Call &call, void *data, int64_t count,
+                                    Element element, Reduction reduction,
+                                    const char *what) {
+  std::vector<Transfer> transfers;
+  GRADCOMM_RETURN_IF_ERROR(
+      startAllReduce(call, data, count, element, reduction, transfers, what));
+  for (Transfer &transfer : transfers)
+    GRADCOMM_RETURN_IF_ERROR(waitYielding(call, transfer, what));
+  return GRADCOMM_OK;
+}
+
+gradcomm_status gradcomm::startAllReduceSum(const Call &call, float *data,
+                                            int64_t count,
+                                            std::vector<Transfer> &transfers) {
+  return startAllReduce(call, data, count, Element::Float32, Reduction::Sum,
+                        transfers, "all-reduce");
+}
+
 gradcomm_status gradcomm::allReduceSum(const Call &call, float *data,
                                        int64_t count) {
-  std::vector<MPI_Request> requests;
-  GRADCOMM_RETURN_IF_ERROR(startAllReduceSum(call, data, count, requests));
-  for (MPI_Request &request : requests)
-    GRADCOMM_RETURN_IF_ERROR(waitYielding(call, request, "MPI_Iallreduce"));
-  return GRADCOMM_OK;
+  return allReduce(call, data, count, Element::Float32, Reduction::Sum,
+                   "all-reduce");
+}
+
+gradcomm_status gradcomm::broadcast(const Call &call, void *data, int64_t count,
+                                    Element element, int root,
+                                    const char *what) {
+  // Each chunk waited for without monopolizing the core.
+  return inChunks(
+      call, data, count, element, what,
+      [&](Transport &on, void *chunk, int64_t n, Transfer &transfer) {
+        return on.startBroadcast(chunk, n, element, root, transfer);
+      },
+      [&](Transport &on, Transfer &transfer) {
+        return waitYielding(call, on, transfer, what, root);
+      });
+}
+
+gradcomm_status gradcomm::startAllGather(const Call &call, const void *send,
+                                         int64_t count, Element element,
+                                         void *receive, Transfer &transfer,
+                                         const char *what) {
+  Transport &on = transport();
+  return call.transport(
+      on, on.startAllGather(send, count, element, receive, transfer), what);
+}
+
+gradcomm_status gradcomm::allGather(const Call &call, const void *send,
+                                    int64_t count, Element element,
+                                    void *receive, const char *what) {
+  Transfer transfer;
+  GRADCOMM_RETURN_IF_ERROR(
+      startAllGather(call, send, count, element, receive, transfer, what));
+  return waitYielding(call, transfer, what);
 }
 
 gradcomm_status gradcomm::meanOverRanks(const Call &call, const float *x,
@@ -341,23 +402,6 @@ gradcomm_status gradcomm::meanOverRanks(const Call &call, const float *x,
 
 int gradcomm::indexBytes(int64_t bound) {
   return bound <= int64_t(INT32_MAX) + 1 ? 4 : 8;
-}
-
-/// MPI_Ibcast of `count` elements of `type` at `data`, in chunks of at
-/// most INT_MAX elements, each waited for without monopolizing the core.
-template <typename T>
-static gradcomm_status broadcastChunked(const Call &call, T *data,
-                                        int64_t count, MPI_Datatype type,
-                                        int root) {
-  for (int64_t offset = 0; offset < count; offset += INT_MAX) {
-    int chunk = static_cast<int>(std::min<int64_t>(count - offset, INT_MAX));
-    MPI_Request request;
-    GRADCOMM_RETURN_IF_ERROR(call.mpi(
-        MPI_Ibcast(data + offset, chunk, type, root, context().comm, &request),
-        "MPI_Ibcast"));
-    GRADCOMM_RETURN_IF_ERROR(waitYielding(call, request, "MPI_Ibcast"));
-  }
-  return GRADCOMM_OK;
 }
 
 int gradcomm::chunkIndexBytes(int64_t bound, int64_t chunkSize) {
@@ -424,8 +468,9 @@ gradcomm_status gradcomm::broadcastIndices(const Call &call, int64_t *data,
   bytes.resize(count * width);
   if (context().rank == root)
     encodeIndices(data, count, width, chunkSize, bytes.data());
-  GRADCOMM_RETURN_IF_ERROR(
-      broadcastChunked(call, bytes.data(), count * width, MPI_BYTE, root));
+  GRADCOMM_RETURN_IF_ERROR(broadcast(call, bytes.data(), count * width,
+                                     Element::Byte, root,
+                                     "broadcast (indices)"));
   decodeIndices(bytes.data(), count, width, chunkSize, data);
   return GRADCOMM_OK;
 }
@@ -455,18 +500,20 @@ gradcomm_status gradcomm::waitPolling(
   }
 }
 
-gradcomm_status gradcomm::waitYielding(const Call &call, MPI_Request &request,
-                                       const char *what, int peer) {
+gradcomm_status gradcomm::waitYielding(const Call &call, Transport &on,
+                                       Transfer &transfer, const char *what,
+                                       int peer) {
   return waitPolling(
       call,
       [&](const Call &, bool *finished) {
-        int done = 0;
-        GRADCOMM_RETURN_IF_ERROR(
-            call.mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what));
-        *finished = done != 0;
-        return GRADCOMM_OK;
+        return call.transport(on, on.test(transfer, finished), what);
       },
       what, peer);
+}
+
+gradcomm_status gradcomm::waitYielding(const Call &call, Transfer &transfer,
+                                       const char *what, int peer) {
+  return waitYielding(call, transport(), transfer, what, peer);
 }
 
 void gradcomm::alsoFinish(gradcomm_request_s &request,
@@ -497,31 +544,28 @@ void gradcomm::timedOut(const Call &call, const char *what, int peer,
                                 : std::string("the other ") +
                                       std::to_string(ctx.size - 1) +
                                       " rank(s) of the group";
-  call.fail(GRADCOMM_ERR_TIMEOUT,
-            std::string("timed out after ") + waited + " s in " + what +
-                " waiting for " + peers +
-                " (stopped, crashed, stuck on a device, or in another "
-                "operation); MPI cannot cancel a collective, so the job is "
-                "aborted (GRADCOMM_TIMEOUT sets the limit)");
+  call.fail(
+      GRADCOMM_ERR_TIMEOUT,
+      std::string("timed out after ") + waited + " s in " + what +
+          " waiting for " + peers +
+          " (stopped, crashed, stuck on a device, or in another "
+          "operation); a transport cannot cancel a collective, so the job "
+          "is aborted (GRADCOMM_TIMEOUT sets the limit)");
   abortJob(gradcomm_last_error(), GRADCOMM_ERR_TIMEOUT);
 }
 
 void gradcomm::abortJob(const char *message, int code) {
   std::fprintf(stderr, "%s\n", message);
   std::fflush(stderr);
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (!initialized || finalized)
+  Context &ctx = context();
+  if (!ctx.initialized || !ctx.world.transport)
     std::abort();
   // MPICH's launcher kills every process as soon as one calls MPI_Abort,
   // and output still in its pipes is lost (seen in CI under load): give
   // it a quarter of a second to forward the message first.
   struct timespec pause = {0, 250 * 1000 * 1000};
   nanosleep(&pause, nullptr);
-  MPI_Abort(context().initialized ? context().world.comm : MPI_COMM_WORLD,
-            code);
-  std::_Exit(code); // MPI_Abort does not return; be sure.
+  ctx.world.transport->abortJob(code);
 }
 
 gradcomm_status gradcomm_set_timeout(double seconds) {
@@ -536,7 +580,11 @@ gradcomm_status gradcomm_set_timeout(double seconds) {
   });
 }
 
-double gradcomm::now() { return MPI_Wtime(); }
+double gradcomm::now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 gradcomm_status gradcomm::requireName(const Call &call, const char *argument,
                                       const char *value) {

@@ -4,9 +4,9 @@
 //
 // Tensors stay float32 in memory; a 16-bit wire (runtime.h's gradcomm_wire)
 // rounds each value to bfloat16 or binary16 (to nearest, ties to even)
-// just before MPI sends it and widens it back after. The sum is MPI's over
-// the 16-bit type with a user operation that adds two values in float32
-// and rounds once.
+// just before the transport sends it and widens it back after. The sum is
+// the transport's over the 16-bit type (Element::Bfloat16, Float16), which
+// adds two values in float32 and rounds once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,7 +35,7 @@ gradcomm_status allReduceSumWire(const Call &call, float *data, int64_t count,
                                  gradcomm_wire wire);
 
 /// allReduceSumWire started: the values are narrowed now into a buffer the
-/// request keeps, the all-reduce appended to request.requests; `*widen`
+/// request keeps, the all-reduce appended to request.transfers; `*widen`
 /// writes the sum back into `data` once they completed (empty for
 /// float32, which reduces `data` in place): run it first in the request's
 /// finish.

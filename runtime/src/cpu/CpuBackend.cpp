@@ -2,9 +2,9 @@
 //
 // Part of the GradComm project.
 //
-// Tensors are host memory; the data moves with MPI on the active group's
-// communicator, started and then waited for under the watchdog
-// (waitYielding), never busy-waiting: ranks may share cores.
+// Tensors are host memory; the data moves through the active group's
+// transport (src/transport), started and then waited for under the
+// watchdog (waitYielding), never busy-waiting: ranks may share cores.
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,7 +86,7 @@ CpuBackend::startDenseAllReduce(const Call &call, float *data, int64_t count,
                                 bool average,
                                 gradcomm_request_s &request) const {
   GRADCOMM_RETURN_IF_ERROR(
-      startAllReduceSum(call, data, count, request.requests));
+      startAllReduceSum(call, data, count, request.transfers));
   request.finish = [data, count, average] {
     averageOverGroup(data, count, average);
   };
@@ -99,15 +99,14 @@ namespace {
 /// into `received`. Both sides post in the same order, so several
 /// exchanges in flight with one peer match up in order.
 gradcomm_status postExchange(const Call &call, float *x, float *received,
-                             int64_t count, int peer, MPI_Request requests[2]) {
-  const Context &ctx = context();
-  GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Irecv(received, static_cast<int>(count), MPI_FLOAT, peer, 0,
-                         ctx.comm, &requests[0]),
-               "MPI_Irecv"));
-  return call.mpi(MPI_Isend(x, static_cast<int>(count), MPI_FLOAT, peer, 0,
-                            ctx.comm, &requests[1]),
-                  "MPI_Isend");
+                             int64_t count, int peer, Transfer transfers[2]) {
+  Transport &on = transport();
+  GRADCOMM_RETURN_IF_ERROR(call.transport(
+      on,
+      on.startReceive(received, count, Element::Float32, peer, transfers[0]),
+      "receive"));
+  return call.transport(
+      on, on.startSend(x, count, Element::Float32, peer, transfers[1]), "send");
 }
 
 /// A peer on this rank's node: the exchange is memory copies on these
@@ -134,22 +133,22 @@ gradcomm_status CpuBackend::gossip(const Call &call, float *x, int64_t count,
   static thread_local std::vector<float> ring;
   if (static_cast<int64_t>(ring.size()) < inFlight * slot)
     ring.resize(inFlight * slot);
-  std::array<MPI_Request, 2 * kGossipWindow> requests;
+  std::array<Transfer, 2 * kGossipWindow> transfers;
   auto post = [&](int64_t c) {
     const int64_t begin = c * chunk;
     return postExchange(call, x + begin, ring.data() + (c % inFlight) * slot,
                         std::min(chunk, count - begin), peer,
-                        &requests[2 * (c % inFlight)]);
+                        &transfers[2 * (c % inFlight)]);
   };
   // Both sides post the chunks in the same order (the count is agreed), so
   // chunk c of one matches chunk c of the other. A chunk is mixed once its
-  // send is done too: MPI may still read x there until then.
+  // send is done too: the transport may still read x there until then.
   for (int64_t c = 0; c < inFlight; ++c)
     GRADCOMM_RETURN_IF_ERROR(post(c));
   for (int64_t c = 0; c < chunks; ++c) {
-    MPI_Request *pair = &requests[2 * (c % inFlight)];
-    GRADCOMM_RETURN_IF_ERROR(waitYielding(call, pair[0], "MPI_Irecv", peer));
-    GRADCOMM_RETURN_IF_ERROR(waitYielding(call, pair[1], "MPI_Isend", peer));
+    Transfer *pair = &transfers[2 * (c % inFlight)];
+    GRADCOMM_RETURN_IF_ERROR(waitYielding(call, pair[0], "receive", peer));
+    GRADCOMM_RETURN_IF_ERROR(waitYielding(call, pair[1], "send", peer));
     const int64_t begin = c * chunk;
     cpu::mix(x + begin, ring.data() + (c % inFlight) * slot,
              std::min(chunk, count - begin), mixing);
@@ -165,11 +164,11 @@ gradcomm_status CpuBackend::startGossip(const Call &call, float *x,
   // The peer's replica lands in the request's own buffer: several
   // exchanges may be in flight.
   auto received = std::make_shared<std::vector<float>>(count);
-  request.requests.resize(2);
-  request.what = "MPI_Irecv/MPI_Isend (started gossip exchange)";
+  request.transfers.resize(2);
+  request.what = "receive/send (started gossip exchange)";
   request.peer = peer;
   GRADCOMM_RETURN_IF_ERROR(postExchange(call, x, received->data(), count, peer,
-                                        request.requests.data()));
+                                        request.transfers.data()));
   request.finish = [x, count, mixing, received] {
     cpu::mix(x, received->data(), count, mixing);
   };
@@ -209,9 +208,9 @@ CpuBackend::startSparseAllReduce(const Call &call, const float *values,
   // are free at once, and several calls may be in flight.
   auto reduced = std::make_shared<std::vector<float>>(values, values + k);
   auto kept = std::make_shared<std::vector<int64_t>>(indices, indices + k);
-  request.what = "MPI_Iallreduce (started sparse all-reduce)";
+  request.what = "all-reduce (started sparse all-reduce)";
   GRADCOMM_RETURN_IF_ERROR(
-      startAllReduceSum(call, reduced->data(), k, request.requests));
+      startAllReduceSum(call, reduced->data(), k, request.transfers));
   request.finish = [reduced, kept, k, out, count, average] {
     averageOverGroup(reduced->data(), k, average);
     scatterIntoZeros(reduced->data(), kept->data(), k, out, count);

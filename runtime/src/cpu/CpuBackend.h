@@ -1,5 +1,4 @@
-//===- CpuBackend.h - The CPU backend: host memory, kernels, MPI -*- C++
-//-*-===//
+//===- CpuBackend.h - The CPU backend: host memory and kernels -*- C++ -*-===//
 //
 // Part of the GradComm project.
 //

@@ -175,20 +175,16 @@ struct Gathered {
 /// Starts the all-gathers of this rank's k values and indices into
 /// `gathered`.
 gradcomm_status startGather(const Call &call, const State &state, int64_t k,
-                            Gathered &gathered, MPI_Request requests[2]) {
+                            Gathered &gathered, Transfer transfers[2]) {
   const Context &ctx = context();
   gathered.values.resize(k * ctx.size);
   gathered.indices.resize(k * ctx.size);
-  GRADCOMM_RETURN_IF_ERROR(call.mpi(
-      MPI_Iallgather(state.values.data(), static_cast<int>(k), MPI_FLOAT,
-                     gathered.values.data(), static_cast<int>(k), MPI_FLOAT,
-                     ctx.comm, &requests[0]),
-      "MPI_Iallgather (values)"));
-  return call.mpi(MPI_Iallgather(state.indices.data(), static_cast<int>(k),
-                                 MPI_INT64_T, gathered.indices.data(),
-                                 static_cast<int>(k), MPI_INT64_T, ctx.comm,
-                                 &requests[1]),
-                  "MPI_Iallgather (indices)");
+  GRADCOMM_RETURN_IF_ERROR(startAllGather(
+      call, state.values.data(), k, Element::Float32, gathered.values.data(),
+      transfers[0], "all-gather (values)"));
+  return startAllGather(call, state.indices.data(), k, Element::Int64,
+                        gathered.indices.data(), transfers[1],
+                        "all-gather (indices)");
 }
 
 /// Sums the gathered blocks into `out` in rank order (every rank computes
@@ -240,13 +236,13 @@ gradcomm_status CpuBackend::localTopk(const Call &call,
                                       float *out, int64_t *distinct) const {
   feedBackError(step, out);
   static thread_local Gathered gathered;
-  MPI_Request requests[2];
+  Transfer transfers[2];
   GRADCOMM_RETURN_IF_ERROR(
-      startGather(call, step.state, step.k, gathered, requests));
+      startGather(call, step.state, step.k, gathered, transfers));
   GRADCOMM_RETURN_IF_ERROR(
-      waitYielding(call, requests[0], "MPI_Iallgather (values)"));
+      waitYielding(call, transfers[0], "all-gather (values)"));
   GRADCOMM_RETURN_IF_ERROR(
-      waitYielding(call, requests[1], "MPI_Iallgather (indices)"));
+      waitYielding(call, transfers[1], "all-gather (indices)"));
   *distinct = sumGathered(gathered, out, average);
   return GRADCOMM_OK;
 }
@@ -258,10 +254,10 @@ gradcomm_status CpuBackend::startLocalTopk(
   // The blocks land in the request's own buffers: several calls may be in
   // flight.
   auto gathered = std::make_shared<Gathered>();
-  request.requests.resize(2);
-  request.what = "MPI_Iallgather (started local top-k)";
+  request.transfers.resize(2);
+  request.what = "all-gather (started local top-k)";
   GRADCOMM_RETURN_IF_ERROR(startGather(call, step.state, step.k, *gathered,
-                                       request.requests.data()));
+                                       request.transfers.data()));
   request.finish = [gathered, out, average, finish = std::move(finish)] {
     finish(sumGathered(*gathered, out, average));
   };

@@ -2,7 +2,7 @@
 //
 // Part of the GradComm project.
 //
-// The CUDA twins of src/cpu/Kernels.h. Every pointer is a device pointer;
+// The CUDA twins of src/kernels/Kernels.h. Every pointer is a device pointer;
 // every call is enqueued on `stream`. Built with --fmad=false, so results
 // are bit-identical to the CPU kernels (tested by CudaKernelsTest when a GPU
 // is present).

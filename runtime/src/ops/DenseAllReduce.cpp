@@ -161,9 +161,9 @@ gradcomm_status gradcomm_wait(gradcomm_request *request) {
     std::unique_ptr<gradcomm_request_s> started(*request);
     *request = nullptr;
     context().requestsInFlight -= 1;
-    for (MPI_Request &chunk : started->requests)
-      GRADCOMM_RETURN_IF_ERROR(
-          waitYielding(call, chunk, started->what, started->peer));
+    for (Transfer &transfer : started->transfers)
+      GRADCOMM_RETURN_IF_ERROR(waitYielding(call, *started->transport, transfer,
+                                            started->what, started->peer));
     if (started->poll)
       GRADCOMM_RETURN_IF_ERROR(
           waitPolling(call, started->poll, started->what, started->peer));
@@ -254,14 +254,14 @@ gradcomm_dense_all_reduce_many_f32(const char *opName, float *const *data,
     // place. Everything is started, then waited for: all in flight at once.
     const double start = now();
     std::vector<Bucket> buckets;
-    std::vector<MPI_Request> requests;
+    std::vector<Transfer> transfers;
     uint64_t bytes = 0;
     for (int64_t t = 0; t < tensors; ++t) {
       if (counts[t] == 0)
         continue;
       if (counts[t] >= kPackBelow) {
         GRADCOMM_RETURN_IF_ERROR(
-            startAllReduceSum(call, data[t], counts[t], requests));
+            startAllReduceSum(call, data[t], counts[t], transfers));
         bytes += allReduceBytes(sizeof(float) * counts[t], context().size);
         continue;
       }
@@ -276,13 +276,13 @@ gradcomm_dense_all_reduce_many_f32(const char *opName, float *const *data,
     for (Bucket &bucket : buckets) {
       GRADCOMM_RETURN_IF_ERROR(startAllReduceSum(
           call, bucket.staging.data(),
-          static_cast<int64_t>(bucket.staging.size()), requests));
+          static_cast<int64_t>(bucket.staging.size()), transfers));
       bytes +=
           allReduceBytes(sizeof(float) * bucket.staging.size(), context().size);
     }
-    for (MPI_Request &request : requests)
+    for (Transfer &transfer : transfers)
       GRADCOMM_RETURN_IF_ERROR(
-          waitYielding(call, request, "MPI_Iallreduce (batch)"));
+          waitYielding(call, transfer, "all-reduce (batch)"));
     // The average: packed tensors are divided in their staging bucket,
     // before the copy back; the others in place.
     const bool average = reduction == GRADCOMM_REDUCE_AVERAGE;
@@ -302,7 +302,7 @@ gradcomm_dense_all_reduce_many_f32(const char *opName, float *const *data,
           divideByGroupSize(data[t], counts[t]);
     gradcomm_op_stats &stats = opStats(opName);
     stats.calls += 1;
-    stats.messages += requests.size();
+    stats.messages += transfers.size();
     stats.value_bytes_sent += bytes;
     stats.value_bytes_received += bytes;
     stats.seconds += now() - start;

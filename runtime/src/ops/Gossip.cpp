@@ -163,12 +163,8 @@ gradcomm_status gradcomm_gossip_exchange_start_f32(
 /// watchdog.
 static gradcomm_status sumDoubles(const Call &call, double *data,
                                   int64_t count) {
-  MPI_Request request;
-  GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count),
-                              MPI_DOUBLE, MPI_SUM, context().comm, &request),
-               "MPI_Iallreduce"));
-  return waitYielding(call, request, "MPI_Iallreduce");
+  return allReduce(call, data, count, Element::Float64, Reduction::Sum,
+                   "all-reduce");
 }
 
 gradcomm_status gradcomm_consensus_distance_f32(const float *x, int64_t count,

@@ -1,4 +1,4 @@
-//===- Asynchronous.cpp - Asynchronous gossip and EASGD (MPI-3 RMA) -------===//
+//===- AsynchronousExchange.cpp - Asynchronous gossip and EASGD (RMA) ---===//
 //
 // Part of the GradComm project.
 //
@@ -17,6 +17,7 @@
 
 #include "Backend.h"
 #include "Kernels.h"
+#include "MpiTransport.h"
 #include "Schedule.h"
 
 #include <algorithm>
@@ -28,11 +29,54 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
 using namespace gradcomm;
+
+namespace {
+
+/// Number of staleness bins of the asynchronous gossip's histogram.
+inline constexpr int kStalenessBins = 8;
+
+/// One asynchronous op's one-sided window and what this rank remembers of
+/// it.
+struct AsyncWindow {
+  MPI_Win win = MPI_WIN_NULL;
+  /// This rank's part of the window.
+  char *base = nullptr;
+  MPI_Aint bytes = 0;
+  /// Asynchronous EASGD: the windows hold the center, on rank 0 alone or
+  /// one contiguous shard per rank (centerPart in AsynchronousExchange.cpp).
+  bool center = false;
+  bool sharded = false;
+  /// The group the window was made in (nullptr: every rank).
+  gradcomm_group_s *group = nullptr;
+  /// Gossip: copies this rank pushed, and the last copy it mixed
+  /// (sender, sequence), so a copy is never mixed twice.
+  uint64_t pushes = 0;
+  int lastSender = -1;
+  uint64_t lastSequence = 0;
+  /// Gossip: staleness of each mixed copy (bins 0, 1, 2, 3, 4-7, 8-15,
+  /// 16-31, >= 32 steps), and copies refused as torn.
+  uint64_t staleness[kStalenessBins] = {};
+  uint64_t torn = 0;
+};
+
+/// The windows, by state name; freed, collectively, by releaseWindows
+/// (gradcomm_finalize, or MPI finalizing).
+std::map<std::string, AsyncWindow> &windows() {
+  static auto *made = new std::map<std::string, AsyncWindow>;
+  return *made;
+}
+
+/// The MPI communicator of the active group: the one-sided windows are
+/// MPI-3's, so these ops run over the MPI transport only.
+MPI_Comm activeCommunicator() { return mpiCommunicatorOf(transport()); }
+
+} // namespace
 
 namespace {
 
@@ -149,7 +193,7 @@ public:
       return GRADCOMM_OK;
     }
     GRADCOMM_RETURN_IF_ERROR(
-        call.mpi(MPI_Comm_dup(context().comm, &comm), "MPI_Comm_dup"));
+        call.mpi(MPI_Comm_dup(activeCommunicator(), &comm), "MPI_Comm_dup"));
     stopping = false;
     thread = std::thread([this] {
       while (!stopping.load(std::memory_order_relaxed)) {
@@ -189,8 +233,8 @@ gradcomm_status openWindow(const Call &call, const char *name, MPI_Aint bytes,
                            bool center, bool sharded, gradcomm_status local,
                            AsyncWindow *&window, Initialize &&initialize) {
   Context &ctx = context();
-  auto it = ctx.windows.find(name);
-  if (it != ctx.windows.end()) {
+  auto it = windows().find(name);
+  if (it != windows().end()) {
     // Every rank is past the collective first call: a failure here reaches
     // the others through their windows.
     if (local != GRADCOMM_OK)
@@ -217,10 +261,10 @@ gradcomm_status openWindow(const Call &call, const char *name, MPI_Aint bytes,
   fresh.sharded = sharded;
   fresh.group = ctx.active;
   GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Win_allocate(bytes, 1, MPI_INFO_NULL, ctx.comm, &fresh.base,
-                                &fresh.win),
+      call.mpi(MPI_Win_allocate(bytes, 1, MPI_INFO_NULL, activeCommunicator(),
+                                &fresh.base, &fresh.win),
                "MPI_Win_allocate"));
-  window = &ctx.windows.emplace(name, fresh).first->second;
+  window = &windows().emplace(name, fresh).first->second;
   // Errors come back as codes (and so as messages), as on the communicator.
   GRADCOMM_RETURN_IF_ERROR(
       call.mpi(MPI_Win_set_errhandler(window->win, MPI_ERRORS_RETURN),
@@ -232,10 +276,9 @@ gradcomm_status openWindow(const Call &call, const char *name, MPI_Aint bytes,
         return GRADCOMM_OK;
       }));
   GRADCOMM_RETURN_IF_ERROR(initialize());
-  MPI_Request request;
-  GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Ibarrier(ctx.comm, &request), "MPI_Ibarrier"));
-  return waitYielding(call, request, "MPI_Ibarrier (window ready)");
+  int32_t ready = 1;
+  return allReduce(call, &ready, 1, Element::Int32, Reduction::Min,
+                   "all-reduce (window ready)");
 }
 
 /// The non-finite policy on this rank's replica, with no collective to
@@ -343,7 +386,14 @@ gradcomm_status validateCommon(const Call &call, const char *stateName,
   // One put carries the whole replica in bytes (an int count).
   GRADCOMM_RETURN_IF_ERROR(
       requireReplica(call, stateName, x, count, (INT_MAX - 1024) / 4, period));
-  return requireHostTensors(call, "the asynchronous op");
+  GRADCOMM_RETURN_IF_ERROR(requireHostTensors(call, "the asynchronous op"));
+  if (activeCommunicator() == MPI_COMM_NULL)
+    return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                     std::string("the asynchronous op needs one-sided "
+                                 "communication (MPI-3 windows), which the "
+                                 "transport '") +
+                         transport().name() + "' does not have");
+  return GRADCOMM_OK;
 }
 
 } // namespace
@@ -473,7 +523,7 @@ gradcomm_status elasticAverageAsync(const Call &call, const char *stateName,
         // A put to this rank's own part, not a store: MPICH 4.0.2 (ch4:ucx)
         // serves other ranks' reads of ranks 1..n-1 from a copy that local
         // stores, even under the lock, do not reach (they read zeros).
-        AsyncWindow &created = context().windows.at(stateName);
+        AsyncWindow &created = windows().at(stateName);
         return withLock(call, created, ctx.rank, MPI_LOCK_EXCLUSIVE, [&] {
           return call.mpi(MPI_Put(center + own.begin, own.count(), MPI_FLOAT,
                                   ctx.rank, kMailOffset, own.count(), MPI_FLOAT,
@@ -548,8 +598,8 @@ gradcomm_status gradcomm_elastic_average_sharded_f32(const char *stateName,
 gradcomm_status gradcomm::refreshAsyncState(const Call &call,
                                             const std::string &name,
                                             State &state) {
-  auto it = context().windows.find(name);
-  if (it == context().windows.end() || !it->second.center || state.count == 0)
+  auto it = windows().find(name);
+  if (it == windows().end() || !it->second.center || state.count == 0)
     return GRADCOMM_OK;
   // The center's parts sit on the ranks of the window's group.
   GroupScope scope(it->second.group);
@@ -558,9 +608,9 @@ gradcomm_status gradcomm::refreshAsyncState(const Call &call,
 
 void gradcomm::releaseWindows() {
   pump.stop();
-  for (auto &[name, window] : context().windows)
+  for (auto &[name, window] : windows())
     MPI_Win_free(&window.win);
-  context().windows.clear();
+  windows().clear();
 }
 
 gradcomm_status gradcomm_stats_staleness(const char *stateName,
@@ -569,10 +619,10 @@ gradcomm_status gradcomm_stats_staleness(const char *stateName,
   return guarded("stats_staleness", stateName, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "histogram", histogram));
-    auto &windows = context().windows;
-    auto it = windows.find(stateName);
+    auto &open = windows();
+    auto it = open.find(stateName);
     const AsyncWindow empty;
-    const AsyncWindow &window = it == windows.end() ? empty : it->second;
+    const AsyncWindow &window = it == open.end() ? empty : it->second;
     std::copy(window.staleness, window.staleness + kStalenessBins, histogram);
     if (torn)
       *torn = window.torn;

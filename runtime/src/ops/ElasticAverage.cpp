@@ -137,9 +137,9 @@ gradcomm_status gradcomm_elastic_average_start_f32(const char *stateName,
       // may be in flight.
       auto sum = std::make_shared<std::vector<float>>(count);
       differences(x, state->data(), count, sum->data());
-      started->what = "MPI_Iallreduce (started elastic average)";
+      started->what = "all-reduce (started elastic average)";
       GRADCOMM_RETURN_IF_ERROR(
-          startAllReduceSum(call, sum->data(), count, started->requests));
+          startAllReduceSum(call, sum->data(), count, started->transfers));
       started->finish = [name = started->opName, state, x, count, alpha, sum,
                          start] {
         applyElasticUpdate(x, state->data(), sum->data(), count, alpha);

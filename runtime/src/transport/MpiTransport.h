@@ -1,0 +1,64 @@
+//===- MpiTransport.h - The transport over an MPI communicator --*- C++ -*-===//
+//
+// Part of the GradComm project.
+//
+// Transport.h over MPI: nonblocking collectives and point-to-point calls on
+// one communicator, MPI_Comm_split for groups, MPI_COMM_TYPE_SHARED for the
+// node map. The 16-bit sums are MPI user operations that add in float32.
+// MPI-3 one-sided windows (the asynchronous ops) are reached through
+// `communicator()`: only this transport has them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GRADCOMM_RUNTIME_MPITRANSPORT_H
+#define GRADCOMM_RUNTIME_MPITRANSPORT_H
+
+#include "Transport.h"
+
+#include <mpi.h>
+
+namespace gradcomm {
+
+class MpiTransport final : public Transport {
+public:
+  /// Over `comm`, whose errors come back as codes (MPI_ERRORS_RETURN); frees
+  /// it when destroyed if `owned` (a split's communicator, not the
+  /// trainer's).
+  static int over(MPI_Comm comm, bool owned, std::unique_ptr<Transport> *made);
+  ~MpiTransport() override;
+
+  const char *name() const override { return "MPI"; }
+  std::string describe(int error) const override;
+  MPI_Comm communicator() const { return comm; }
+
+  int startAllReduce(void *data, int64_t count, Element element,
+                     Reduction reduction, Transfer &transfer) override;
+  int startBroadcast(void *data, int64_t count, Element element, int root,
+                     Transfer &transfer) override;
+  int startAllGather(const void *send, int64_t count, Element element,
+                     void *receive, Transfer &transfer) override;
+  int startSend(const void *data, int64_t count, Element element, int peer,
+                Transfer &transfer) override;
+  int startReceive(void *data, int64_t count, Element element, int peer,
+                   Transfer &transfer) override;
+  int test(Transfer &transfer, bool *done) override;
+
+  int split(int color, int key, std::unique_ptr<Transport> *part) override;
+  int nodeLeader(int *leader) override;
+  [[noreturn]] void abortJob(int code) override;
+
+private:
+  MpiTransport(MPI_Comm comm, bool owned, int rank, int size)
+      : Transport(rank, size), comm(comm), owned(owned) {}
+
+  MPI_Comm comm;
+  bool owned;
+};
+
+/// The MPI communicator under `transport`, or MPI_COMM_NULL when it is
+/// another transport (which has no one-sided windows).
+MPI_Comm mpiCommunicatorOf(const Transport &transport);
+
+} // namespace gradcomm
+
+#endif // GRADCOMM_RUNTIME_MPITRANSPORT_H

@@ -1,0 +1,122 @@
+//===- Transport.h - What the runtime's ops need from a network --*- C++
+//-*-===//
+//
+// Part of the GradComm project.
+//
+// The transport layer: how bytes move between the ranks of one group,
+// beside (not above) the compute backends. Every op (dense, ScaleCom, local
+// top-k, gossip, elastic averaging, the agreement, checkpoints, counters)
+// reaches other ranks only through this interface: started collectives and
+// point-to-point transfers, completed by polling `test` (the runtime's
+// watchdog polls, so a dead peer is reported and never waited on forever).
+// MPI is one transport (MpiTransport.h); the unit tests run every op over
+// another (runtime/test/TransportDouble.h).
+//
+// This layer includes nothing of the runtime above it: errors come back as
+// the transport's own codes, which the runtime turns into messages through
+// `describe` (Call::transport).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GRADCOMM_RUNTIME_TRANSPORT_H
+#define GRADCOMM_RUNTIME_TRANSPORT_H
+
+#include <climits>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gradcomm {
+
+/// What a transfer carries. Bfloat16 and Float16 reduce as the sum of the
+/// values widened to float32 and rounded back once per pairwise combine.
+enum class Element { Byte, Int32, Int64, Float32, Float64, Bfloat16, Float16 };
+
+/// The combine of an all-reduce.
+enum class Reduction { Sum, Max, Min };
+
+/// Bytes of one element.
+inline int64_t elementBytes(Element element) {
+  switch (element) {
+  case Element::Byte:
+    return 1;
+  case Element::Bfloat16:
+  case Element::Float16:
+    return 2;
+  case Element::Int32:
+  case Element::Float32:
+    return 4;
+  case Element::Int64:
+  case Element::Float64:
+    return 8;
+  }
+  return 1;
+}
+
+/// The most elements one call carries (callers split larger buffers).
+inline constexpr int64_t kTransportMaxCount = INT_MAX;
+
+/// A started transfer, as the transport that started it knows it; complete
+/// it with Transport::test. Plain data, so a started call can hold many.
+struct Transfer {
+  uint64_t handle = 0;
+  bool active = false;
+};
+
+/// The ranks of one group and how to reach them. Collective calls must be
+/// started in the same order on every rank of the group; transfers between
+/// two ranks are matched in the order they were started.
+class Transport {
+public:
+  virtual ~Transport() = default;
+
+  /// The transport's name for messages ("MPI").
+  virtual const char *name() const = 0;
+  int rank() const { return rankInGroup; }
+  int size() const { return groupSize; }
+  /// The transport's words for an error code one of its calls returned.
+  virtual std::string describe(int error) const = 0;
+
+  // Every call below returns 0 or an error code for `describe`, and starts
+  // (never completes) the transfer; `test` completes it.
+
+  /// `count` elements at `data` reduced in place over the group.
+  virtual int startAllReduce(void *data, int64_t count, Element element,
+                             Reduction reduction, Transfer &transfer) = 0;
+  /// `count` elements at `data` from `root` to every rank.
+  virtual int startBroadcast(void *data, int64_t count, Element element,
+                             int root, Transfer &transfer) = 0;
+  /// `receive` gets size() blocks of `count` elements, rank r's `send` at
+  /// block r.
+  virtual int startAllGather(const void *send, int64_t count, Element element,
+                             void *receive, Transfer &transfer) = 0;
+  virtual int startSend(const void *data, int64_t count, Element element,
+                        int peer, Transfer &transfer) = 0;
+  virtual int startReceive(void *data, int64_t count, Element element, int peer,
+                           Transfer &transfer) = 0;
+  /// `*done` = true once `transfer` completed (it is then inactive). Also
+  /// moves the transport's other transfers on.
+  virtual int test(Transfer &transfer, bool *done) = 0;
+
+  /// A transport over the ranks that pass the same `color`, ordered by
+  /// `key` (collective over this group).
+  virtual int split(int color, int key, std::unique_ptr<Transport> *part) = 0;
+  /// The lowest rank of this group on this rank's node (collective); the
+  /// runtime gathers every rank's to map nodes.
+  virtual int nodeLeader(int *leader) = 0;
+  /// Ends every rank's process with `code` (the runtime's fatal path: a
+  /// watchdog that fired, a corrupted job).
+  [[noreturn]] virtual void abortJob(int code) = 0;
+
+protected:
+  Transport(int rank, int size) : rankInGroup(rank), groupSize(size) {}
+
+private:
+  int rankInGroup;
+  int groupSize;
+};
+
+} // namespace gradcomm
+
+#endif // GRADCOMM_RUNTIME_TRANSPORT_H
