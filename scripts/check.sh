@@ -76,7 +76,7 @@ cmake -G Ninja -S . -B "$sanitize_build" \
 ninja -C "$sanitize_build" -j "$jobs" gradcomm-opt gradcomm-compile gradcomm-plan \
   gradcomm-translate gradcomm-runtime-tests gradcomm-runtime-watchdog-test \
   gradcomm-runtime-init-test gradcomm-runtime-finalize-test \
-  gradcomm-runtime-rendezvous-test \
+  gradcomm-runtime-rendezvous-test gradcomm-runtime-transport-test \
   gradcomm-kernel-tests gradcomm-minitest-self-test \
   >/dev/null
 export ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1

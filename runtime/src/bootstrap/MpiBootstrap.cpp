@@ -17,17 +17,6 @@
 
 using namespace gradcomm;
 
-gradcomm_status Call::mpi(int mpiError, const char *what) const {
-  if (mpiError == MPI_SUCCESS)
-    return GRADCOMM_OK;
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  if (MPI_Error_string(mpiError, text, &length) != MPI_SUCCESS)
-    length = 0;
-  return fail(GRADCOMM_ERR_MPI,
-              std::string(what) + " failed: " + std::string(text, length));
-}
-
 /// What gradcomm_finalize releases in MPI (windows, groups' communicators,
 /// the CUDA backend's communicators), then the runtime's state. MPI itself
 /// is left to its owner.
@@ -95,29 +84,34 @@ static gradcomm_status bind(const Call &call, MPI_Comm comm, bool ownsMpi) {
   return bindWorld(call, std::move(world), ownsMpi);
 }
 
-gradcomm_status Call::ensureInitialized() const {
-  if (context().initialized)
-    return GRADCOMM_OK;
+/// Initializes MPI if nothing has yet and binds the runtime to
+/// MPI_COMM_WORLD: what an entry point called before any init does.
+static gradcomm_status initializeOverMpiWorld(const Call &call) {
   int mpiInitialized = 0, mpiFinalized = 0;
   MPI_Initialized(&mpiInitialized);
   MPI_Finalized(&mpiFinalized);
   if (mpiFinalized)
-    return fail(GRADCOMM_ERR_NOT_INITIALIZED, "MPI has already been finalized");
+    return call.fail(GRADCOMM_ERR_NOT_INITIALIZED,
+                     "MPI has already been finalized");
   bool ownsMpi = false;
   if (!mpiInitialized) {
     int provided = 0;
     if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) !=
         MPI_SUCCESS)
-      return fail(GRADCOMM_ERR_NOT_INITIALIZED, "MPI_Init_thread failed");
+      return call.fail(GRADCOMM_ERR_NOT_INITIALIZED, "MPI_Init_thread failed");
     ownsMpi = true;
   }
-  GRADCOMM_RETURN_IF_ERROR(bind(*this, MPI_COMM_WORLD, ownsMpi));
-  return backendFromEnvironment(*this);
+  GRADCOMM_RETURN_IF_ERROR(bind(call, MPI_COMM_WORLD, ownsMpi));
+  return backendFromEnvironment(call);
 }
 
+[[maybe_unused]] static const bool registered =
+    (extensions().initializeByDefault = initializeOverMpiWorld, true);
+
 gradcomm_status gradcomm_init(void) {
-  return guarded("init", nullptr,
-                 [](const Call &call) { return call.ensureInitialized(); });
+  return guarded("init", nullptr, [](const Call &call) {
+    return context().initialized ? GRADCOMM_OK : initializeOverMpiWorld(call);
+  });
 }
 
 gradcomm_status

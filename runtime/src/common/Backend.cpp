@@ -81,7 +81,7 @@ int gradcomm::wireIndexBytes(const CompressStep &step) {
 
 const Backend &gradcomm::backend() {
   const Backend *selected = context().selected;
-  return selected ? *selected : cpuBackend();
+  return selected ? *selected : *extensions().hostBackend;
 }
 
 void BackendMemory::reset() {

@@ -186,7 +186,8 @@ public:
 
 /// The selected backend (the CPU one until gradcomm_set_backend(CUDA)).
 const Backend &backend();
-/// The CPU backend, always available.
+/// The CPU backend, always available (src/cpu; the core reaches it as
+/// extensions().hostBackend).
 const Backend &cpuBackend();
 
 /// A host view of `bytes` at `data` (where the backend keeps tensors):

@@ -14,6 +14,13 @@
 
 using namespace gradcomm;
 
+Extensions &gradcomm::extensions() {
+  // Constant-initialized (every member is nullptr), so the registrations
+  // before main find it ready whatever the order of initialization.
+  static Extensions registered;
+  return registered;
+}
+
 Context &gradcomm::context() {
   // Never destroyed: a process that exits without gradcomm_finalize must
   // not release states through backends (and a device runtime) that exit
@@ -99,9 +106,19 @@ gradcomm_status gradcomm::bindWorld(const Call &call,
   return GRADCOMM_OK;
 }
 
+gradcomm_status Call::ensureInitialized() const {
+  if (context().initialized)
+    return GRADCOMM_OK;
+  if (!extensions().initializeByDefault)
+    return fail(GRADCOMM_ERR_NOT_INITIALIZED,
+                "the runtime is not initialized and has no default transport");
+  return extensions().initializeByDefault(*this);
+}
+
 void gradcomm::releaseRuntime() {
   activateGroup(nullptr);
-  releaseWindows();
+  if (extensions().releaseWindows)
+    extensions().releaseWindows();
   releaseGroups();
   releaseCudaBackend();
   context() = Context();

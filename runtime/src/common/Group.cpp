@@ -299,10 +299,8 @@ gradcomm_status gradcomm_group_from_grid(const int64_t *shape, int32_t dims,
     }
     GRADCOMM_RETURN_IF_ERROR(agreeOnGrid(call, grid, local));
     auto made = std::make_unique<gradcomm_group_s>();
-    gradcomm_status split = splitGroup(call, grid, *made);
-    if (split != GRADCOMM_OK) {
-      return split; // `made` goes, and its transport with it
-    }
+    // On failure `made` goes, and its transport with it.
+    GRADCOMM_RETURN_IF_ERROR(splitGroup(call, grid, *made));
     *group = made.get();
     ctx.groups.emplace(grid.spec(), std::move(made));
     return GRADCOMM_OK;

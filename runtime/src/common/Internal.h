@@ -156,6 +156,30 @@ struct Context {
 Context &context();
 
 class Call;
+/// What the modules above the core (Internal.h, Context, groups, the
+/// agreement, states) contribute to it. Each registers its part before main
+/// (a namespace-scope initializer in its own file), so the core calls them
+/// without depending on them and the runtime's modules depend one way:
+/// kernels <- transport <- common <- cpu <- ops <- bootstrap.
+struct Extensions {
+  /// The CPU backend (src/cpu): the backend until another is selected.
+  const Backend *hostBackend = nullptr;
+  /// Starts the runtime when an entry point is called before any init
+  /// (src/bootstrap: MPI on MPI_COMM_WORLD).
+  gradcomm_status (*initializeByDefault)(const Call &call) = nullptr;
+  /// Frees the asynchronous ops' one-sided windows, collectively, in name
+  /// order (src/ops/AsynchronousExchange.cpp).
+  void (*releaseWindows)() = nullptr;
+  /// Refreshes `state` from its asynchronous EASGD center (rank 0's
+  /// window) when it has one, so reads and checkpoints see the current
+  /// center.
+  gradcomm_status (*refreshState)(const Call &call, const std::string &name,
+                                  State &state) = nullptr;
+};
+
+/// The one registry (constant-initialized: safe to fill before main).
+Extensions &extensions();
+
 /// Binds the runtime to `world`, the transport over every rank of the job
 /// (the MPI transport over the trainer's communicator, or another, such as
 /// the unit tests' double); `ownsMpi`: the runtime initialized MPI and
@@ -381,15 +405,6 @@ gradcomm_status checkConsistency(const Call &call,
 /// `pairing`: the synchronous exchange) not the random schedule.
 gradcomm_status validateSchedule(const Call &call, gradcomm_schedule schedule,
                                  int size, bool pairing);
-
-/// Frees the asynchronous ops' one-sided windows (collective), in name
-/// order, the same on every rank.
-void releaseWindows();
-
-/// Refreshes `state` from its asynchronous EASGD center (rank 0's window)
-/// when it has one, so reads and checkpoints see the current center.
-gradcomm_status refreshAsyncState(const Call &call, const std::string &name,
-                                  State &state);
 
 /// Always communicates, whatever the consistency check's setting: every
 /// rank returns OK, or the lowest failing rank's status and message. For

@@ -157,7 +157,9 @@ gradcomm_status gradcomm_state_read(const char *name, float *out,
                            " elements, asked for " + std::to_string(count));
     if (count > 0) {
       GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
-      GRADCOMM_RETURN_IF_ERROR(refreshAsyncState(call, name, it->second));
+      if (extensions().refreshState)
+        GRADCOMM_RETURN_IF_ERROR(
+            extensions().refreshState(call, name, it->second));
       GRADCOMM_RETURN_IF_ERROR(backend().copyToHost(
           call, out, it->second.data(), sizeof(float) * count));
     }
@@ -386,7 +388,8 @@ gradcomm_status gradcomm_state_save(const char *path) {
     // Asynchronous EASGD centers live in rank 0's window: saved as they
     // are now.
     for (auto &[name, state] : context().states)
-      GRADCOMM_RETURN_IF_ERROR(refreshAsyncState(call, name, state));
+      if (extensions().refreshState)
+        GRADCOMM_RETURN_IF_ERROR(extensions().refreshState(call, name, state));
     // Phase 1: every rank writes generation G next to its current file.
     int64_t generation = generationOf(target);
     GRADCOMM_RETURN_IF_ERROR(reduceOne(call, generation, Reduction::Max));

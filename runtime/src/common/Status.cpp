@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Internal.h"
+#include "MpiTransport.h"
 
 using namespace gradcomm;
 
@@ -72,6 +73,13 @@ gradcomm_status Call::adopt(gradcomm_status status,
                             const std::string &message) const {
   lastError = message;
   return status;
+}
+
+gradcomm_status Call::mpi(int mpiError, const char *what) const {
+  if (mpiError == MPI_SUCCESS)
+    return GRADCOMM_OK;
+  return fail(GRADCOMM_ERR_MPI, std::string(what) + " failed: " +
+                                    MpiTransport::describeError(mpiError));
 }
 
 gradcomm_status Call::transport(const Transport &on, int error,

@@ -566,6 +566,7 @@ void gradcomm::abortJob(const char *message, int code) {
   struct timespec pause = {0, 250 * 1000 * 1000};
   nanosleep(&pause, nullptr);
   ctx.world.transport->abortJob(code);
+  std::_Exit(code); // a transport's abortJob does not return; be sure
 }
 
 gradcomm_status gradcomm_set_timeout(double seconds) {

@@ -595,9 +595,10 @@ gradcomm_status gradcomm_elastic_average_sharded_f32(const char *stateName,
       });
 }
 
-gradcomm_status gradcomm::refreshAsyncState(const Call &call,
-                                            const std::string &name,
-                                            State &state) {
+namespace {
+
+gradcomm_status refreshAsyncState(const Call &call, const std::string &name,
+                                  State &state) {
   auto it = windows().find(name);
   if (it == windows().end() || !it->second.center || state.count == 0)
     return GRADCOMM_OK;
@@ -606,12 +607,20 @@ gradcomm_status gradcomm::refreshAsyncState(const Call &call,
   return readWholeCenter(call, it->second, state.data(), state.count);
 }
 
-void gradcomm::releaseWindows() {
+void releaseWindows() {
   pump.stop();
   for (auto &[name, window] : windows())
     MPI_Win_free(&window.win);
   windows().clear();
 }
+
+/// The core frees the windows and refreshes centers through these
+/// (Internal.h, Extensions).
+[[maybe_unused]] const bool registered =
+    (extensions().releaseWindows = releaseWindows,
+     extensions().refreshState = refreshAsyncState, true);
+
+} // namespace
 
 gradcomm_status gradcomm_stats_staleness(const char *stateName,
                                          uint64_t histogram[8],

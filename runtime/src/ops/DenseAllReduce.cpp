@@ -232,7 +232,7 @@ gradcomm_dense_all_reduce_many_f32(const char *opName, float *const *data,
     bool nonFinite = false;
     if (scanForNonFinite())
       for (int64_t t = 0; t < tensors && !nonFinite; ++t)
-        GRADCOMM_RETURN_IF_ERROR(cpuBackend().exceedsLimit(
+        GRADCOMM_RETURN_IF_ERROR(backend().exceedsLimit(
             call, data[t], counts[t], inputLimit(/*summed=*/true), &nonFinite));
     gradcomm_status agreed = checkConsistency(
         call,

@@ -134,7 +134,7 @@ MpiTransport::~MpiTransport() {
     MPI_Comm_free(&comm);
 }
 
-std::string MpiTransport::describe(int error) const {
+std::string MpiTransport::describeError(int error) {
   if (error == kCountTooLarge)
     return "more than " + std::to_string(kTransportMaxCount) +
            " elements in one call";

@@ -28,7 +28,11 @@ public:
   ~MpiTransport() override;
 
   const char *name() const override { return "MPI"; }
-  std::string describe(int error) const override;
+  std::string describe(int error) const override {
+    return describeError(error);
+  }
+  /// MPI's words for `error` (an MPI error code, or this transport's own).
+  static std::string describeError(int error);
   MPI_Comm communicator() const { return comm; }
 
   int startAllReduce(void *data, int64_t count, Element element,
