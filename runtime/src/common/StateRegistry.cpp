@@ -502,3 +502,36 @@ gradcomm_status gradcomm_state_generation(uint64_t *generation) {
     return GRADCOMM_OK;
   });
 }
+
+gradcomm_status gradcomm::lookupState(const Call &call, const char *name,
+                                      int64_t count, State *&state) {
+  auto &states = context().states;
+  auto it = states.find(name);
+  if (it == states.end()) {
+    State fresh;
+    fresh.count = count;
+    const Backend &selected = backend();
+    float *memory = nullptr;
+    GRADCOMM_RETURN_IF_ERROR(selected.allocate(call, count, &memory));
+    fresh.memory = BackendMemory(&selected, memory);
+    it = states.emplace(name, std::move(fresh)).first;
+    call.createdStates.push_back(name);
+  } else if (it->second.count != count) {
+    return call.fail(GRADCOMM_ERR_STATE,
+                     "state '" + std::string(name) + "' has " +
+                         std::to_string(it->second.count) +
+                         " elements, the call passes " + std::to_string(count));
+  }
+  state = &it->second;
+  return GRADCOMM_OK;
+}
+
+gradcomm_status gradcomm::lookupIdleState(const Call &call, const char *name,
+                                          int64_t count, State *&state) {
+  GRADCOMM_RETURN_IF_ERROR(lookupState(call, name, count, state));
+  if (state->inFlight)
+    return call.fail(GRADCOMM_ERR_STATE,
+                     "state '" + std::string(name) +
+                         "' has a started call not waited for yet");
+  return GRADCOMM_OK;
+}

@@ -115,3 +115,7 @@ gradcomm_status gradcomm_stats_dump(const char *path) {
     return GRADCOMM_OK;
   });
 }
+
+gradcomm_op_stats &gradcomm::opStats(const char *name) {
+  return context().stats[name ? name : ""];
+}
