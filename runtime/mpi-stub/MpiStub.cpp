@@ -266,6 +266,15 @@ int MPI_Iallgather(const void *send, int sendCount, MPI_Datatype sendType,
   return rc == MPI_SUCCESS ? completed(request) : rc;
 }
 
+int MPI_Ireduce_scatter(const void *send, void *recv, const int *recvCounts,
+                        MPI_Datatype type, MPI_Op, MPI_Comm comm,
+                        MPI_Request *request) {
+  if (!validComm(comm))
+    return MPI_ERR_COMM;
+  int rc = copy(send, recv, recvCounts[0], type);
+  return rc == MPI_SUCCESS ? completed(request) : rc;
+}
+
 int MPI_Isend(const void *, int, MPI_Datatype, int, int, MPI_Comm,
               MPI_Request *) {
   return MPI_ERR_RANK;

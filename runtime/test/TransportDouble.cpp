@@ -134,19 +134,15 @@ int TransportDouble::barrier() {
   return 0;
 }
 
-int TransportDouble::startAllReduce(void *data, int64_t count, Element element,
-                                    Reduction reduction, Transfer &transfer) {
-  made["all-reduce"] += 1;
+/// result = the reduction in rank order of `count` elements at `offset`
+/// bytes into every rank's block.
+static void combineBlocks(const SharedRegion &region, int64_t offset,
+                          int64_t count, Element element, Reduction reduction,
+                          std::vector<char> &result) {
   const int64_t bytes = count * elementBytes(element);
-  if (bytes > SharedRegion::kBlockBytes)
-    return kTooLarge;
-  std::memcpy(region.block(rank()), data, bytes);
-  if (int error = barrier())
-    return error;
-  // Every rank combines the blocks in rank order: the same bits everywhere.
-  std::vector<char> result(region.block(0), region.block(0) + bytes);
-  for (int r = 1; r < size(); ++r) {
-    const char *from = region.block(r);
+  result.assign(region.block(0) + offset, region.block(0) + offset + bytes);
+  for (int r = 1; r < region.size(); ++r) {
+    const char *from = region.block(r) + offset;
     switch (element) {
     case Element::Float32:
       combine(reinterpret_cast<float *>(result.data()),
@@ -176,9 +172,50 @@ int TransportDouble::startAllReduce(void *data, int64_t count, Element element,
       break;
     }
   }
+}
+
+int TransportDouble::startAllReduce(void *data, int64_t count, Element element,
+                                    Reduction reduction, Transfer &transfer) {
+  made["all-reduce"] += 1;
+  const int64_t bytes = count * elementBytes(element);
+  if (bytes > SharedRegion::kBlockBytes)
+    return kTooLarge;
+  std::memcpy(region.block(rank()), data, bytes);
+  if (int error = barrier())
+    return error;
+  // Every rank combines the blocks in rank order: the same bits everywhere.
+  std::vector<char> result;
+  combineBlocks(region, 0, count, element, reduction, result);
   if (int error = barrier())
     return error;
   std::memcpy(data, result.data(), bytes);
+  finished(transfer);
+  return 0;
+}
+
+int TransportDouble::startReduceScatter(const void *send, void *receive,
+                                        const int64_t *counts, Element element,
+                                        Reduction reduction,
+                                        Transfer &transfer) {
+  made["reduce-scatter"] += 1;
+  int64_t total = 0, offset = 0;
+  for (int r = 0; r < size(); ++r) {
+    if (r < rank())
+      offset += counts[r];
+    total += counts[r];
+  }
+  const int64_t bytes = total * elementBytes(element);
+  if (bytes > SharedRegion::kBlockBytes)
+    return kTooLarge;
+  std::memcpy(region.block(rank()), send, bytes);
+  if (int error = barrier())
+    return error;
+  std::vector<char> result;
+  combineBlocks(region, offset * elementBytes(element), counts[rank()], element,
+                reduction, result);
+  if (int error = barrier())
+    return error;
+  std::memcpy(receive, result.data(), result.size());
   finished(transfer);
   return 0;
 }

@@ -78,6 +78,9 @@ public:
                      Transfer &transfer) override;
   int startAllGather(const void *send, int64_t count, Element element,
                      void *receive, Transfer &transfer) override;
+  int startReduceScatter(const void *send, void *receive, const int64_t *counts,
+                         Element element, Reduction reduction,
+                         Transfer &transfer) override;
   int startSend(const void *data, int64_t count, Element element, int peer,
                 Transfer &transfer) override;
   int startReceive(void *data, int64_t count, Element element, int peer,

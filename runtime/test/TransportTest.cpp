@@ -6,7 +6,8 @@
 // binds the runtime to the transport double (TransportDouble.h: forked
 // processes, shared memory, no MPI initialized at all) and runs every
 // collective op: dense (blocking, started, 16-bit wire, batched), ScaleCom
-// (blocking, started, chunk selection), local top-k, gossip (blocking and
+// (blocking, started, chunk selection), the dense and the compressed
+// reduce-scatter, local top-k, gossip (blocking and
 // started), synchronous EASGD, the consensus distance, the agreement's
 // refusals (a mismatch, one rank's bad argument, a non-finite input),
 // checkpoints and the counters' dump. Results are checked against
@@ -176,6 +177,36 @@ void checkScalecom(int rank, int size, Results &results) {
   results.add(out);
 }
 
+void checkReduceScatter(int rank, int size, Results &results) {
+  constexpr int64_t kCount = 1001, kTop = 60;
+  int64_t begin = 0, length = 0;
+  CHECK_OK(gradcomm_shard_range(kCount, rank, size, &begin, &length));
+  std::vector<float> data = gradientOf(rank, 0, kCount), shard(length);
+  CHECK_OK(gradcomm_reduce_scatter_f32("rs", data.data(), shard.data(), kCount,
+                                       GRADCOMM_REDUCE_SUM));
+  const std::vector<float> sum = sumOverRanks(size, 0, kCount);
+  CHECK(shard ==
+        std::vector<float>(sum.begin() + begin, sum.begin() + begin + length));
+  results.add(shard);
+
+  gradcomm::test::Reference reference(size, kCount, kTop, GRADCOMM_SELECT_EXACT,
+                                      0, 0.5f, GRADCOMM_REDUCE_AVERAGE);
+  for (int step = 0; step < 3; ++step) {
+    std::vector<std::vector<float>> grads;
+    for (int r = 0; r < size; ++r)
+      grads.push_back(gradientOf(r, step, kCount));
+    const std::vector<float> expected = reference.run(grads);
+    gradcomm_request request = nullptr;
+    CHECK_OK(gradcomm_scalecom_reduce_scatter_start_f32(
+        "rs.scalecom", grads[rank].data(), shard.data(), kCount, kTop,
+        GRADCOMM_SELECT_EXACT, 0, 0.5f, GRADCOMM_REDUCE_AVERAGE, &request));
+    CHECK_OK(gradcomm_wait(&request));
+    CHECK(shard == std::vector<float>(expected.begin() + begin,
+                                      expected.begin() + begin + length));
+    results.add(shard);
+  }
+}
+
 void checkLocalTopk(int rank, int size, Results &results) {
   constexpr int64_t kCount = 1000, kTop = 20;
   std::vector<float> grad = gradientOf(rank, 0, kCount), out(kCount);
@@ -275,6 +306,7 @@ void runScript(int rank, int size, const std::string &directory,
   Results results(directory + "/" + label + ".rank" + std::to_string(rank));
   checkDense(rank, size, results);
   checkScalecom(rank, size, results);
+  checkReduceScatter(rank, size, results);
   checkLocalTopk(rank, size, results);
   checkGossipAndElastic(rank, size, results);
   checkAgreement(rank, results);
@@ -304,8 +336,8 @@ int runOverDouble(gradcomm::test::SharedRegion &region, int rank,
   CHECK(std::strstr(gradcomm_last_error(), "has no groups"));
 
   // Every kind of transfer went through the double; MPI never started.
-  for (const char *kind :
-       {"all-reduce", "broadcast", "all-gather", "send", "receive"}) {
+  for (const char *kind : {"all-reduce", "broadcast", "all-gather",
+                           "reduce-scatter", "send", "receive"}) {
     auto it = transport.calls().find(kind);
     CHECK(it != transport.calls().end() && it->second > 0);
   }

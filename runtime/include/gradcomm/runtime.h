@@ -412,6 +412,58 @@ gradcomm_status gradcomm_scalecom_start_f32(
     gradcomm_selection selection, int64_t chunk_size, float beta,
     gradcomm_reduction reduction, gradcomm_request *request);
 
+/*===----------------------------------------------------------------------===*
+ * Reduce-scatter for sharded data parallelism (docs/scalecom.md, "Sharded
+ * training"). CPU backend.
+ *===----------------------------------------------------------------------===*/
+
+/// The shard of `rank` among `size` ranks of a buffer of `count` elements:
+/// elements [*begin, *begin + *length). The first count mod size shards
+/// hold one element more than the others (all equal when size divides
+/// count), as the reduce-scatters below cut their output.
+gradcomm_status gradcomm_shard_range(int64_t count, int rank, int size,
+                                     int64_t *begin, int64_t *length);
+
+/// Dense reduce-scatter: the sum (or mean) over the active group of `data`
+/// (`count` elements on every rank), of which this rank's shard
+/// (gradcomm_shard_range with its rank in the group) is written to `shard`.
+/// `data` and `shard` must not overlap. Agreement and non-finite policy as
+/// for gradcomm_dense_all_reduce_f32 (a skipped call writes zeros).
+gradcomm_status gradcomm_reduce_scatter_f32(const char *op_name,
+                                            const float *data, float *shard,
+                                            int64_t count,
+                                            gradcomm_reduction reduction);
+
+/// The non-blocking form: `data` and `shard` must not be touched until
+/// gradcomm_wait.
+gradcomm_status gradcomm_reduce_scatter_start_f32(const char *op_name,
+                                                  const float *data,
+                                                  float *shard, int64_t count,
+                                                  gradcomm_reduction reduction,
+                                                  gradcomm_request *request);
+
+/// ScaleCom for sharded training: the step of gradcomm_scalecom_f32 (the
+/// leader's top-k of m + g over the whole local gradient, the same indices
+/// on every rank, the memory update), except that the k selected values
+/// are reduce-scattered instead of all-reduced: this rank's `shard` (its
+/// shard of the gradient, gradcomm_shard_range) receives zeros and, at the
+/// selected indices that fall in it, the sum (or mean) of every rank's
+/// value there. One index set for all ranks is what lets the sum commute
+/// with the selection, as in gradcomm_scalecom_f32. Each rank sends about
+/// k (n - 1) / n values instead of count (n - 1) / n.
+gradcomm_status gradcomm_scalecom_reduce_scatter_f32(
+    const char *state, const float *grad, float *shard, int64_t count,
+    int64_t k, gradcomm_selection selection, int64_t chunk_size, float beta,
+    gradcomm_reduction reduction);
+
+/// The non-blocking form: the selection, the index broadcast and the
+/// memory update run here (`grad` may be reused at once), the values'
+/// reduce-scatter is started; gradcomm_wait writes `shard`.
+gradcomm_status gradcomm_scalecom_reduce_scatter_start_f32(
+    const char *state, const float *grad, float *shard, int64_t count,
+    int64_t k, gradcomm_selection selection, int64_t chunk_size, float beta,
+    gradcomm_reduction reduction, gradcomm_request *request);
+
 /// The non-blocking form of gradcomm_local_topk_all_gather_f32 (without
 /// the union size): the local selection, the agreement and the
 /// error-feedback pass run here, the all-gathers of values and indices are

@@ -149,6 +149,9 @@ int MPI_Ibcast(void *buffer, int count, MPI_Datatype type, int root,
                MPI_Comm comm, MPI_Request *request);
 int MPI_Iallreduce(const void *send, void *recv, int count, MPI_Datatype type,
                    MPI_Op op, MPI_Comm comm, MPI_Request *request);
+int MPI_Ireduce_scatter(const void *send, void *recv, const int *recvCounts,
+                        MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                        MPI_Request *request);
 int MPI_Iallgather(const void *send, int sendCount, MPI_Datatype sendType,
                    void *recv, int recvCount, MPI_Datatype recvType,
                    MPI_Comm comm, MPI_Request *request);

@@ -41,6 +41,12 @@ uint64_t gradcomm::broadcastBytes(uint64_t bytes, int size) {
   return size > 1 ? bytes * (size - 1) / size : 0;
 }
 
+uint64_t gradcomm::reduceScatterBytes(uint64_t bytes, int size) {
+  // Ring reduce-scatter: (n - 1) / n of the buffer each way on every rank,
+  // half of a ring all-reduce.
+  return size > 1 ? bytes * (size - 1) / size : 0;
+}
+
 Transport &gradcomm::transport() { return *context().transport; }
 
 /// Runs `start(chunk, chunkCount, transfer)` for each chunk of at most
@@ -116,6 +122,18 @@ gradcomm_status gradcomm::broadcast(const Call &call, void *data, int64_t count,
       [&](Transport &on, Transfer &transfer) {
         return waitYielding(call, on, transfer, what, root);
       });
+}
+
+gradcomm_status
+gradcomm::startReduceScatter(const Call &call, const void *send, void *receive,
+                             const std::vector<int64_t> &counts,
+                             Element element, Reduction reduction,
+                             Transfer &transfer, const char *what) {
+  Transport &on = transport();
+  return call.transport(on,
+                        on.startReduceScatter(send, receive, counts.data(),
+                                              element, reduction, transfer),
+                        what);
 }
 
 gradcomm_status gradcomm::startAllGather(const Call &call, const void *send,

@@ -460,6 +460,8 @@ gradcomm_op_stats &opStats(const char *name);
 /// Byte cost models of the collectives (docs/runtime.md).
 uint64_t allReduceBytes(uint64_t bytes, int size);
 uint64_t broadcastBytes(uint64_t bytes, int size);
+/// `bytes` is the whole buffer every rank holds.
+uint64_t reduceScatterBytes(uint64_t bytes, int size);
 
 /// The started forms, for the backend's Backend::starts.
 enum class StartedForm {
@@ -469,6 +471,7 @@ enum class StartedForm {
   SparseAllReduce,
   LocalTopk,
   ElasticAverage,
+  ReduceScatter,
 };
 
 /// The started forms' first checks: a request pointer (set to NULL) and a
@@ -524,6 +527,14 @@ gradcomm_status broadcast(const Call &call, void *data, int64_t count,
 /// Rank r's `count` elements of `send` land at block r of `receive`.
 gradcomm_status allGather(const Call &call, const void *send, int64_t count,
                           Element element, void *receive, const char *what);
+/// Rank r receives in `receive` the sum (`reduction`) over the group of
+/// block r of `send`, `counts[r]` elements, blocks in rank order; started
+/// into `transfer` (each count at most kTransportMaxCount).
+gradcomm_status startReduceScatter(const Call &call, const void *send,
+                                   void *receive,
+                                   const std::vector<int64_t> &counts,
+                                   Element element, Reduction reduction,
+                                   Transfer &transfer, const char *what);
 /// allGather started into `transfer`.
 gradcomm_status startAllGather(const Call &call, const void *send,
                                int64_t count, Element element, void *receive,

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Backend.h"
+#include "CompressSteps.h"
 #include "Wire.h"
 
 #include <algorithm>
@@ -19,20 +19,10 @@
 
 using namespace gradcomm;
 
-namespace {
+// The steps every compressing entry point shares (CompressSteps.h).
 
-/// Arguments shared by the compress entry points, validated once.
-struct CompressArgs {
-  const char *state;
-  const float *grad;
-  int64_t count;
-  int64_t k;
-  gradcomm_selection selection;
-  int64_t chunkSize;
-  gradcomm_wire wire = GRADCOMM_WIRE_F32;
-};
-
-gradcomm_status validateCompress(const Call &call, const CompressArgs &args) {
+gradcomm_status gradcomm::validateCompress(const Call &call,
+                                           const CompressArgs &args) {
   GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", args.state));
   GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, args.count, args.k));
   GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "grad", args.grad));
@@ -53,7 +43,7 @@ gradcomm_status validateCompress(const Call &call, const CompressArgs &args) {
   return GRADCOMM_OK;
 }
 
-gradcomm_status validateBeta(const Call &call, float beta) {
+gradcomm_status gradcomm::validateBeta(const Call &call, float beta) {
   if (!(beta > 0.0f && beta <= 1.0f))
     return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
                      "'beta' must be in (0, 1], got " + std::to_string(beta));
@@ -61,8 +51,8 @@ gradcomm_status validateBeta(const Call &call, float beta) {
 }
 
 /// What every rank of a compression must agree on.
-std::vector<CheckField> compressFields(const CompressArgs &args,
-                                       const State &state) {
+std::vector<CheckField> gradcomm::compressFields(const CompressArgs &args,
+                                                 const State &state) {
   return {{"count", args.count},
           {"k", args.k},
           {"selection", args.selection},
@@ -72,7 +62,7 @@ std::vector<CheckField> compressFields(const CompressArgs &args,
 }
 
 /// The step as the backend sees it.
-CompressStep stepOf(const CompressArgs &args, State &state) {
+CompressStep gradcomm::stepOf(const CompressArgs &args, State &state) {
   return {state,
           args.grad,
           args.count,
@@ -86,10 +76,11 @@ CompressStep stepOf(const CompressArgs &args, State &state) {
 /// The backend's preparation and the agreement (with the leader's indices
 /// in its message when they fold). `*skipped`: the non-finite policy
 /// skipped the call, nothing was selected or written.
-gradcomm_status prepareAndAgree(const Call &call, const CompressArgs &args,
-                                const CompressStep &step,
-                                const std::vector<CheckField> &extra,
-                                Prepared &prepared, bool *skipped) {
+gradcomm_status gradcomm::prepareAndAgree(const Call &call,
+                                          const CompressArgs &args,
+                                          const CompressStep &step,
+                                          const std::vector<CheckField> &extra,
+                                          Prepared &prepared, bool *skipped) {
   // A rank whose preparation failed still joins the agreement: every rank
   // then fails with its message.
   gradcomm_status local = backend().prepareCompress(call, step, prepared);
@@ -110,8 +101,8 @@ gradcomm_status prepareAndAgree(const Call &call, const CompressArgs &args,
 /// The index broadcast's bytes: as both backends send them
 /// (wireIndexBytes). Indices folded into
 /// the agreement count as the same bytes, in no message of their own.
-void countCompress(gradcomm_op_stats &stats, const CompressStep &step,
-                   bool foldsIndices) {
+void gradcomm::countCompress(gradcomm_op_stats &stats, const CompressStep &step,
+                             bool foldsIndices) {
   const Context &ctx = context();
   uint64_t bytes = broadcastBytes(wireIndexBytes(step) * step.k, ctx.size);
   if (!foldsIndices)
@@ -120,14 +111,16 @@ void countCompress(gradcomm_op_stats &stats, const CompressStep &step,
   stats.index_bytes_received += bytes;
 }
 
-void countValueReduce(gradcomm_op_stats &stats, int64_t k,
-                      gradcomm_wire wire = GRADCOMM_WIRE_F32) {
+void gradcomm::countValueReduce(gradcomm_op_stats &stats, int64_t k,
+                                gradcomm_wire wire) {
   const Context &ctx = context();
   uint64_t bytes = allReduceBytes(wireValueBytes(wire) * k, ctx.size);
   stats.messages += 1;
   stats.value_bytes_sent += bytes;
   stats.value_bytes_received += bytes;
 }
+
+namespace {
 
 /// Checks k indices (on the host, or staged from the device on CUDA) lie
 /// in [0, count) and, with `ascending`, increase strictly, as the memory
@@ -185,11 +178,11 @@ gradcomm_status skipCompress(const Call &call, State &state, int64_t k,
   return zeroBuffer(call, values, k);
 }
 
-bool overlaps(const float *a, const float *b, int64_t count) {
+} // namespace
+
+bool gradcomm::overlaps(const float *a, const float *b, int64_t count) {
   return a < b + count && b < a + count;
 }
-
-} // namespace
 
 namespace {
 

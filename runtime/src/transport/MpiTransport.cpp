@@ -173,6 +173,29 @@ int MpiTransport::startAllGather(const void *send, int64_t count,
   });
 }
 
+int MpiTransport::startReduceScatter(const void *send, void *receive,
+                                     const int64_t *counts, Element element,
+                                     Reduction reduction, Transfer &transfer) {
+  std::vector<int> ints(size());
+  for (int r = 0; r < size(); ++r) {
+    if (counts[r] < 0 || counts[r] > kTransportMaxCount)
+      return kCountTooLarge;
+    ints[r] = static_cast<int>(counts[r]);
+  }
+  MPI_Op op = MPI_OP_NULL;
+  int error = operationOf(element, reduction, &op);
+  if (error != MPI_SUCCESS)
+    return error;
+  MPI_Request request = MPI_REQUEST_NULL;
+  error = MPI_Ireduce_scatter(send, receive, ints.data(), datatypeOf(element),
+                              op, comm, &request);
+  if (error != MPI_SUCCESS)
+    return error;
+  hold(transfer, request);
+  heldCounts[transfer.handle] = std::move(ints);
+  return MPI_SUCCESS;
+}
+
 int MpiTransport::startSend(const void *data, int64_t count, Element element,
                             int peer, Transfer &transfer) {
   return start(count, transfer, [&](int n, MPI_Request *request) {
@@ -197,9 +220,12 @@ int MpiTransport::test(Transfer &transfer, bool *done) {
   int error = MPI_Test(&request, &finished, MPI_STATUS_IGNORE);
   if (error != MPI_SUCCESS)
     return error;
+  const uint64_t started = transfer.handle;
   hold(transfer, request);
   transfer.active = finished == 0;
   *done = finished != 0;
+  if (*done)
+    heldCounts.erase(started);
   return MPI_SUCCESS;
 }
 

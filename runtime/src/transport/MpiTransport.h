@@ -17,6 +17,9 @@
 
 #include <mpi.h>
 
+#include <map>
+#include <vector>
+
 namespace gradcomm {
 
 class MpiTransport final : public Transport {
@@ -41,6 +44,9 @@ public:
                      Transfer &transfer) override;
   int startAllGather(const void *send, int64_t count, Element element,
                      void *receive, Transfer &transfer) override;
+  int startReduceScatter(const void *send, void *receive, const int64_t *counts,
+                         Element element, Reduction reduction,
+                         Transfer &transfer) override;
   int startSend(const void *data, int64_t count, Element element, int peer,
                 Transfer &transfer) override;
   int startReceive(void *data, int64_t count, Element element, int peer,
@@ -57,6 +63,9 @@ private:
 
   MPI_Comm comm;
   bool owned;
+  /// The int counts of started reduce-scatters, by handle: MPI reads them
+  /// until the transfer completes.
+  std::map<uint64_t, std::vector<int>> heldCounts;
 };
 
 /// The MPI communicator under `transport`, or MPI_COMM_NULL when it is

@@ -91,6 +91,12 @@ public:
   /// block r.
   virtual int startAllGather(const void *send, int64_t count, Element element,
                              void *receive, Transfer &transfer) = 0;
+  /// Rank r receives in `receive` the reduction over the group of block r
+  /// of `send`: `counts[r]` elements, the blocks laid out in rank order in
+  /// every rank's `send` (size() counts, the same on every rank).
+  virtual int startReduceScatter(const void *send, void *receive,
+                                 const int64_t *counts, Element element,
+                                 Reduction reduction, Transfer &transfer) = 0;
   virtual int startSend(const void *data, int64_t count, Element element,
                         int peer, Transfer &transfer) = 0;
   virtual int startReceive(void *data, int64_t count, Element element, int peer,

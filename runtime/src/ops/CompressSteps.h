@@ -1,0 +1,67 @@
+//===- CompressSteps.h - What the compressing entry points share -*- C++
+//-*-===//
+//
+// Part of the GradComm project.
+//
+// The steps of every CLT-k entry point (ScaleCom.cpp: the fused step and
+// its unfused ops; ReduceScatter.cpp: the compressed reduce-scatter):
+// arguments, the backend's preparation with the agreement, the counters.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GRADCOMM_RUNTIME_OPS_COMPRESSSTEPS_H
+#define GRADCOMM_RUNTIME_OPS_COMPRESSSTEPS_H
+
+#include "Backend.h"
+
+#include <vector>
+
+namespace gradcomm {
+
+/// Arguments shared by the compress entry points, validated once.
+struct CompressArgs {
+  const char *state;
+  const float *grad;
+  int64_t count;
+  int64_t k;
+  gradcomm_selection selection;
+  int64_t chunkSize;
+  gradcomm_wire wire = GRADCOMM_WIRE_F32;
+};
+
+/// The compress arguments' checks: state name, count and k, the selection.
+gradcomm_status validateCompress(const Call &call, const CompressArgs &args);
+
+/// beta in (0, 1].
+gradcomm_status validateBeta(const Call &call, float beta);
+
+/// What every rank of a compression must agree on.
+std::vector<CheckField> compressFields(const CompressArgs &args,
+                                       const State &state);
+
+/// The step as the backend sees it.
+CompressStep stepOf(const CompressArgs &args, State &state);
+
+/// The backend's preparation and the agreement (with the leader's indices
+/// in its message when they fold), `extra` agreed on too. `*skipped`: the
+/// non-finite policy skipped the call, nothing was selected or written.
+gradcomm_status prepareAndAgree(const Call &call, const CompressArgs &args,
+                                const CompressStep &step,
+                                const std::vector<CheckField> &extra,
+                                Prepared &prepared, bool *skipped);
+
+/// Counts the index broadcast's bytes (folded indices count the same, in
+/// no message of their own).
+void countCompress(gradcomm_op_stats &stats, const CompressStep &step,
+                   bool foldsIndices);
+
+/// Counts one all-reduce of k values travelling as `wire`.
+void countValueReduce(gradcomm_op_stats &stats, int64_t k,
+                      gradcomm_wire wire = GRADCOMM_WIRE_F32);
+
+/// [a, a + count) and [b, b + count) share an element.
+bool overlaps(const float *a, const float *b, int64_t count);
+
+} // namespace gradcomm
+
+#endif // GRADCOMM_RUNTIME_OPS_COMPRESSSTEPS_H

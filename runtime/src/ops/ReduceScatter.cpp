@@ -1,0 +1,367 @@
+//===- ReduceScatter.cpp - Dense and compressed reduce-scatter ------------===//
+//
+// Part of the GradComm project.
+//
+// Sharded data parallelism reduce-scatters gradients: each rank keeps the
+// sum of its shard only. The compressed form is ScaleCom's step with the
+// value all-reduce replaced by a reduce-scatter: the leader's indices are
+// the same on every rank and ascending, so the selected values of shard r
+// are one contiguous run of the k values, and a reduce-scatter with
+// per-rank counts delivers each rank the sums of its run. Host memory (the
+// CPU backend): the entry points refuse another during validation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CompressSteps.h"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <vector>
+
+using namespace gradcomm;
+
+namespace {
+
+/// Where each shard begins (size + 1 bounds): the first count mod size
+/// shards hold one element more. No product of count and size, so no
+/// overflow up to 2^62 elements.
+std::vector<int64_t> shardBounds(int64_t count, int size) {
+  std::vector<int64_t> bounds(size + 1);
+  const int64_t base = count / size, longer = count % size;
+  for (int r = 0; r <= size; ++r)
+    bounds[r] = r * base + std::min<int64_t>(r, longer);
+  return bounds;
+}
+
+/// Elements of each shard.
+std::vector<int64_t> shardCounts(const std::vector<int64_t> &bounds) {
+  std::vector<int64_t> counts(bounds.size() - 1);
+  for (size_t r = 0; r + 1 < bounds.size(); ++r)
+    counts[r] = bounds[r + 1] - bounds[r];
+  return counts;
+}
+
+/// Every shard within one transport call (each rank receives its shard in
+/// one message).
+gradcomm_status requireShardsFit(const Call &call, int64_t count) {
+  const int64_t longest = count / context().size + 1;
+  if (longest > kTransportMaxCount)
+    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                     "a shard of " + std::to_string(count) + " elements over " +
+                         std::to_string(context().size) +
+                         " ranks exceeds one transfer (" +
+                         std::to_string(kTransportMaxCount) + " elements)");
+  return GRADCOMM_OK;
+}
+
+/// The dense forms' common part: arguments, the agreement (with the
+/// non-finite scan of `data`). `*skipped`: the policy zeroed `shard`.
+gradcomm_status beginReduceScatter(const Call &call, const char *opName,
+                                   const float *data, float *shard,
+                                   int64_t count, gradcomm_reduction reduction,
+                                   bool *skipped) {
+  *skipped = false;
+  GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+  GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
+    GRADCOMM_RETURN_IF_ERROR(requireName(call, "op_name", opName));
+    GRADCOMM_RETURN_IF_ERROR(
+        requireRange(call, "count", count, 1, int64_t(1) << 62));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "data", data));
+    GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
+    GRADCOMM_RETURN_IF_ERROR(requireHostTensors(call, "the reduce-scatter"));
+    GRADCOMM_RETURN_IF_ERROR(requireShardsFit(call, count));
+    const std::vector<int64_t> bounds = shardBounds(count, context().size);
+    const int64_t length = bounds[context().rank + 1] - bounds[context().rank];
+    // An empty shard (more ranks than elements) may be null.
+    if (length > 0)
+      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "shard", shard));
+    if (data < shard + length && shard < data + count)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "'data' and 'shard' overlap");
+    return GRADCOMM_OK;
+  }));
+  gradcomm_status agreed =
+      checkConsistencyOfInput(call, data, count, inputLimit(/*summed=*/true),
+                              {{"count", count}, {"reduction", reduction}});
+  if (skippedNonFinite(agreed, opName)) {
+    *skipped = true;
+    const std::vector<int64_t> bounds = shardBounds(count, context().size);
+    return zeroBuffer(call, shard,
+                      bounds[context().rank + 1] - bounds[context().rank]);
+  }
+  return agreed;
+}
+
+void countReduceScatter(const char *opName, uint64_t valueBytes, double start) {
+  gradcomm_op_stats &stats = opStats(opName);
+  const uint64_t bytes = reduceScatterBytes(valueBytes, context().size);
+  stats.calls += 1;
+  stats.messages += 1;
+  stats.value_bytes_sent += bytes;
+  stats.value_bytes_received += bytes;
+  stats.seconds += now() - start;
+}
+
+/// The compressed forms' arguments.
+struct CompressedCall {
+  CompressArgs args;
+  float *shard;
+  float beta;
+  gradcomm_reduction reduction;
+};
+
+/// One compressed step's selection, as the values' reduce-scatter needs it.
+struct Selected {
+  /// This rank's values at the leader's indices, ascending: shard r's are
+  /// the run of counts[r] values from offsets[r].
+  std::vector<float> send;
+  std::vector<int64_t> indices;
+  std::vector<int64_t> counts;
+  int64_t first = 0;
+  /// This rank's shard of the gradient.
+  int64_t shardBegin = 0;
+  int64_t shardLength = 0;
+  /// For the counters.
+  std::optional<CompressStep> step;
+  bool folds = false;
+};
+
+/// One compressed step up to the values' reduce-scatter: arguments, state,
+/// preparation and agreement, the leader's indices to every rank, this
+/// rank's values at them, the memory update. `*skipped`: the non-finite
+/// policy zeroed `shard`, nothing else changed.
+gradcomm_status beginCompressed(const Call &call, const CompressedCall &c,
+                                Selected &selected, bool *skipped) {
+  const CompressArgs &args = c.args;
+  State *state = nullptr;
+  GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+  GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
+    GRADCOMM_RETURN_IF_ERROR(validateCompress(call, args));
+    if (c.args.count / context().size > 0 || context().rank < c.args.count)
+      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "shard", c.shard));
+    GRADCOMM_RETURN_IF_ERROR(validateBeta(call, c.beta));
+    GRADCOMM_RETURN_IF_ERROR(requireReduction(call, c.reduction));
+    GRADCOMM_RETURN_IF_ERROR(
+        requireHostTensors(call, "the compressed reduce-scatter"));
+    GRADCOMM_RETURN_IF_ERROR(requireShardsFit(call, args.count));
+    if (overlaps(args.grad, c.shard, args.count))
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       "'grad' and 'shard' overlap");
+    return lookupIdleState(call, args.state, args.count, state);
+  }));
+  const std::vector<int64_t> bounds = shardBounds(args.count, context().size);
+  const int rank = context().rank;
+  selected.shardBegin = bounds[rank];
+  selected.shardLength = bounds[rank + 1] - bounds[rank];
+  Prepared prepared;
+  GRADCOMM_RETURN_IF_ERROR(
+      prepareAndAgree(call, args, stepOf(args, *state),
+                      {{"beta", floatBits(c.beta)}, {"reduction", c.reduction}},
+                      prepared, skipped));
+  if (*skipped)
+    return zeroBuffer(call, c.shard, selected.shardLength);
+  selected.step.emplace(stepOf(args, *state));
+  selected.folds = prepared.foldsIndices();
+  selected.send.resize(args.k);
+  selected.indices.resize(args.k);
+  GRADCOMM_RETURN_IF_ERROR(backend().compress(call, *selected.step, prepared,
+                                              selected.send.data(),
+                                              selected.indices.data()));
+  GRADCOMM_RETURN_IF_ERROR(
+      backend().memoryUpdate(call, *state, args.grad, args.count,
+                             selected.indices.data(), args.k, c.beta));
+  state->step += 1;
+  // Indices ascend: shard r's are the run between its bounds.
+  const auto &indices = selected.indices;
+  selected.counts.assign(context().size, 0);
+  for (int r = 0; r < context().size; ++r) {
+    const int64_t begin =
+        std::lower_bound(indices.begin(), indices.end(), bounds[r]) -
+        indices.begin();
+    const int64_t end =
+        std::lower_bound(indices.begin(), indices.end(), bounds[r + 1]) -
+        indices.begin();
+    selected.counts[r] = end - begin;
+    if (r == rank)
+      selected.first = begin;
+  }
+  return GRADCOMM_OK;
+}
+
+/// Zeros, then the received sums (means) at this rank's selected indices.
+void scatterIntoShard(const Selected &selected, const float *received,
+                      float *shard, bool average) {
+  std::fill(shard, shard + selected.shardLength, 0.0f);
+  const int64_t *indices = selected.indices.data() + selected.first;
+  const int64_t n = selected.counts[context().rank];
+  for (int64_t j = 0; j < n; ++j)
+    shard[indices[j] - selected.shardBegin] = received[j];
+  if (average)
+    divideByGroupSize(shard, selected.shardLength);
+}
+
+void countCompressed(const char *stateName, const CompressStep &step,
+                     bool folds, double start) {
+  gradcomm_op_stats &stats = opStats(stateName);
+  const uint64_t bytes =
+      reduceScatterBytes(sizeof(float) * step.k, context().size);
+  stats.calls += 1;
+  countCompress(stats, step, folds);
+  stats.messages += 1;
+  stats.value_bytes_sent += bytes;
+  stats.value_bytes_received += bytes;
+  stats.seconds += now() - start;
+}
+
+/// The dense reduce-scatter up to its transfer, into `started` (the
+/// blocking form completes it at once).
+gradcomm_status startDense(const Call &call, const char *opName,
+                           const float *data, float *shard, int64_t count,
+                           gradcomm_reduction reduction,
+                           gradcomm_request_s &started) {
+  const double start = now();
+  GRADCOMM_RETURN_IF_ERROR(beginReduceScatter(call, opName, data, shard, count,
+                                              reduction, &started.skipped));
+  started.opName = opName;
+  started.what = "reduce-scatter";
+  if (started.skipped)
+    return GRADCOMM_OK;
+  const std::vector<int64_t> counts =
+      shardCounts(shardBounds(count, context().size));
+  started.transfers.resize(1);
+  GRADCOMM_RETURN_IF_ERROR(
+      startReduceScatter(call, data, shard, counts, Element::Float32,
+                         Reduction::Sum, started.transfers[0], started.what));
+  started.finish = [name = started.opName, shard,
+                    length = counts[context().rank], count,
+                    average = reduction == GRADCOMM_REDUCE_AVERAGE, start] {
+    if (average)
+      divideByGroupSize(shard, length);
+    countReduceScatter(name.c_str(), sizeof(float) * count, start);
+  };
+  return GRADCOMM_OK;
+}
+
+/// The compressed step up to the values' reduce-scatter, into `started`:
+/// it keeps the values, the indices and the receive buffer until its
+/// wait, so several calls may be in flight.
+gradcomm_status startCompressed(const Call &call, const CompressedCall &c,
+                                gradcomm_request_s &started) {
+  const double start = now();
+  auto selected = std::make_shared<Selected>();
+  GRADCOMM_RETURN_IF_ERROR(
+      beginCompressed(call, c, *selected, &started.skipped));
+  started.opName = c.args.state;
+  started.what = "reduce-scatter (selected values)";
+  if (started.skipped)
+    return GRADCOMM_OK;
+  auto received =
+      std::make_shared<std::vector<float>>(selected->counts[context().rank]);
+  started.transfers.resize(1);
+  GRADCOMM_RETURN_IF_ERROR(startReduceScatter(
+      call, selected->send.data(), received->data(), selected->counts,
+      Element::Float32, Reduction::Sum, started.transfers[0], started.what));
+  started.finish = [name = started.opName, selected, received, shard = c.shard,
+                    average = c.reduction == GRADCOMM_REDUCE_AVERAGE, start] {
+    scatterIntoShard(*selected, received->data(), shard, average);
+    countCompressed(name.c_str(), *selected->step, selected->folds, start);
+  };
+  return GRADCOMM_OK;
+}
+
+/// A blocking form: the started call completed at once.
+gradcomm_status complete(const Call &call, gradcomm_request_s &started) {
+  for (Transfer &transfer : started.transfers)
+    GRADCOMM_RETURN_IF_ERROR(waitYielding(call, transfer, started.what));
+  if (!started.skipped && started.finish)
+    started.finish();
+  return GRADCOMM_OK;
+}
+
+} // namespace
+
+gradcomm_status gradcomm_shard_range(int64_t count, int rank, int size,
+                                     int64_t *begin, int64_t *length) {
+  return guarded("shard_range", nullptr, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "begin", begin));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "length", length));
+    GRADCOMM_RETURN_IF_ERROR(
+        requireRange(call, "count", count, 0, int64_t(1) << 62));
+    GRADCOMM_RETURN_IF_ERROR(requireRange(call, "size", size, 1, INT32_MAX));
+    GRADCOMM_RETURN_IF_ERROR(requireRange(call, "rank", rank, 0, size - 1));
+    const int64_t base = count / size, longer = count % size;
+    *begin = rank * base + std::min<int64_t>(rank, longer);
+    *length = base + (rank < longer ? 1 : 0);
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_reduce_scatter_f32(const char *opName,
+                                            const float *data, float *shard,
+                                            int64_t count,
+                                            gradcomm_reduction reduction) {
+  return guarded("reduce_scatter_f32", opName, [&](const Call &call) {
+    gradcomm_request_s started;
+    GRADCOMM_RETURN_IF_ERROR(
+        startDense(call, opName, data, shard, count, reduction, started));
+    return complete(call, started);
+  });
+}
+
+gradcomm_status gradcomm_reduce_scatter_start_f32(const char *opName,
+                                                  const float *data,
+                                                  float *shard, int64_t count,
+                                                  gradcomm_reduction reduction,
+                                                  gradcomm_request *request) {
+  return guarded("reduce_scatter_start_f32", opName, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(requireStartable(call, request,
+                                              StartedForm::ReduceScatter,
+                                              "gradcomm_reduce_scatter_f32"));
+    auto started = std::make_unique<gradcomm_request_s>();
+    GRADCOMM_RETURN_IF_ERROR(
+        startDense(call, opName, data, shard, count, reduction, *started));
+    *request = trackRequest(std::move(started));
+    return GRADCOMM_OK;
+  });
+}
+
+gradcomm_status gradcomm_scalecom_reduce_scatter_f32(
+    const char *stateName, const float *grad, float *shard, int64_t count,
+    int64_t k, gradcomm_selection selection, int64_t chunkSize, float beta,
+    gradcomm_reduction reduction) {
+  return guarded(
+      "scalecom_reduce_scatter_f32", stateName, [&](const Call &call) {
+        gradcomm_request_s started;
+        GRADCOMM_RETURN_IF_ERROR(
+            startCompressed(call,
+                            {{stateName, grad, count, k, selection, chunkSize},
+                             shard,
+                             beta,
+                             reduction},
+                            started));
+        return complete(call, started);
+      });
+}
+
+gradcomm_status gradcomm_scalecom_reduce_scatter_start_f32(
+    const char *stateName, const float *grad, float *shard, int64_t count,
+    int64_t k, gradcomm_selection selection, int64_t chunkSize, float beta,
+    gradcomm_reduction reduction, gradcomm_request *request) {
+  return guarded(
+      "scalecom_reduce_scatter_start_f32", stateName, [&](const Call &call) {
+        GRADCOMM_RETURN_IF_ERROR(
+            requireStartable(call, request, StartedForm::ReduceScatter,
+                             "gradcomm_scalecom_reduce_scatter_f32"));
+        auto started = std::make_unique<gradcomm_request_s>();
+        GRADCOMM_RETURN_IF_ERROR(
+            startCompressed(call,
+                            {{stateName, grad, count, k, selection, chunkSize},
+                             shard,
+                             beta,
+                             reduction},
+                            *started));
+        *request = trackRequest(std::move(started));
+        return GRADCOMM_OK;
+      });
+}

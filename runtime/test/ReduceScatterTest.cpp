@@ -1,0 +1,205 @@
+//===- ReduceScatterTest.cpp - Dense and compressed reduce-scatter --------===//
+//
+// Part of the GradComm project.
+//
+// Each rank's shard of a reduce-scatter must be that rank's range of the
+// all-reduce's result, and the compressed reduce-scatter's shard that range
+// of gradcomm_scalecom_f32's output, with the same memory. The inputs are
+// small integers and beta 1/2, so every sum is exact in float32 whatever
+// order MPI adds in: the comparisons are bit for bit at 1-4 ranks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace gradcomm::test;
+
+namespace {
+
+/// Small integers of both signs, different on each rank and step, with
+/// few ties among the largest.
+std::vector<float> integerGradient(int rank, int step, int64_t count) {
+  std::vector<float> grad(count);
+  for (int64_t i = 0; i < count; ++i)
+    grad[i] = static_cast<float>((i * 37 + rank * 11 + step * 5) % 61) - 30.0f;
+  return grad;
+}
+
+struct Range {
+  int64_t begin = 0, length = 0;
+};
+
+Range shardOf(int64_t count, int rank, int size) {
+  Range range;
+  EXPECT_EQ(
+      gradcomm_shard_range(count, rank, size, &range.begin, &range.length),
+      GRADCOMM_OK);
+  return range;
+}
+
+std::vector<float> slice(const std::vector<float> &data, Range range) {
+  return std::vector<float>(data.begin() + range.begin,
+                            data.begin() + range.begin + range.length);
+}
+
+} // namespace
+
+TEST(ReduceScatter, ShardsCoverTheBufferInOrder) {
+  for (int size : {1, 2, 3, 4, 7})
+    for (int64_t count : {0, 1, 5, 12, 1001}) {
+      int64_t next = 0;
+      for (int rank = 0; rank < size; ++rank) {
+        Range range = shardOf(count, rank, size);
+        EXPECT_EQ(range.begin, next);
+        EXPECT_TRUE(range.length == count / size ||
+                    range.length == count / size + 1);
+        next = range.begin + range.length;
+      }
+      EXPECT_EQ(next, count);
+    }
+  int64_t begin = 0, length = 0;
+  EXPECT_EQ(gradcomm_shard_range(10, 3, 3, &begin, &length),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(gradcomm_shard_range(10, 0, 0, &begin, &length),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+}
+
+TEST(ReduceScatter, DenseIsTheShardOfTheAllReduce) {
+  World world;
+  for (int64_t count : {1, 7, 1000, 100003})
+    for (gradcomm_reduction reduction :
+         {GRADCOMM_REDUCE_SUM, GRADCOMM_REDUCE_AVERAGE}) {
+      std::vector<float> data = integerGradient(world.rank, 0, count);
+      std::vector<float> all = data;
+      ASSERT_EQ(gradcomm_dense_all_reduce_f32("rs.reference", all.data(), count,
+                                              reduction),
+                GRADCOMM_OK);
+      const Range range = shardOf(count, world.rank, world.size);
+      std::vector<float> shard(range.length + 1, -7.0f);
+      ASSERT_EQ(gradcomm_reduce_scatter_f32("rs.dense", data.data(),
+                                            shard.data(), count, reduction),
+                GRADCOMM_OK)
+          << gradcomm_last_error();
+      EXPECT_EQ(shard.back(), -7.0f) << "wrote past the shard";
+      shard.pop_back();
+      EXPECT_EQ(shard, slice(all, range)) << "count " << count;
+
+      std::vector<float> started(range.length);
+      gradcomm_request request = nullptr;
+      ASSERT_EQ(gradcomm_reduce_scatter_start_f32("rs.dense", data.data(),
+                                                  started.data(), count,
+                                                  reduction, &request),
+                GRADCOMM_OK);
+      ASSERT_EQ(gradcomm_wait(&request), GRADCOMM_OK);
+      EXPECT_EQ(started, shard);
+    }
+  gradcomm_op_stats stats{};
+  ASSERT_EQ(gradcomm_stats_get("rs.dense", &stats), GRADCOMM_OK);
+  EXPECT_EQ(stats.calls, 16u);
+}
+
+TEST(ReduceScatter, CompressedIsTheShardOfScaleCom) {
+  World world;
+  struct Case {
+    gradcomm_selection selection;
+    int64_t chunkSize;
+    int64_t k;
+    gradcomm_reduction reduction;
+  };
+  const int64_t count = 1003;
+  for (Case c : {Case{GRADCOMM_SELECT_EXACT, 0, 40, GRADCOMM_REDUCE_SUM},
+                 Case{GRADCOMM_SELECT_EXACT, 0, 200, GRADCOMM_REDUCE_AVERAGE},
+                 Case{GRADCOMM_SELECT_CHUNK, 100, 11, GRADCOMM_REDUCE_SUM}}) {
+    const std::string fused = uniqueName("rs.fused") + std::to_string(c.k);
+    const std::string sharded = uniqueName("rs.sharded") + std::to_string(c.k);
+    const Range range = shardOf(count, world.rank, world.size);
+    // Five steps: the leader moves round the ranks, memory builds up.
+    for (int step = 0; step < 5; ++step) {
+      std::vector<float> grad = integerGradient(world.rank, step, count);
+      std::vector<float> out(count);
+      ASSERT_EQ(gradcomm_scalecom_f32(fused.c_str(), grad.data(), out.data(),
+                                      count, c.k, c.selection, c.chunkSize,
+                                      0.5f, c.reduction),
+                GRADCOMM_OK);
+      std::vector<float> shard(range.length, -1.0f);
+      if (step % 2 == 0) {
+        ASSERT_EQ(gradcomm_scalecom_reduce_scatter_f32(
+                      sharded.c_str(), grad.data(), shard.data(), count, c.k,
+                      c.selection, c.chunkSize, 0.5f, c.reduction),
+                  GRADCOMM_OK)
+            << gradcomm_last_error();
+      } else {
+        gradcomm_request request = nullptr;
+        ASSERT_EQ(gradcomm_scalecom_reduce_scatter_start_f32(
+                      sharded.c_str(), grad.data(), shard.data(), count, c.k,
+                      c.selection, c.chunkSize, 0.5f, c.reduction, &request),
+                  GRADCOMM_OK)
+            << gradcomm_last_error();
+        grad.assign(count, 1e30f); // free at once: read at the start
+        ASSERT_EQ(gradcomm_wait(&request), GRADCOMM_OK);
+      }
+      EXPECT_EQ(shard, slice(out, range)) << "step " << step;
+      EXPECT_EQ(readState(sharded, count), readState(fused, count))
+          << "step " << step;
+    }
+    gradcomm_op_stats stats{};
+    ASSERT_EQ(gradcomm_stats_get(sharded.c_str(), &stats), GRADCOMM_OK);
+    EXPECT_EQ(stats.calls, 5u);
+    // k values, (n - 1) / n of them leave each rank per step.
+    EXPECT_EQ(stats.value_bytes_sent,
+              5u * (4u * c.k * (world.size - 1) / world.size));
+  }
+}
+
+TEST(ReduceScatter, RefusesOnEveryRankAlike) {
+  World world;
+  std::vector<float> grad(100, 1.0f), shard(100);
+  // One rank's shard overlapping its gradient: every rank fails with its
+  // message.
+  float *mine = world.rank == world.size - 1 ? grad.data() + 10 : shard.data();
+  EXPECT_EQ(gradcomm_scalecom_reduce_scatter_f32(
+                uniqueName("rs").c_str(), grad.data(), mine, 100, 5,
+                GRADCOMM_SELECT_EXACT, 0, 1.0f, GRADCOMM_REDUCE_SUM),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(gradcomm_last_error(), "'grad' and 'shard' overlap"));
+  if (world.size > 1) {
+    EXPECT_EQ(gradcomm_reduce_scatter_f32("rs.mismatch", grad.data(),
+                                          shard.data(), 90 + world.rank,
+                                          GRADCOMM_REDUCE_SUM),
+              GRADCOMM_ERR_MISMATCH);
+  }
+}
+
+TEST(ReduceScatter, SkipPolicyZeroesTheShardAndKeepsTheMemory) {
+  World world;
+  ASSERT_EQ(gradcomm_set_nonfinite_policy(GRADCOMM_NONFINITE_SKIP),
+            GRADCOMM_OK);
+  const std::string name = uniqueName("rs");
+  const int64_t count = 64;
+  const Range range = shardOf(count, world.rank, world.size);
+  std::vector<float> grad = integerGradient(world.rank, 0, count);
+  std::vector<float> shard(range.length, -1.0f);
+  ASSERT_EQ(gradcomm_scalecom_reduce_scatter_f32(
+                name.c_str(), grad.data(), shard.data(), count, 4,
+                GRADCOMM_SELECT_EXACT, 0, 1.0f, GRADCOMM_REDUCE_SUM),
+            GRADCOMM_OK);
+  const std::vector<float> memory = readState(name, count);
+  if (world.rank == 0)
+    grad[3] = std::numeric_limits<float>::quiet_NaN();
+  ASSERT_EQ(gradcomm_scalecom_reduce_scatter_f32(
+                name.c_str(), grad.data(), shard.data(), count, 4,
+                GRADCOMM_SELECT_EXACT, 0, 1.0f, GRADCOMM_REDUCE_SUM),
+            GRADCOMM_OK);
+  EXPECT_EQ(shard, std::vector<float>(range.length, 0.0f));
+  EXPECT_EQ(readState(name, count), memory);
+  std::vector<float> dense(range.length, -1.0f);
+  ASSERT_EQ(gradcomm_reduce_scatter_f32("rs.skip", grad.data(), dense.data(),
+                                        count, GRADCOMM_REDUCE_SUM),
+            GRADCOMM_OK);
+  EXPECT_EQ(dense, std::vector<float>(range.length, 0.0f));
+  ASSERT_EQ(gradcomm_set_nonfinite_policy(GRADCOMM_NONFINITE_ERROR),
+            GRADCOMM_OK);
+}
