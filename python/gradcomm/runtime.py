@@ -148,6 +148,16 @@ _SIGNATURES = {
     "gradcomm_scalecom_recipe_start_f32": [
         ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
         ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)],
+    "gradcomm_shard_range": [ctypes.c_int64, ctypes.c_int, ctypes.c_int,
+                             ctypes.POINTER(ctypes.c_int64),
+                             ctypes.POINTER(ctypes.c_int64)],
+    "gradcomm_reduce_scatter_f32": [ctypes.c_char_p, ctypes.c_void_p,
+                                    ctypes.c_void_p, ctypes.c_int64,
+                                    ctypes.c_int],
+    "gradcomm_scalecom_reduce_scatter_f32": [
+        ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+        ctypes.c_int64, ctypes.c_int, ctypes.c_int64, ctypes.c_float,
+        ctypes.c_int],
     "gradcomm_wait": [ctypes.POINTER(ctypes.c_void_p)],
     "gradcomm_stats_get": [ctypes.c_char_p, ctypes.c_void_p],
     "gradcomm_set_backend": [ctypes.c_int],

@@ -55,6 +55,27 @@ gradcomm_status requireShardsFit(const Call &call, int64_t count) {
   return GRADCOMM_OK;
 }
 
+/// This rank's shard length for `count` elements in the active group.
+int64_t ownShardLength(int64_t count) {
+  const std::vector<int64_t> bounds = shardBounds(count, context().size);
+  return bounds[context().rank + 1] - bounds[context().rank];
+}
+
+/// `shard` is this rank's output: not null unless its shard is empty (more
+/// ranks than elements), and apart from the `count` elements of `input`.
+gradcomm_status requireShard(const Call &call, const float *input,
+                             const char *inputName, int64_t count,
+                             const float *shard) {
+  const int64_t length = ownShardLength(count);
+  if (length == 0)
+    return GRADCOMM_OK;
+  GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "shard", shard));
+  if (input < shard + length && shard < input + count)
+    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                     std::string("'") + inputName + "' and 'shard' overlap");
+  return GRADCOMM_OK;
+}
+
 /// The dense forms' common part: arguments, the agreement (with the
 /// non-finite scan of `data`). `*skipped`: the policy zeroed `shard`.
 gradcomm_status beginReduceScatter(const Call &call, const char *opName,
@@ -71,24 +92,14 @@ gradcomm_status beginReduceScatter(const Call &call, const char *opName,
     GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
     GRADCOMM_RETURN_IF_ERROR(requireHostTensors(call, "the reduce-scatter"));
     GRADCOMM_RETURN_IF_ERROR(requireShardsFit(call, count));
-    const std::vector<int64_t> bounds = shardBounds(count, context().size);
-    const int64_t length = bounds[context().rank + 1] - bounds[context().rank];
-    // An empty shard (more ranks than elements) may be null.
-    if (length > 0)
-      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "shard", shard));
-    if (data < shard + length && shard < data + count)
-      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                       "'data' and 'shard' overlap");
-    return GRADCOMM_OK;
+    return requireShard(call, data, "data", count, shard);
   }));
   gradcomm_status agreed =
       checkConsistencyOfInput(call, data, count, inputLimit(/*summed=*/true),
                               {{"count", count}, {"reduction", reduction}});
   if (skippedNonFinite(agreed, opName)) {
     *skipped = true;
-    const std::vector<int64_t> bounds = shardBounds(count, context().size);
-    return zeroBuffer(call, shard,
-                      bounds[context().rank + 1] - bounds[context().rank]);
+    return zeroBuffer(call, shard, ownShardLength(count));
   }
   return agreed;
 }
@@ -138,16 +149,13 @@ gradcomm_status beginCompressed(const Call &call, const CompressedCall &c,
   GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
   GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
     GRADCOMM_RETURN_IF_ERROR(validateCompress(call, args));
-    if (c.args.count / context().size > 0 || context().rank < c.args.count)
-      GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "shard", c.shard));
     GRADCOMM_RETURN_IF_ERROR(validateBeta(call, c.beta));
     GRADCOMM_RETURN_IF_ERROR(requireReduction(call, c.reduction));
     GRADCOMM_RETURN_IF_ERROR(
         requireHostTensors(call, "the compressed reduce-scatter"));
     GRADCOMM_RETURN_IF_ERROR(requireShardsFit(call, args.count));
-    if (overlaps(args.grad, c.shard, args.count))
-      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                       "'grad' and 'shard' overlap");
+    GRADCOMM_RETURN_IF_ERROR(
+        requireShard(call, args.grad, "grad", args.count, c.shard));
     return lookupIdleState(call, args.state, args.count, state);
   }));
   const std::vector<int64_t> bounds = shardBounds(args.count, context().size);

@@ -1,0 +1,158 @@
+"""Communication hooks for PyTorch FSDP's sharded strategies: the
+gradient reduce-scatter, dense or compressed with ScaleCom's CLT-k
+(docs/pytorch.md, "Sharded training (FSDP)").
+
+    from gradcomm.torch import fsdp
+    model = FSDP(net, device_id=torch.device("cpu"))
+    state = fsdp.ScaleComShardedState(ratio=100)
+    model.register_comm_hook(state, fsdp.scalecom_reduce_scatter_hook)
+
+FSDP calls the hook once per flat parameter in the backward pass with the
+padded, unsharded gradient and this rank's shard to fill (the flat
+parameter is padded to a multiple of the world size, so rank r's shard is
+the r-th equal part, as gradcomm_shard_range cuts it). ScaleCom's error
+feedback memory is one runtime state per flat parameter on every rank, of
+the unsharded length: the leader's selection is over the whole local
+gradient, as CLT-k needs.
+"""
+
+import math
+
+import torch
+import torch.distributed as dist
+
+from gradcomm.runtime import REDUCTIONS, SELECTIONS, GradCommError
+from gradcomm.torch.ddp import initialize_runtime
+
+
+def _predivide_factor(world_size):
+    """FSDP's own split of the average into a division before the sum and
+    one after it (torch.distributed.fsdp's _get_gradient_predivide_factor),
+    so the dense hook gives its bits."""
+    factor = 1
+    while world_size % factor == 0 and world_size / factor > factor:
+        factor *= 2
+    return factor
+
+
+class ShardedState:
+    """What both hooks share: the runtime (initialized for this job as the
+    DDP hooks do), the world size, a name per flat parameter and the count
+    of backward passes (`steps`)."""
+
+    def __init__(self, prefix="fsdp", process_group=None):
+        self.rt = initialize_runtime()
+        self.size = self.rt.size()
+        if dist.is_available() and dist.is_initialized():
+            group = (dist.get_rank(process_group),
+                     dist.get_world_size(process_group))
+            if group != (self.rt.rank(), self.size):
+                raise GradCommError(
+                    -1, "gradcomm: the runtime's group (rank %d of %d) is not "
+                    "the process group (rank %d of %d)" % (
+                        (self.rt.rank(), self.size) + group))
+        if self.rt.backend() != "cpu":
+            raise GradCommError(-1, "gradcomm: the sharded hooks run on the "
+                                "runtime's CPU backend only")
+        self.prefix = prefix
+        self.steps = 0
+        self._calls = {}
+        self._end_queued = False
+
+    def name_of(self, grad):
+        """The flat parameter's state name: its length and its place among
+        the flat parameters of that length in this backward pass (FSDP
+        reduces them in the same order on every step and rank)."""
+        if not self._end_queued:
+            # Runs once the whole backward pass is done.
+            torch.autograd.Variable._execution_engine.queue_callback(
+                self._end_of_backward)
+            self._end_queued = True
+        length = grad.numel()
+        index = self._calls.get(length, 0)
+        self._calls[length] = index + 1
+        return ("%s.%d.%d" % (self.prefix, length, index)).encode()
+
+    def _end_of_backward(self):
+        self._calls.clear()
+        self._end_queued = False
+        self.steps += 1
+
+    def check(self, grad, output):
+        for tensor, what in ((grad, "gradient"), (output, "shard")):
+            if tensor.dtype != torch.float32 or tensor.device.type != "cpu" \
+                    or not tensor.is_contiguous():
+                raise TypeError(
+                    "gradcomm: the %s is %s on %s%s; the sharded hooks take "
+                    "contiguous float32 CPU tensors" % (
+                        what, tensor.dtype, tensor.device,
+                        "" if tensor.is_contiguous() else ", not contiguous"))
+        if grad.numel() != output.numel() * self.size:
+            raise ValueError(
+                "gradcomm: a gradient of %d elements does not split into %d "
+                "shards of %d" % (grad.numel(), self.size, output.numel()))
+
+
+class DenseShardedState(ShardedState):
+    """For reduce_scatter_hook: no options."""
+
+
+def reduce_scatter_hook(state, grad, output):
+    """The dense reduce-scatter (gradcomm_reduce_scatter_f32): `output`
+    receives this rank's shard of the mean of `grad` over the ranks, with
+    the bits of FSDP's own reduce-scatter at 2 ranks (it divides as FSDP
+    does: part before the sum, the rest after)."""
+    state.check(grad, output)
+    name = state.name_of(grad)
+    _dense_shard(state, name, grad, output)
+
+
+def _dense_shard(state, name, grad, output):
+    before = _predivide_factor(state.size)
+    after = state.size / before
+    if before > 1:
+        grad.div_(before)
+    state.rt.call("gradcomm_reduce_scatter_f32", name, grad.data_ptr(),
+                  output.data_ptr(), grad.numel(), REDUCTIONS["sum"])
+    if after > 1:
+        output.div_(after)
+
+
+class ScaleComShardedState(ShardedState):
+    """ScaleCom's reduce-scatter: k = ceil(length / ratio) values per flat
+    parameter, the low-pass filter's `beta`, and a dense warm-up of
+    `warmup_steps` backward passes; the defaults are the recipe's
+    (docs/scalecom.md, "The recipe")."""
+
+    def __init__(self, ratio=100.0, beta=0.5, warmup_steps=100,
+                 prefix="fsdp", process_group=None):
+        if not ratio >= 1:
+            raise ValueError("gradcomm: ratio must be >= 1, got %r" % ratio)
+        if not 0 < beta <= 1:
+            raise ValueError("gradcomm: beta must be in (0, 1], got %r"
+                             % beta)
+        if warmup_steps < 0:
+            raise ValueError("gradcomm: warmup_steps must be >= 0, got %r"
+                             % warmup_steps)
+        super().__init__(prefix, process_group)
+        self.ratio = ratio
+        self.beta = beta
+        self.warmup_steps = warmup_steps
+
+
+def scalecom_reduce_scatter_hook(state, grad, output):
+    """ScaleCom's compressed reduce-scatter
+    (gradcomm_scalecom_reduce_scatter_f32): the leader's top-k of m + g
+    over the whole local gradient, the same indices on every rank; `output`
+    receives zeros and, at the selected indices of this rank's shard, the
+    mean of every rank's values; the memory is updated as in ScaleCom.
+    During the warm-up, the dense hook's shard."""
+    state.check(grad, output)
+    name = state.name_of(grad)
+    if state.steps < state.warmup_steps:
+        _dense_shard(state, b"dense." + name, grad, output)
+        return
+    k = max(1, math.ceil(grad.numel() / state.ratio))
+    state.rt.call("gradcomm_scalecom_reduce_scatter_f32", name,
+                  grad.data_ptr(), output.data_ptr(), grad.numel(), k,
+                  SELECTIONS["exact"], 0, state.beta, REDUCTIONS["average"])

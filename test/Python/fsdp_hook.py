@@ -1,0 +1,169 @@
+"""FSDP's sharded strategy with GradComm's reduce-scatter hooks
+(gradcomm.torch.fsdp), 2 ranks under torchrun, CPU and gloo:
+
+* the dense hook gives FSDP's own sharded gradients bit for bit;
+* the ScaleCom hook's shard is the shard of gradcomm_scalecom_f32's output
+  for the same gradient, bit for bit, on every flat parameter and step
+  (several FSDP units, two of the same length);
+* its warm-up steps are the dense hook's, its bytes are k values, and
+  its loss follows dense's;
+* a tensor it cannot take is refused with a message.
+
+Usage: torchrun --standalone --nproc-per-node=2 fsdp_hook.py
+"""
+
+import ctypes
+import math
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp import ShardingStrategy
+from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__)))), "python"))
+from gradcomm.runtime import REDUCTIONS, SELECTIONS  # noqa: E402
+from gradcomm.torch import fsdp  # noqa: E402
+
+STEPS = 12
+failures = []
+
+
+def check(condition, what):
+    if not condition:
+        failures.append(what)
+        print("rank %d: FAIL %s" % (dist.get_rank(), what), flush=True)
+
+
+def network():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Linear(20, 48), torch.nn.ReLU(), torch.nn.Linear(48, 48),
+        torch.nn.ReLU(), torch.nn.Linear(48, 48), torch.nn.ReLU(),
+        torch.nn.Linear(48, 4))
+
+
+def wrapped():
+    # One FSDP unit per Linear: the hook sees four flat parameters, two of
+    # the same length.
+    return FSDP(network(), device_id=torch.device("cpu"),
+                sharding_strategy=ShardingStrategy.FULL_SHARD,
+                auto_wrap_policy=ModuleWrapPolicy({torch.nn.Linear}))
+
+
+def batch(step):
+    generator = torch.Generator().manual_seed(1000 * dist.get_rank() + step)
+    x = torch.randn(32, 20, generator=generator)
+    target = torch.stack([x[:, :5].sum(1), x[:, 5:10].sum(1),
+                          x[:, 10:15].sum(1), x[:, 15:].sum(1)], dim=1)
+    return x, target
+
+
+def train(model, state=None, hook=None, steps=STEPS, lr=0.05):
+    if hook is not None:
+        model.register_comm_hook(state, hook)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    losses, grads = [], []
+    for step in range(steps):
+        optimizer.zero_grad()
+        x, target = batch(step)
+        loss = torch.nn.functional.mse_loss(model(x), target)
+        loss.backward()
+        grads.append([p.grad.clone() for p in model.parameters()])
+        optimizer.step()
+        losses.append(loss.item())
+    return losses, grads
+
+
+def same(a, b):
+    return len(a) == len(b) and all(
+        all(torch.equal(x, y) for x, y in zip(p, q)) for p, q in zip(a, b))
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank, size = dist.get_rank(), dist.get_world_size()
+
+    # Dense: FSDP's own reduce-scatter, bit for bit.
+    own_losses, own_grads = train(wrapped())
+    dense = fsdp.DenseShardedState(prefix="dense")
+    dense_losses, dense_grads = train(wrapped(), dense,
+                                      fsdp.reduce_scatter_hook)
+    check(same(own_grads, dense_grads), "dense hook = FSDP's gradients")
+    check(own_losses == dense_losses, "dense hook = FSDP's losses")
+    check(dense.steps == STEPS, "one step per backward pass")
+
+    # ScaleCom: every shard is the shard of the all-reduce step's output.
+    state = fsdp.ScaleComShardedState(ratio=10, warmup_steps=0,
+                                      prefix="cltk")
+    rt = state.rt
+    compared = [0]
+
+    def checking_hook(state, grad, output):
+        name = "reference.%d.%d" % (state.steps, compared[0])
+        reference = grad.clone()
+        # The reference state must see the same memory: one per flat
+        # parameter, named by its place in the backward pass.
+        place = state._calls.get(grad.numel(), 0)
+        memory = ("reference.%d.%d" % (grad.numel(), place)).encode()
+        fsdp.scalecom_reduce_scatter_hook(state, grad, output)
+        k = max(1, math.ceil(reference.numel() / state.ratio))
+        full = torch.empty_like(reference)
+        rt.call("gradcomm_scalecom_f32", memory, reference.data_ptr(),
+                full.data_ptr(), reference.numel(), k, SELECTIONS["exact"],
+                0, ctypes.c_float(state.beta), REDUCTIONS["average"])
+        shard = full.chunk(size)[rank]
+        check(torch.equal(output, shard),
+              "ScaleCom shard = the all-reduce step's shard (%s)" % name)
+        compared[0] += 1
+
+    losses, _ = train(wrapped(), state, checking_hook)
+    check(compared[0] == 4 * STEPS, "four flat parameters per step")
+    # Ratio 10 on this small net follows dense's loss curve closely.
+    tail = sum(losses[-4:]) / 4
+    dense_tail = sum(own_losses[-4:]) / 4
+    check(abs(tail - dense_tail) < 0.02 * dense_tail,
+          "ScaleCom follows dense: last 4 steps %.4f vs %.4f" % (
+              tail, dense_tail))
+    stats = rt.stats(b"cltk.%d.0" % (48 * 48 + 48))
+    k = math.ceil((48 * 48 + 48) / 10)
+    # FSDP pads the flat parameter to a multiple of the world size.
+    check(stats.calls == STEPS, "one call per step: %d" % stats.calls)
+    check(stats.value_bytes_sent == stats.calls * (4 * k * (size - 1) // size),
+          "k values on the wire: %d" % stats.value_bytes_sent)
+
+    # The warm-up is the dense hook.
+    warm = fsdp.ScaleComShardedState(ratio=10, warmup_steps=3,
+                                     prefix="warm")
+    _, warm_grads = train(wrapped(), warm, fsdp.scalecom_reduce_scatter_hook,
+                          steps=4)
+    check(same(warm_grads[:3], dense_grads[:3]), "warm-up = dense")
+    check(not same(warm_grads[3:], dense_grads[3:4]), "compressed after it")
+
+    # Refusals.
+    try:
+        fsdp.scalecom_reduce_scatter_hook(
+            state, torch.zeros(8), torch.zeros(4, dtype=torch.bfloat16))
+        check(False, "a bfloat16 shard is refused")
+    except TypeError as error:
+        check("float32" in str(error), "the message says float32")
+    try:
+        fsdp.ScaleComShardedState(ratio=0.5)
+        check(False, "ratio < 1 is refused")
+    except ValueError:
+        pass
+
+    failed = torch.tensor([len(failures)])
+    dist.all_reduce(failed)
+    if rank == 0:
+        print("fsdp hooks: %s" % ("ok" if failed.item() == 0 else
+                                  "%d failures" % failed.item()))
+    dist.destroy_process_group()
+    sys.exit(0 if failed.item() == 0 else 1)
+
+
+if __name__ == "__main__":
+    main()
