@@ -10,6 +10,9 @@ communication by GradComm: one line, `register_comm_hook`.
 gossip, gossip-async (random peers), easgd, easgd-async (no gradient
 all-reduce: GossipAverager or ElasticAverager after each optimizer step;
 rank 0's replica is evaluated).
+--sharded: FSDP (FULL_SHARD) instead of DDP, with --comm ddp (FSDP's own
+reduce-scatter), dense or scalecom (gradcomm.torch.fsdp's reduce-scatter
+hooks).
 --model: the MLP, the CNN (default), ResNet-18 adapted to 28x28, or the
 2-layer character transformer language model on Debian's GPL-3 text (its
 accuracy: next-character accuracy on the held-out last 10 %). The
@@ -21,6 +24,7 @@ from mpiexec (PMI_RANK, PMI_SIZE).
 """
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -31,6 +35,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,7 +43,7 @@ sys.path[:0] = [os.path.join(os.path.dirname(os.path.dirname(HERE)),
                              "python"), HERE]
 
 import models  # noqa: E402
-from gradcomm.torch import ddp  # noqa: E402
+from gradcomm.torch import ddp, fsdp  # noqa: E402
 from train import BatchSchedule, load, load_text  # noqa: E402
 
 
@@ -122,6 +127,20 @@ def make_hook_state(net, args, steps_per_epoch):
     return ddp.local_topk_hook, ddp.LocalTopkState(net, **fields)
 
 
+def make_sharded_hook_state(args, steps_per_epoch):
+    """--sharded: the FSDP hook and its state for --comm (dense or
+    scalecom), the recipe's beta and warm-up unless given."""
+    if args.comm == "dense":
+        return fsdp.reduce_scatter_hook, fsdp.DenseShardedState()
+    fields = {"ratio": args.ratio}
+    if args.beta is not None:
+        fields["beta"] = args.beta
+    if args.warmup_epochs is not None:
+        fields["warmup_steps"] = int(args.warmup_epochs * steps_per_epoch)
+    return fsdp.scalecom_reduce_scatter_hook, fsdp.ScaleComShardedState(
+        **fields)
+
+
 def evaluate(model, inputs, targets):
     """The fraction of targets predicted: classes, or next characters (the
     argmax over the last dimension, every position of every window)."""
@@ -140,10 +159,14 @@ def bytes_sent(state, model):
     """Bytes this rank sent through the runtime so far (values, indices)."""
     if state is None:
         return 0, 0
-    # The dense hook counts every bucket under one name; the others per
-    # parameter.
-    names = (["ddp.dense"] if isinstance(state, ddp.DenseState) else
-             [state.prefix + name for name, _ in model.named_parameters()])
+    if isinstance(state, fsdp.ShardedState):
+        names = sorted(state.names)
+    else:
+        # The dense hook counts every bucket under one name; the others per
+        # parameter.
+        names = (["ddp.dense"] if isinstance(state, ddp.DenseState) else
+                 [state.prefix + name for name, _ in
+                  model.named_parameters()])
     values = indices = 0
     for name in names:
         stats = state.rt.stats(name)
@@ -160,6 +183,9 @@ def main():
                                  "easgd-async"])
     parser.add_argument("--model", default="cnn", choices=sorted(MODELS))
     parser.add_argument("--ratio", type=float, default=100)
+    parser.add_argument("--sharded", action="store_true",
+                        help="FSDP (FULL_SHARD) instead of DDP: --comm ddp, "
+                        "dense or scalecom")
     recipe = parser.add_argument_group(
         "ScaleCom recipe (gradcomm.torch.recipe.ScaleComOptions; unset: "
         "its defaults)")
@@ -211,6 +237,9 @@ def main():
                      "with --optimizer adam the hook runs plain error "
                      "feedback (docs/pytorch.md)")
 
+    if args.sharded and args.comm not in ("ddp", "dense", "scalecom"):
+        parser.error("--sharded takes --comm ddp, dense or scalecom")
+
     torch.set_num_threads(1)
     rank, size = init_process_group()
     torch.manual_seed(args.seed)
@@ -232,6 +261,12 @@ def main():
         averager = ddp.ElasticAverager(
             model, moving_rate=0.9, asynchronous=args.comm == "easgd-async")
         state = averager
+    elif args.sharded:
+        net = FSDP(model, device_id=torch.device("cpu"))
+        if args.comm != "ddp":
+            hook, state = make_sharded_hook_state(args,
+                                                  schedule.steps_per_epoch)
+            net.register_comm_hook(state, hook)
     else:
         net = DDP(model)
         if args.comm != "ddp":
@@ -270,24 +305,31 @@ def main():
         wall += time.perf_counter() - start
         cpu += time.process_time() - start_cpu
         losses.append(loss.item())
-        if step in evaluate_at and rank == 0:
-            tail = losses[-50:]
-            curve.append({"step": step, "epoch": step /
-                          schedule.steps_per_epoch,
-                          "bytes": sum(bytes_sent(state, model)),
-                          "test_accuracy": evaluate(model, test_images,
-                                                    test_labels),
-                          "train_loss": sum(tail) / len(tail)})
+        if step in evaluate_at:
+            # FSDP's full parameters are gathered by every rank.
+            with (FSDP.summon_full_params(net) if args.sharded else
+                  contextlib.nullcontext()):
+                if rank == 0:
+                    tail = losses[-50:]
+                    curve.append({
+                        "step": step, "epoch": step / schedule.steps_per_epoch,
+                        "bytes": sum(bytes_sent(state, model)),
+                        "test_accuracy": evaluate(model, test_images,
+                                                  test_labels),
+                        "train_loss": sum(tail) / len(tail)})
 
     if rank == 0:
         values, indices = bytes_sent(state, model)
         if args.comm == "ddp":  # gloo's traffic is not counted: nominal
             values = 4 * schedule.steps * sum(p.numel() for p in
                                               model.parameters())
+            if args.sharded:  # a reduce-scatter: half an all-reduce
+                values //= 2
         final = curve[-1]
-        print("summary ddp-%s: %d ranks, %d steps (%.2f epochs), train loss "
+        print("summary %s-%s: %d ranks, %d steps (%.2f epochs), train loss "
               "(last 50, rank 0) %.4f, test accuracy %.4f, %.1f ms per step"
-              % (args.comm, size, schedule.steps,
+              % ("fsdp" if args.sharded else "ddp", args.comm, size,
+                 schedule.steps,
                  schedule.steps / schedule.steps_per_epoch,
                  final["train_loss"], final["test_accuracy"],
                  1000 * wall / schedule.steps), flush=True)
@@ -296,7 +338,8 @@ def main():
             with open(args.log, "w") as f:
                 json.dump({
                     "label": args.label or args.comm, "model": args.model,
-                    "comm": args.comm, "seed": args.seed, "ranks": size,
+                    "comm": args.comm, "sharded": args.sharded,
+                    "seed": args.seed, "ranks": size,
                     "steps": schedule.steps, "epochs": args.epochs,
                     "lr": args.lr, "momentum": args.momentum,
                     "optimizer": args.optimizer,

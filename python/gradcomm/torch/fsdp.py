@@ -58,6 +58,8 @@ class ShardedState:
         self.steps = 0
         self._calls = {}
         self._end_queued = False
+        # Every state name the hook used (for counters: rt.stats(name)).
+        self.names = set()
 
     def name_of(self, grad):
         """The flat parameter's state name: its length and its place among
@@ -71,7 +73,9 @@ class ShardedState:
         length = grad.numel()
         index = self._calls.get(length, 0)
         self._calls[length] = index + 1
-        return ("%s.%d.%d" % (self.prefix, length, index)).encode()
+        name = ("%s.%d.%d" % (self.prefix, length, index)).encode()
+        self.names.add(name)
+        return name
 
     def _end_of_backward(self):
         self._calls.clear()
@@ -150,6 +154,7 @@ def scalecom_reduce_scatter_hook(state, grad, output):
     state.check(grad, output)
     name = state.name_of(grad)
     if state.steps < state.warmup_steps:
+        state.names.add(b"dense." + name)
         _dense_shard(state, b"dense." + name, grad, output)
         return
     k = max(1, math.ceil(grad.numel() / state.ratio))

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Sharded training (FSDP, FULL_SHARD) on Fashion-MNIST: FSDP's own
+# reduce-scatter, GradComm's dense reduce-scatter hook and ScaleCom's
+# compressed one at ratios 100 and 1000, the same hyper-parameters for
+# every strategy (those of scripts/scalecom_study.sh: SGD lr 0.05, momentum
+# 0.9, cosine decay over EPOCHS epochs, batch 32 per rank; ScaleCom with the
+# recipe's beta 0.5 and 100 dense warm-up steps), SEEDS seeds, 2 ranks
+# under torchrun. Prints one table (mean +- sd of the final test accuracy,
+# bytes per step) and keeps the runs' JSON in OUT.
+# Usage: MODEL=mlp EPOCHS=5 SEEDS="1 2 3" OUT=dir bench/torch/fsdp_study.sh
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+model=${MODEL:-mlp} epochs=${EPOCHS:-5} seeds=${SEEDS:-"1 2 3"}
+out=${OUT:-$root/build/fsdp-study}
+python=${GRADCOMM_PYTHON:-$root/.venv/bin/python}
+export GRADCOMM_RUNTIME_LIBRARY=${GRADCOMM_RUNTIME_LIBRARY:-$root/build/lib/libgradcomm_runtime.so}
+mkdir -p "$out"
+for seed in $seeds; do
+  for label in fsdp dense r100 r1000; do
+    case $label in
+      fsdp) comm=(--comm ddp) ;;
+      dense) comm=(--comm dense) ;;
+      r100) comm=(--comm scalecom --ratio 100) ;;
+      r1000) comm=(--comm scalecom --ratio 1000) ;;
+    esac
+    "$(dirname "$python")/torchrun" --standalone --nproc-per-node=2 \
+      "$root/examples/pytorch/train_fmnist.py" --sharded "${comm[@]}" \
+      --model "$model" --epochs "$epochs" --lr 0.05 --momentum 0.9 \
+      --lr-schedule cosine --seed "$seed" --evaluations 5 --label "$label" \
+      --json "$out/$model-$label-$seed.json" 2>&1 | grep '^summary'
+  done
+done
+"$python" - "$out" "$model" <<'PY'
+import glob, json, statistics, sys
+out, model = sys.argv[1], sys.argv[2]
+runs = {}
+for path in sorted(glob.glob("%s/%s-*.json" % (out, model))):
+    run = json.load(open(path))
+    runs.setdefault(run["label"], []).append(run)
+print("| %s, FSDP | seeds | test accuracy | final ones | value + index bytes per step (rank 0) |" % model)
+print("|---|---|---|---|---|")
+for label in ("fsdp", "dense", "r100", "r1000"):
+    group = runs.get(label, [])
+    if not group:
+        continue
+    accuracy = [run["curve"][-1]["test_accuracy"] for run in group]
+    sd = statistics.stdev(accuracy) if len(accuracy) > 1 else 0.0
+    print("| %s | %d | %.4f +- %.4f | %s | %.0f + %.0f |" % (
+        label, len(group), statistics.mean(accuracy), sd,
+        " ".join("%.4f" % a for a in accuracy),
+        group[0]["value_bytes_per_step"], group[0]["index_bytes_per_step"]))
+PY
