@@ -7,10 +7,14 @@
 # recipe's beta 0.5 and 100 dense warm-up steps), SEEDS seeds, 2 ranks
 # under torchrun. Prints one table (mean +- sd of the final test accuracy,
 # bytes per step) and keeps the runs' JSON in OUT.
-# Usage: MODEL=mlp EPOCHS=5 SEEDS="1 2 3" OUT=dir bench/torch/fsdp_study.sh
+# WRAP=layer (default: one FSDP unit, so one selection, per Linear and
+# Conv2d layer) or model (one flat parameter for the whole model).
+# Usage: MODEL=mlp EPOCHS=5 SEEDS="1 2 3" WRAP=layer OUT=dir \
+#   bench/torch/fsdp_study.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 model=${MODEL:-mlp} epochs=${EPOCHS:-5} seeds=${SEEDS:-"1 2 3"}
+wrap=${WRAP:-layer}
 out=${OUT:-$root/build/fsdp-study}
 python=${GRADCOMM_PYTHON:-$root/.venv/bin/python}
 export GRADCOMM_RUNTIME_LIBRARY=${GRADCOMM_RUNTIME_LIBRARY:-$root/build/lib/libgradcomm_runtime.so}
@@ -24,20 +28,21 @@ for seed in $seeds; do
       r1000) comm=(--comm scalecom --ratio 1000) ;;
     esac
     "$(dirname "$python")/torchrun" --standalone --nproc-per-node=2 \
-      "$root/examples/pytorch/train_fmnist.py" --sharded "${comm[@]}" \
+      "$root/examples/pytorch/train_fmnist.py" --sharded --fsdp-wrap "$wrap" \
+      "${comm[@]}" \
       --model "$model" --epochs "$epochs" --lr 0.05 --momentum 0.9 \
       --lr-schedule cosine --seed "$seed" --evaluations 5 --label "$label" \
-      --json "$out/$model-$label-$seed.json" 2>&1 | grep '^summary'
+      --json "$out/$model-$wrap-$label-$seed.json" 2>&1 | grep '^summary'
   done
 done
-"$python" - "$out" "$model" <<'PY'
+"$python" - "$out" "$model" "$wrap" <<'PY'
 import glob, json, statistics, sys
-out, model = sys.argv[1], sys.argv[2]
+out, model, wrap = sys.argv[1:4]
 runs = {}
-for path in sorted(glob.glob("%s/%s-*.json" % (out, model))):
+for path in sorted(glob.glob("%s/%s-%s-*.json" % (out, model, wrap))):
     run = json.load(open(path))
     runs.setdefault(run["label"], []).append(run)
-print("| %s, FSDP | seeds | test accuracy | final ones | value + index bytes per step (rank 0) |" % model)
+print("| %s, FSDP, wrap %s | seeds | test accuracy | final ones | value + index bytes per step (rank 0) |" % (model, wrap))
 print("|---|---|---|---|---|")
 for label in ("fsdp", "dense", "r100", "r1000"):
     group = runs.get(label, [])

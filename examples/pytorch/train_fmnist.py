@@ -24,7 +24,6 @@ from mpiexec (PMI_RANK, PMI_SIZE).
 """
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
@@ -36,6 +35,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -186,6 +186,11 @@ def main():
     parser.add_argument("--sharded", action="store_true",
                         help="FSDP (FULL_SHARD) instead of DDP: --comm ddp, "
                         "dense or scalecom")
+    parser.add_argument("--fsdp-wrap", default="layer",
+                        choices=["layer", "model"],
+                        help="--sharded: one FSDP unit (one flat parameter, "
+                        "one selection) per Linear and Conv2d layer, or one "
+                        "for the whole model")
     recipe = parser.add_argument_group(
         "ScaleCom recipe (gradcomm.torch.recipe.ScaleComOptions; unset: "
         "its defaults)")
@@ -244,6 +249,8 @@ def main():
     rank, size = init_process_group()
     torch.manual_seed(args.seed)
     model = MODELS[args.model]()
+    # Counted before FSDP replaces the parameters by flat shards.
+    parameter_count = sum(p.numel() for p in model.parameters())
     images, labels, test_images, test_labels = load_data(args)
     schedule = BatchSchedule(len(labels), args.batch, size, rank, args.epochs,
                              args.seed)
@@ -262,7 +269,9 @@ def main():
             model, moving_rate=0.9, asynchronous=args.comm == "easgd-async")
         state = averager
     elif args.sharded:
-        net = FSDP(model, device_id=torch.device("cpu"))
+        wrap = (ModuleWrapPolicy({torch.nn.Linear, torch.nn.Conv2d})
+                if args.fsdp_wrap == "layer" else None)
+        net = FSDP(model, device_id=torch.device("cpu"), auto_wrap_policy=wrap)
         if args.comm != "ddp":
             hook, state = make_sharded_hook_state(args,
                                                   schedule.steps_per_epoch)
@@ -305,24 +314,23 @@ def main():
         wall += time.perf_counter() - start
         cpu += time.process_time() - start_cpu
         losses.append(loss.item())
-        if step in evaluate_at:
-            # FSDP's full parameters are gathered by every rank.
-            with (FSDP.summon_full_params(net) if args.sharded else
-                  contextlib.nullcontext()):
-                if rank == 0:
-                    tail = losses[-50:]
-                    curve.append({
-                        "step": step, "epoch": step / schedule.steps_per_epoch,
-                        "bytes": sum(bytes_sent(state, model)),
-                        "test_accuracy": evaluate(model, test_images,
-                                                  test_labels),
-                        "train_loss": sum(tail) / len(tail)})
+        if step in evaluate_at and (rank == 0 or args.sharded):
+            # FSDP's forward is collective (it gathers each unit's
+            # parameters): every rank evaluates the sharded model.
+            accuracy = evaluate(net if args.sharded else model, test_images,
+                                test_labels)
+            if rank == 0:
+                tail = losses[-50:]
+                curve.append({"step": step,
+                              "epoch": step / schedule.steps_per_epoch,
+                              "bytes": sum(bytes_sent(state, model)),
+                              "test_accuracy": accuracy,
+                              "train_loss": sum(tail) / len(tail)})
 
     if rank == 0:
         values, indices = bytes_sent(state, model)
         if args.comm == "ddp":  # gloo's traffic is not counted: nominal
-            values = 4 * schedule.steps * sum(p.numel() for p in
-                                              model.parameters())
+            values = 4 * schedule.steps * parameter_count
             if args.sharded:  # a reduce-scatter: half an all-reduce
                 values //= 2
         final = curve[-1]
@@ -339,6 +347,7 @@ def main():
                 json.dump({
                     "label": args.label or args.comm, "model": args.model,
                     "comm": args.comm, "sharded": args.sharded,
+                    "fsdp_wrap": args.fsdp_wrap if args.sharded else None,
                     "seed": args.seed, "ranks": size,
                     "steps": schedule.steps, "epochs": args.epochs,
                     "lr": args.lr, "momentum": args.momentum,
