@@ -89,6 +89,8 @@ def main():
                           1000 * statistics.median(cpu[form]),
                           statistics.median(wall[form]) / base, sent),
                       flush=True)
+    if rank == 0:
+        print("reduce-scatter bench: done", flush=True)
     rt.call("gradcomm_finalize")
 
 

@@ -7,14 +7,14 @@
 # recipe's beta 0.5 and 100 dense warm-up steps), SEEDS seeds, 2 ranks
 # under torchrun. Prints one table (mean +- sd of the final test accuracy,
 # bytes per step) and keeps the runs' JSON in OUT.
-# WRAP=layer (default: one FSDP unit, so one selection, per Linear and
-# Conv2d layer) or model (one flat parameter for the whole model).
-# Usage: MODEL=mlp EPOCHS=5 SEEDS="1 2 3" WRAP=layer OUT=dir \
+# WRAP=model (default: one flat parameter, so one selection, for the whole
+# model) or layer (one FSDP unit per Linear and Conv2d layer).
+# Usage: MODEL=mlp EPOCHS=5 SEEDS="1 2 3" WRAP=model OUT=dir \
 #   bench/torch/fsdp_study.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 model=${MODEL:-mlp} epochs=${EPOCHS:-5} seeds=${SEEDS:-"1 2 3"}
-wrap=${WRAP:-layer}
+wrap=${WRAP:-model}
 out=${OUT:-$root/build/fsdp-study}
 python=${GRADCOMM_PYTHON:-$root/.venv/bin/python}
 export GRADCOMM_RUNTIME_LIBRARY=${GRADCOMM_RUNTIME_LIBRARY:-$root/build/lib/libgradcomm_runtime.so}

@@ -186,11 +186,12 @@ def main():
     parser.add_argument("--sharded", action="store_true",
                         help="FSDP (FULL_SHARD) instead of DDP: --comm ddp, "
                         "dense or scalecom")
-    parser.add_argument("--fsdp-wrap", default="layer",
+    parser.add_argument("--fsdp-wrap", default="model",
                         choices=["layer", "model"],
                         help="--sharded: one FSDP unit (one flat parameter, "
-                        "one selection) per Linear and Conv2d layer, or one "
-                        "for the whole model")
+                        "so one ScaleCom selection) for the whole model, or "
+                        "one per Linear and Conv2d layer (on the MLP: 1.0 "
+                        "point lower at ratio 100, docs/results.md)")
     recipe = parser.add_argument_group(
         "ScaleCom recipe (gradcomm.torch.recipe.ScaleComOptions; unset: "
         "its defaults)")
