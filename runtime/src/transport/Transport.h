@@ -5,7 +5,8 @@
 //
 // The transport layer: how bytes move between the ranks of one group,
 // beside (not above) the compute backends. Every op (dense, ScaleCom, local
-// top-k, gossip, elastic averaging, the agreement, checkpoints, counters)
+// top-k, gossip, elastic averaging, the reduce-scatters, the agreement,
+// checkpoints, counters)
 // reaches other ranks only through this interface: started collectives and
 // point-to-point transfers, completed by polling `test` (the runtime's
 // watchdog polls, so a dead peer is reported and never waited on forever).
