@@ -6,10 +6,10 @@
 // The transport layer: how bytes move between the ranks of one group,
 // beside (not above) the compute backends. Every op (dense, ScaleCom, local
 // top-k, gossip, elastic averaging, the reduce-scatters, the agreement,
-// checkpoints, counters)
-// reaches other ranks only through this interface: started collectives and
-// point-to-point transfers, completed by polling `test` (the runtime's
-// watchdog polls, so a dead peer is reported and never waited on forever).
+// checkpoints, counters) reaches other ranks only through this interface:
+// started collectives and point-to-point transfers, completed by polling
+// `test` (the runtime's watchdog polls, so a dead peer is reported and
+// never waited on forever).
 // MPI is one transport (MpiTransport.h); the unit tests run every op over
 // another (runtime/test/TransportDouble.h).
 //
