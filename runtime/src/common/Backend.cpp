@@ -79,6 +79,16 @@ int gradcomm::wireIndexBytes(const CompressStep &step) {
              : indexBytes(step.count);
 }
 
+gradcomm_status Backend::compressAndUpdate(const Call &call,
+                                           const CompressStep &step,
+                                           const Prepared &prepared, float beta,
+                                           float *values,
+                                           int64_t *indices) const {
+  GRADCOMM_RETURN_IF_ERROR(compress(call, step, prepared, values, indices));
+  return memoryUpdate(call, step.state, step.grad, step.count, indices, step.k,
+                      beta);
+}
+
 const Backend &gradcomm::backend() {
   const Backend *selected = context().selected;
   return selected ? *selected : *extensions().hostBackend;

@@ -148,6 +148,16 @@ public:
   virtual gradcomm_status compress(const Call &call, const CompressStep &step,
                                    const Prepared &prepared, float *values,
                                    int64_t *indices) const = 0;
+  /// compress and memoryUpdate of the same step: the leader's indices into
+  /// `indices`, this rank's (m + g) at them into `values`, then the
+  /// low-pass update of the memory. The default runs the two; a backend
+  /// overrides it with the fused step's single pass (the compressed
+  /// reduce-scatter's step before its reduction).
+  virtual gradcomm_status compressAndUpdate(const Call &call,
+                                            const CompressStep &step,
+                                            const Prepared &prepared,
+                                            float beta, float *values,
+                                            int64_t *indices) const;
   /// The sum (or mean) of `values` over the ranks, scattered into a zeroed
   /// `out` at `indices`.
   virtual gradcomm_status sparseAllReduce(const Call &call, const float *values,

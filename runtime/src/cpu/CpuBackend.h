@@ -65,6 +65,10 @@ public:
   gradcomm_status compress(const Call &call, const CompressStep &step,
                            const Prepared &prepared, float *values,
                            int64_t *indices) const override;
+  gradcomm_status compressAndUpdate(const Call &call, const CompressStep &step,
+                                    const Prepared &prepared, float beta,
+                                    float *values,
+                                    int64_t *indices) const override;
   gradcomm_status sparseAllReduce(const Call &call, const float *values,
                                   const int64_t *indices, int64_t k, float *out,
                                   int64_t count, bool average) const override;

@@ -27,13 +27,13 @@ bool isLeader(const CompressStep &step) {
   return context().rank == step.leader;
 }
 
-/// The leader's indices to every rank, into `state.indices`. With `out`
+/// The leader's indices to every rank, into `state.indices`. With `update`
 /// (the fused step) a chunk leader that selects here also applies the
-/// memory update, fills `values` and zeroes `out` in the same pass;
-/// `*updated` says so.
+/// memory update, fills `values` and zeroes `out` (when not null) in the
+/// same pass; `*updated` says so.
 gradcomm_status exchangeIndices(const Call &call, const CompressStep &step,
-                                const Prepared &prepared, float beta,
-                                float *out, bool *updated) {
+                                const Prepared &prepared, bool update,
+                                float beta, float *out, bool *updated) {
   State &state = step.state;
   const int width = wireIndexBytes(step);
   *updated = false;
@@ -43,7 +43,7 @@ gradcomm_status exchangeIndices(const Call &call, const CompressStep &step,
     return GRADCOMM_OK;
   }
   if (isLeader(step) && step.selection == GRADCOMM_SELECT_CHUNK) {
-    if (out) {
+    if (update) {
       cpu::selectChunkAndUpdate(state.data(), step.grad, step.count,
                                 step.chunkSize, beta, state.indices.data(),
                                 state.values.data(), out);
@@ -57,16 +57,16 @@ gradcomm_status exchangeIndices(const Call &call, const CompressStep &step,
                           width, step.chunkSize);
 }
 
-/// The fused step's part before the value all-reduce: the indices, then
-/// gather + low-pass update, which leaves this rank's k values in
-/// `state.values` and zeros in `out`.
+/// The fused step's part before the value reduction: the indices, then
+/// gather + low-pass update in one pass, which leaves this rank's k values
+/// in `state.values` and zeros in `out` (when not null).
 gradcomm_status exchangeAndUpdate(const Call &call, const CompressStep &step,
                                   const Prepared &prepared, float beta,
                                   float *out) {
   State &state = step.state;
   bool updated = false;
-  GRADCOMM_RETURN_IF_ERROR(
-      exchangeIndices(call, step, prepared, beta, out, &updated));
+  GRADCOMM_RETURN_IF_ERROR(exchangeIndices(
+      call, step, prepared, /*update=*/true, beta, out, &updated));
   if (!updated)
     cpu::gatherAndUpdate(state.data(), step.grad, step.count,
                          state.indices.data(), step.k, beta,
@@ -157,10 +157,24 @@ gradcomm_status CpuBackend::compress(const Call &call, const CompressStep &step,
                                      int64_t *indices) const {
   State &state = step.state;
   bool updated = false;
-  GRADCOMM_RETURN_IF_ERROR(
-      exchangeIndices(call, step, prepared, 1.0f, nullptr, &updated));
+  GRADCOMM_RETURN_IF_ERROR(exchangeIndices(
+      call, step, prepared, /*update=*/false, 1.0f, nullptr, &updated));
   std::copy(state.indices.begin(), state.indices.end(), indices);
   cpu::gather(state.data(), step.grad, indices, step.k, values);
+  return GRADCOMM_OK;
+}
+
+gradcomm_status CpuBackend::compressAndUpdate(const Call &call,
+                                              const CompressStep &step,
+                                              const Prepared &prepared,
+                                              float beta, float *values,
+                                              int64_t *indices) const {
+  // The fused step's one pass over m and g, without zeroing an output.
+  GRADCOMM_RETURN_IF_ERROR(
+      exchangeAndUpdate(call, step, prepared, beta, /*out=*/nullptr));
+  const State &state = step.state;
+  std::copy(state.values.begin(), state.values.end(), values);
+  std::copy(state.indices.begin(), state.indices.end(), indices);
   return GRADCOMM_OK;
 }
 

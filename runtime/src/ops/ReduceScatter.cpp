@@ -173,12 +173,9 @@ gradcomm_status beginCompressed(const Call &call, const CompressedCall &c,
   selected.folds = prepared.foldsIndices();
   selected.send.resize(args.k);
   selected.indices.resize(args.k);
-  GRADCOMM_RETURN_IF_ERROR(backend().compress(call, *selected.step, prepared,
-                                              selected.send.data(),
-                                              selected.indices.data()));
-  GRADCOMM_RETURN_IF_ERROR(
-      backend().memoryUpdate(call, *state, args.grad, args.count,
-                             selected.indices.data(), args.k, c.beta));
+  GRADCOMM_RETURN_IF_ERROR(backend().compressAndUpdate(
+      call, *selected.step, prepared, c.beta, selected.send.data(),
+      selected.indices.data()));
   state->step += 1;
   // Indices ascend: shard r's are the run between its bounds.
   const auto &indices = selected.indices;
