@@ -334,8 +334,10 @@ int TransportDouble::split(int, int, std::unique_ptr<Transport> *) {
   return kNoGroups;
 }
 
-int TransportDouble::nodeLeader(int *leader) {
-  *leader = 0; // one machine
+int TransportDouble::splitByNode(std::unique_ptr<Transport> *node) {
+  // One machine: the node is the whole group (the region sequences its
+  // collectives whichever instance starts them).
+  *node = std::make_unique<TransportDouble>(region, rank());
   return 0;
 }
 

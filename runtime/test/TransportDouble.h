@@ -88,7 +88,7 @@ public:
   int test(Transfer &transfer, bool *done) override;
 
   int split(int color, int key, std::unique_ptr<Transport> *part) override;
-  int nodeLeader(int *leader) override;
+  int splitByNode(std::unique_ptr<Transport> *node) override;
   [[noreturn]] void abortJob(int code) override;
 
   /// Calls made, by kind ("all-reduce", "send", ...): the test checks

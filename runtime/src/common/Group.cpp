@@ -59,10 +59,20 @@ gradcomm_status gradcomm::mapNodes(const Call &call) {
   if (!group.sameNode.empty())
     return GRADCOMM_OK;
   // A node is named by its lowest rank in the group.
-  int leader = group.rank;
+  std::unique_ptr<Transport> node;
   GRADCOMM_RETURN_IF_ERROR(call.transport(
-      *group.transport, group.transport->nodeLeader(&leader), "node map"));
-  std::vector<int> leaders(group.size);
+      *group.transport, group.transport->splitByNode(&node), "node split"));
+  // Started and waited for under the watchdog, as every collective.
+  int32_t leader = group.rank;
+  Transfer transfer;
+  GRADCOMM_RETURN_IF_ERROR(
+      call.transport(*node,
+                     node->startAllReduce(&leader, 1, Element::Int32,
+                                          Reduction::Min, transfer),
+                     "all-reduce (node map)"));
+  GRADCOMM_RETURN_IF_ERROR(
+      waitYielding(call, *node, transfer, "all-reduce (node map)"));
+  std::vector<int32_t> leaders(group.size);
   GRADCOMM_RETURN_IF_ERROR(allGather(call, &leader, 1, Element::Int32,
                                      leaders.data(), "all-gather (node map)"));
   group.sameNode.resize(group.size);

@@ -240,17 +240,15 @@ int MpiTransport::split(int color, int key, std::unique_ptr<Transport> *part) {
   return error;
 }
 
-int MpiTransport::nodeLeader(int *leader) {
-  // Blocking, inside the node only: the runtime calls it right after an
-  // agreement, when every rank of the group is in the same call.
-  MPI_Comm node = MPI_COMM_NULL;
+int MpiTransport::splitByNode(std::unique_ptr<Transport> *node) {
+  MPI_Comm made = MPI_COMM_NULL;
   int error = MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank(),
-                                  MPI_INFO_NULL, &node);
+                                  MPI_INFO_NULL, &made);
   if (error != MPI_SUCCESS)
     return error;
-  *leader = rank();
-  error = MPI_Allreduce(MPI_IN_PLACE, leader, 1, MPI_INT, MPI_MIN, node);
-  MPI_Comm_free(&node);
+  error = over(made, /*owned=*/true, node);
+  if (error != MPI_SUCCESS)
+    MPI_Comm_free(&made);
   return error;
 }
 

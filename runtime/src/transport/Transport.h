@@ -109,9 +109,9 @@ public:
   /// A transport over the ranks that pass the same `color`, ordered by
   /// `key` (collective over this group).
   virtual int split(int color, int key, std::unique_ptr<Transport> *part) = 0;
-  /// The lowest rank of this group on this rank's node (collective); the
-  /// runtime gathers every rank's to map nodes.
-  virtual int nodeLeader(int *leader) = 0;
+  /// A transport over the ranks of this group on this rank's node
+  /// (collective): the runtime maps nodes with it.
+  virtual int splitByNode(std::unique_ptr<Transport> *node) = 0;
   /// Ends every rank's process with `code` (the runtime's fatal path: a
   /// watchdog that fired, a corrupted job).
   [[noreturn]] virtual void abortJob(int code) = 0;
