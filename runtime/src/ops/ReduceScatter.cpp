@@ -125,7 +125,8 @@ struct CompressedCall {
 /// One compressed step's selection, as the values' reduce-scatter needs it.
 struct Selected {
   /// This rank's values at the leader's indices, ascending: shard r's are
-  /// the run of counts[r] values from offsets[r].
+  /// the next counts[r] values after those of shards 0..r-1; this rank's
+  /// start at `first`.
   std::vector<float> send;
   std::vector<int64_t> indices;
   std::vector<int64_t> counts;
