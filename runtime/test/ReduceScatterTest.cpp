@@ -203,3 +203,92 @@ TEST(ReduceScatter, SkipPolicyZeroesTheShardAndKeepsTheMemory) {
   ASSERT_EQ(gradcomm_set_nonfinite_policy(GRADCOMM_NONFINITE_ERROR),
             GRADCOMM_OK);
 }
+
+namespace {
+
+/// Every element +-2 (norm 2 sqrt(count)), so clipping to sqrt(count)
+/// halves it exactly and the sums stay exact.
+std::vector<float> plusMinusTwo(int rank, int step, int64_t count) {
+  std::vector<float> grad(count);
+  for (int64_t i = 0; i < count; ++i)
+    grad[i] = (i * 7 + rank + step) % 3 == 0 ? -2.0f : 2.0f;
+  return grad;
+}
+
+} // namespace
+
+TEST(ReduceScatter, RecipeIsTheShardOfTheRecipe) {
+  World world;
+  const int64_t count = 1024;
+  struct Case {
+    const char *name;
+    int64_t warmupSteps;
+    float clip;
+    int32_t dense;
+    std::vector<float> (*gradient)(int, int, int64_t);
+  };
+  for (Case c : {Case{"warmup", 2, 0.0f, 0, integerGradient},
+                 Case{"clip", 1, 32.0f, 0, plusMinusTwo},
+                 Case{"dense", 0, 0.0f, 1, integerGradient}}) {
+    gradcomm_scalecom_options options;
+    gradcomm_scalecom_options_init(&options, 40);
+    options.warmup_steps = c.warmupSteps;
+    options.clip = c.clip;
+    options.dense = c.dense;
+    const std::string fused = uniqueName("rs.recipe.fused") + c.name;
+    const std::string sharded = uniqueName("rs.recipe.sharded") + c.name;
+    const Range range = shardOf(count, world.rank, world.size);
+    for (int step = 0; step < 5; ++step) {
+      const std::vector<float> grad = c.gradient(world.rank, step, count);
+      std::vector<float> out(count);
+      ASSERT_EQ(gradcomm_scalecom_recipe_f32(fused.c_str(), grad.data(),
+                                             out.data(), count, &options,
+                                             GRADCOMM_REDUCE_SUM),
+                GRADCOMM_OK)
+          << gradcomm_last_error();
+      std::vector<float> shard(range.length, -1.0f);
+      ASSERT_EQ(gradcomm_scalecom_reduce_scatter_recipe_f32(
+                    sharded.c_str(), grad.data(), shard.data(), count, &options,
+                    GRADCOMM_REDUCE_SUM),
+                GRADCOMM_OK)
+          << gradcomm_last_error();
+      EXPECT_EQ(shard, slice(out, range)) << c.name << " step " << step;
+      const std::vector<float> memory = readState(sharded, count);
+      EXPECT_EQ(memory, readState(fused, count)) << c.name << " step " << step;
+      // Dense steps leave the memory alone; the first compressed one
+      // writes it.
+      const bool dense = c.dense || step < c.warmupSteps;
+      EXPECT_EQ(memory == std::vector<float>(count, 0.0f), dense)
+          << c.name << " step " << step;
+    }
+    gradcomm_op_stats stats{};
+    ASSERT_EQ(gradcomm_stats_get(sharded.c_str(), &stats), GRADCOMM_OK);
+    EXPECT_EQ(stats.calls, 5u);
+  }
+}
+
+TEST(ReduceScatter, RecipeRefusesWhatIsNotBuilt) {
+  World world;
+  const int64_t count = 64;
+  const Range range = shardOf(count, world.rank, world.size);
+  std::vector<float> grad(count, 1.0f), shard(range.length);
+  gradcomm_scalecom_options options;
+  gradcomm_scalecom_options_init(&options, 4);
+  // On one rank only: every rank refuses, with the same message.
+  if (world.rank == world.size - 1)
+    options.momentum = 0.9f;
+  EXPECT_EQ(gradcomm_scalecom_reduce_scatter_recipe_f32(
+                uniqueName("rs.recipe").c_str(), grad.data(), shard.data(),
+                count, &options, GRADCOMM_REDUCE_SUM),
+            GRADCOMM_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(gradcomm_last_error(),
+                       "momentum correction, a ramp warm-up and a 16-bit "
+                       "wire are not built for it"))
+      << gradcomm_last_error();
+  gradcomm_scalecom_options_init(&options, 4);
+  options.warmup = GRADCOMM_WARMUP_RAMP;
+  EXPECT_EQ(gradcomm_scalecom_reduce_scatter_recipe_f32(
+                uniqueName("rs.recipe").c_str(), grad.data(), shard.data(),
+                count, &options, GRADCOMM_REDUCE_SUM),
+            GRADCOMM_ERR_UNSUPPORTED);
+}

@@ -579,6 +579,17 @@ gradcomm_status gradcomm_scalecom_recipe_start_f32(
     const gradcomm_scalecom_options *options, gradcomm_reduction reduction,
     gradcomm_request *request);
 
+/// The training recipe's form of gradcomm_scalecom_reduce_scatter_f32
+/// (blocking): steps the options make dense (a dense layer, the dense
+/// warm-up) reduce-scatter g and leave the memory alone; the others are
+/// gradcomm_scalecom_reduce_scatter_f32's step; both on g clipped to
+/// `clip` when it is set; t = t + 1 either way. Momentum correction, a ramp
+/// warm-up and a 16-bit wire are refused (GRADCOMM_ERR_UNSUPPORTED on every
+/// rank). Every rank must pass the same options.
+gradcomm_status gradcomm_scalecom_reduce_scatter_recipe_f32(
+    const char *state, const float *grad, float *shard, int64_t count,
+    const gradcomm_scalecom_options *options, gradcomm_reduction reduction);
+
 /*===----------------------------------------------------------------------===*
  * Local top-k + all-gather baseline (gradient build-up).
  *===----------------------------------------------------------------------===*/

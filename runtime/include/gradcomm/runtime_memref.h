@@ -53,6 +53,21 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_f32(
     int64_t chunk_size, float beta, int64_t warmup_steps,
     float warmup_ramp_from, float clip, int32_t reduction);
 
+/// gradcomm_reduce_scatter_f32: `shard` holds this rank's
+/// gradcomm_shard_range of `data`.
+int32_t _mlir_ciface_gradcomm_rt_reduce_scatter_f32(
+    const char *op_name, gradcomm_unranked_memref *data,
+    gradcomm_unranked_memref *shard, int32_t reduction);
+
+/// gradcomm_scalecom_reduce_scatter_recipe_f32 with the options as the
+/// compiler has them: a dense warm-up of `warmup_steps`, `clip` 0 is no
+/// clipping. `shard` as for gradcomm_rt_reduce_scatter_f32.
+int32_t _mlir_ciface_gradcomm_rt_scalecom_reduce_scatter_f32(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *shard, int64_t k, int32_t selection,
+    int64_t chunk_size, float beta, int64_t warmup_steps, float clip,
+    int32_t reduction);
+
 /// `values`: k f32, `indices`: k i64.
 int32_t _mlir_ciface_gradcomm_rt_cltk_compress_f32(
     const char *state, gradcomm_unranked_memref *grad, int64_t k,

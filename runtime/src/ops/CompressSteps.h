@@ -62,6 +62,30 @@ void countValueReduce(gradcomm_op_stats &stats, int64_t k,
 /// [a, a + count) and [b, b + count) share an element.
 bool overlaps(const float *a, const float *b, int64_t count);
 
+// The training recipe's parts (defined in ScaleCom.cpp), shared with the
+// compressed reduce-scatter's recipe form.
+
+/// The options' checks (gradcomm_scalecom_recipe_f32's refusals).
+gradcomm_status validateRecipe(const Call &call,
+                               const gradcomm_scalecom_options *options);
+
+/// The options as one agreement field.
+std::vector<CheckField> recipeFields(const gradcomm_scalecom_options &options);
+
+/// Step `step` of a state with these options is a dense one (a dense layer
+/// or the dense warm-up).
+bool denseStep(const gradcomm_scalecom_options &options, uint64_t step);
+
+/// This step's k (a ramp warm-up's k_t, else options.k).
+int64_t stepK(const gradcomm_scalecom_options &options, int64_t count,
+              uint64_t step);
+
+/// What the step communicates: `grad`, clipped, through the velocity
+/// (`velocity` null: none).
+const float *recipeInput(const gradcomm_scalecom_options &options,
+                         const float *grad, int64_t count, State &state,
+                         const State *velocity);
+
 } // namespace gradcomm
 
 #endif // GRADCOMM_RUNTIME_OPS_COMPRESSSTEPS_H

@@ -207,6 +207,69 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_f32(
 
 namespace {
 
+/// A reduce-scatter's input and this rank's shard of it, unpacked as one
+/// collective step: the shard must hold gradcomm_shard_range's length for
+/// this rank in the active group.
+gradcomm_status unpackSharded(const char *operation, const char *name,
+                              const gradcomm_unranked_memref *input,
+                              const gradcomm_unranked_memref *shard,
+                              View<float> &in, View<float> &out) {
+  return guarded(operation, name, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    return validateCollectively(call, [&] {
+      GRADCOMM_RETURN_IF_ERROR(requireName(call, "name", name));
+      GRADCOMM_RETURN_IF_ERROR(unpack(call, "input", input, in));
+      GRADCOMM_RETURN_IF_ERROR(unpack(call, "shard", shard, out));
+      int64_t begin = 0, length = 0;
+      GRADCOMM_RETURN_IF_ERROR(gradcomm_shard_range(
+          in.count, context().rank, context().size, &begin, &length));
+      if (out.count != length)
+        return call.fail(
+            GRADCOMM_ERR_INVALID_ARGUMENT,
+            "'shard' has " + std::to_string(out.count) + " elements; rank " +
+                std::to_string(context().rank) + " of " +
+                std::to_string(context().size) + " holds " +
+                std::to_string(length) + " of the " + std::to_string(in.count));
+      return GRADCOMM_OK;
+    });
+  });
+}
+
+} // namespace
+
+int32_t _mlir_ciface_gradcomm_rt_reduce_scatter_f32(
+    const char *opName, gradcomm_unranked_memref *data,
+    gradcomm_unranked_memref *shard, int32_t reduction) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
+  View<float> in, out;
+  GRADCOMM_RETURN_IF_ERROR(
+      unpackSharded("reduce_scatter_f32", opName, data, shard, in, out));
+  return gradcomm_reduce_scatter_f32(
+      opName, in.data, out.data, in.count,
+      static_cast<gradcomm_reduction>(reduction));
+}
+
+int32_t _mlir_ciface_gradcomm_rt_scalecom_reduce_scatter_f32(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *shard, int64_t k, int32_t selection,
+    int64_t chunkSize, float beta, int64_t warmupSteps, float clip,
+    int32_t reduction) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
+  View<float> in, out;
+  GRADCOMM_RETURN_IF_ERROR(unpackSharded("scalecom_reduce_scatter_f32", state,
+                                         grad, shard, in, out));
+  const gradcomm_scalecom_options options =
+      recipeOptions(k, selection, chunkSize, beta, warmupSteps,
+                    /*warmupRampFrom=*/0.0f, clip);
+  return gradcomm_scalecom_reduce_scatter_recipe_f32(
+      state, in.data, out.data, in.count, &options,
+      static_cast<gradcomm_reduction>(reduction));
+}
+
+namespace {
+
 /// The started calls of compiled code, by op (dense) or state (ScaleCom)
 /// name, until gradcomm_rt_wait_f32.
 std::map<std::string, gradcomm_request> &compiledRequests() {

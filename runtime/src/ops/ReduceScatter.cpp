@@ -120,6 +120,8 @@ struct CompressedCall {
   float *shard;
   float beta;
   gradcomm_reduction reduction;
+  /// The recipe's options as agreement fields (the recipe form), or none.
+  std::vector<CheckField> recipe = {};
 };
 
 /// One compressed step's selection, as the values' reduce-scatter needs it.
@@ -164,10 +166,11 @@ gradcomm_status beginCompressed(const Call &call, const CompressedCall &c,
   selected.shardBegin = bounds[rank];
   selected.shardLength = bounds[rank + 1] - bounds[rank];
   Prepared prepared;
-  GRADCOMM_RETURN_IF_ERROR(
-      prepareAndAgree(call, args, stepOf(args, *state),
-                      {{"beta", floatBits(c.beta)}, {"reduction", c.reduction}},
-                      prepared, skipped));
+  std::vector<CheckField> fields = {{"beta", floatBits(c.beta)},
+                                    {"reduction", c.reduction}};
+  fields.insert(fields.end(), c.recipe.begin(), c.recipe.end());
+  GRADCOMM_RETURN_IF_ERROR(prepareAndAgree(call, args, stepOf(args, *state),
+                                           fields, prepared, skipped));
   if (*skipped)
     return zeroBuffer(call, c.shard, selected.shardLength);
   selected.step.emplace(stepOf(args, *state));
@@ -220,19 +223,14 @@ void countCompressed(const char *stateName, const CompressStep &step,
   stats.seconds += now() - start;
 }
 
-/// The dense reduce-scatter up to its transfer, into `started` (the
-/// blocking form completes it at once).
-gradcomm_status startDense(const Call &call, const char *opName,
-                           const float *data, float *shard, int64_t count,
-                           gradcomm_reduction reduction,
-                           gradcomm_request_s &started) {
-  const double start = now();
-  GRADCOMM_RETURN_IF_ERROR(beginReduceScatter(call, opName, data, shard, count,
-                                              reduction, &started.skipped));
+/// The dense reduce-scatter's transfer, agreed on, into `started`; counted
+/// under `opName` when it completes.
+gradcomm_status transferDense(const Call &call, const char *opName,
+                              const float *data, float *shard, int64_t count,
+                              gradcomm_reduction reduction, double start,
+                              gradcomm_request_s &started) {
   started.opName = opName;
   started.what = "reduce-scatter";
-  if (started.skipped)
-    return GRADCOMM_OK;
   const std::vector<int64_t> counts =
       shardCounts(shardBounds(count, context().size));
   started.transfers.resize(1);
@@ -247,6 +245,22 @@ gradcomm_status startDense(const Call &call, const char *opName,
     countReduceScatter(name.c_str(), sizeof(float) * count, start);
   };
   return GRADCOMM_OK;
+}
+
+/// The dense reduce-scatter up to its transfer, into `started` (the
+/// blocking form completes it at once).
+gradcomm_status startDense(const Call &call, const char *opName,
+                           const float *data, float *shard, int64_t count,
+                           gradcomm_reduction reduction,
+                           gradcomm_request_s &started) {
+  const double start = now();
+  GRADCOMM_RETURN_IF_ERROR(beginReduceScatter(call, opName, data, shard, count,
+                                              reduction, &started.skipped));
+  started.opName = opName;
+  if (started.skipped)
+    return GRADCOMM_OK;
+  return transferDense(call, opName, data, shard, count, reduction, start,
+                       started);
 }
 
 /// The compressed step up to the values' reduce-scatter, into `started`:
@@ -282,6 +296,66 @@ gradcomm_status complete(const Call &call, gradcomm_request_s &started) {
     GRADCOMM_RETURN_IF_ERROR(waitYielding(call, transfer, started.what));
   if (!started.skipped && started.finish)
     started.finish();
+  return GRADCOMM_OK;
+}
+
+/// The recipe form (blocking): the recipe's dense steps reduce-scatter the
+/// (clipped) gradient and leave the memory alone; its compressed steps are
+/// the compressed reduce-scatter of the clipped gradient.
+gradcomm_status scalecomReduceScatterRecipe(const Call &call,
+                                            const char *stateName,
+                                            const float *grad, float *shard,
+                                            int64_t count,
+                                            const gradcomm_scalecom_options *o,
+                                            gradcomm_reduction reduction) {
+  const double start = now();
+  GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+  State *state = nullptr;
+  GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
+    GRADCOMM_RETURN_IF_ERROR(validateRecipe(call, o));
+    if (o->momentum > 0.0f || o->warmup == GRADCOMM_WARMUP_RAMP ||
+        o->wire != GRADCOMM_WIRE_F32)
+      return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                       "the compressed reduce-scatter takes the recipe's "
+                       "dense warm-up, dense layers, beta and clipping; "
+                       "momentum correction, a ramp warm-up and a 16-bit "
+                       "wire are not built for it");
+    GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
+    GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, count, o->k));
+    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "grad", grad));
+    GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
+    GRADCOMM_RETURN_IF_ERROR(
+        requireHostTensors(call, "the compressed reduce-scatter"));
+    GRADCOMM_RETURN_IF_ERROR(requireShardsFit(call, count));
+    GRADCOMM_RETURN_IF_ERROR(requireShard(call, grad, "grad", count, shard));
+    return lookupIdleState(call, stateName, count, state);
+  }));
+  const float *input = recipeInput(*o, grad, count, *state, nullptr);
+  gradcomm_request_s started;
+  if (!denseStep(*o, state->step)) {
+    GRADCOMM_RETURN_IF_ERROR(startCompressed(
+        call,
+        {{stateName, input, count, o->k, o->selection, o->chunk_size},
+         shard,
+         o->beta,
+         reduction,
+         recipeFields(*o)},
+        started));
+    return complete(call, started);
+  }
+  std::vector<CheckField> fields = recipeFields(*o);
+  fields.push_back({"step", static_cast<int64_t>(state->step)});
+  fields.push_back({"count", count});
+  fields.push_back({"reduction", reduction});
+  gradcomm_status agreed = checkConsistencyOfInput(
+      call, input, count, inputLimit(/*summed=*/true), fields);
+  if (skippedNonFinite(agreed, stateName))
+    return zeroBuffer(call, shard, ownShardLength(count));
+  GRADCOMM_RETURN_IF_ERROR(agreed);
+  GRADCOMM_RETURN_IF_ERROR(transferDense(call, stateName, input, shard, count,
+                                         reduction, start, started));
+  GRADCOMM_RETURN_IF_ERROR(complete(call, started));
+  state->step += 1;
   return GRADCOMM_OK;
 }
 
@@ -370,4 +444,14 @@ gradcomm_status gradcomm_scalecom_reduce_scatter_start_f32(
         *request = trackRequest(std::move(started));
         return GRADCOMM_OK;
       });
+}
+
+gradcomm_status gradcomm_scalecom_reduce_scatter_recipe_f32(
+    const char *stateName, const float *grad, float *shard, int64_t count,
+    const gradcomm_scalecom_options *options, gradcomm_reduction reduction) {
+  return guarded("scalecom_reduce_scatter_recipe_f32", stateName,
+                 [&](const Call &call) {
+                   return scalecomReduceScatterRecipe(
+                       call, stateName, grad, shard, count, options, reduction);
+                 });
 }

@@ -450,7 +450,7 @@ void gradcomm_scalecom_options_init(gradcomm_scalecom_options *options,
   options->warmup_start_ratio = 4.0f;
 }
 
-namespace {
+namespace gradcomm {
 
 gradcomm_status validateRecipe(const Call &call,
                                const gradcomm_scalecom_options *o) {
@@ -569,6 +569,10 @@ const float *recipeInput(const gradcomm_scalecom_options &o, const float *grad,
   }
   return state.recipeVelocity.data();
 }
+
+} // namespace gradcomm
+
+namespace {
 
 /// After a step that ran: the velocity becomes u', zeroed at the sent
 /// indices of a compressed step.
