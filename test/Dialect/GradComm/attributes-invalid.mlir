@@ -144,7 +144,7 @@ func.func @empty_name(%w: tensor<16xf32> {gradcomm.name = ""}) -> tensor<16xf32>
 // -----
 
 func.func @ratio_on_other_op(%a: tensor<16xf32>) -> tensor<16xf32> {
-  // expected-error @+1 {{'gradcomm.ratio' on 'arith.addf' has no meaning there: it applies to shard.all_reduce ops and function arguments}}
+  // expected-error @+1 {{'gradcomm.ratio' on 'arith.addf' has no meaning there: it applies to shard.all_reduce and shard.reduce_scatter ops and function arguments}}
   %r = arith.addf %a, %a {gradcomm.ratio = 4.0} : tensor<16xf32>
   return %r : tensor<16xf32>
 }
@@ -161,7 +161,7 @@ func.func @name_on_op(%g: tensor<16xf32>) -> tensor<16xf32> {
 
 // -----
 
-// expected-error @+1 {{'gradcomm.runtime_name' on argument 0 of 'func.func' has no meaning there: it applies to shard.all_reduce ops and gradcomm ops}}
+// expected-error @+1 {{'gradcomm.runtime_name' on argument 0 of 'func.func' has no meaning there: it applies to shard.all_reduce and shard.reduce_scatter ops and gradcomm ops}}
 func.func @runtime_name_on_argument(%w: tensor<16xf32> {gradcomm.runtime_name = "x"}) -> tensor<16xf32> {
   return %w : tensor<16xf32>
 }

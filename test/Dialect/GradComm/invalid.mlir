@@ -585,3 +585,52 @@ func.func @recipe_bad_clip(%g: tensor<16xf32>) {
   %v, %i = gradcomm.cltk_compress %g state @s on @grid grid_axes = [0] k = 4 selection = exact {clip = 0.0 : f32} : tensor<16xf32> -> tensor<4xf32>, tensor<4xi64>
   return
 }
+
+//===----------------------------------------------------------------------===//
+// gradcomm.sparse_reduce_scatter
+//===----------------------------------------------------------------------===//
+
+// -----
+
+shard.grid @grid(shape = 4)
+func.func @srs_scatter_axis(%v: tensor<4xf32>, %i: tensor<4xi64>) {
+  // expected-error @+1 {{'scatter_axis' must be 0 (a shard is then one contiguous run of the flat indices), got 1}}
+  %r = gradcomm.sparse_reduce_scatter %v, %i on @grid grid_axes = [0] reduction = sum scatter_axis = 1 : tensor<4xf32>, tensor<4xi64> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+shard.grid @grid(shape = 4)
+func.func @srs_k_too_large(%v: tensor<65xf32>, %i: tensor<65xi64>) {
+  // expected-error @+1 {{'k' must be in [1, 64] (the element count of the unsharded gradient, 4 shards of 'tensor<4x4xf32>'), got 65}}
+  %r = gradcomm.sparse_reduce_scatter %v, %i on @grid grid_axes = [0] reduction = sum scatter_axis = 0 : tensor<65xf32>, tensor<65xi64> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+shard.grid @grid(shape = 4)
+func.func @srs_index_count(%v: tensor<4xf32>, %i: tensor<5xi64>) {
+  // expected-error @+1 {{'indices' must have 4 elements (k), got 'tensor<5xi64>'}}
+  %r = gradcomm.sparse_reduce_scatter %v, %i on @grid grid_axes = [0] reduction = sum scatter_axis = 0 : tensor<4xf32>, tensor<5xi64> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+shard.grid @grid(shape = 4)
+func.func @srs_scalar(%v: tensor<1xf32>, %i: tensor<1xi64>) {
+  // expected-error @+1 {{'result' must have rank >= 1 (it is cut along 'scatter_axis')}}
+  %r = gradcomm.sparse_reduce_scatter %v, %i on @grid grid_axes = [0] reduction = sum scatter_axis = 0 : tensor<1xf32>, tensor<1xi64> -> tensor<f32>
+  return
+}
+
+// -----
+
+shard.grid @grid(shape = 4)
+func.func @srs_result_type(%v: tensor<4xf32>, %i: tensor<4xi64>) {
+  // expected-error @+1 {{'result' must have f32 elements (f16/bf16 are not supported), got 'tensor<4x4xbf16>'}}
+  %r = gradcomm.sparse_reduce_scatter %v, %i on @grid grid_axes = [0] reduction = sum scatter_axis = 0 : tensor<4xf32>, tensor<4xi64> -> tensor<4x4xbf16>
+  return
+}

@@ -45,6 +45,21 @@ func.func @sparse_all_reduce(%v: tensor<64xf32>, %i: tensor<64xi64>)
   return %a, %s : tensor<32x32xf32>, tensor<32x32xf32>
 }
 
+// CHECK-LABEL: func @sparse_reduce_scatter
+func.func @sparse_reduce_scatter(%v: tensor<64xf32>, %i: tensor<64xi64>)
+    -> (tensor<8x32xf32>, tensor<16x32xf32>) {
+  // CHECK: gradcomm.sparse_reduce_scatter %{{.*}}, %{{.*}} on @grid grid_axes = [0] reduction = sum scatter_axis = 0 : tensor<64xf32>, tensor<64xi64> -> tensor<8x32xf32>
+  %s = gradcomm.sparse_reduce_scatter %v, %i on @grid grid_axes = [0]
+      reduction = sum scatter_axis = 0
+      : tensor<64xf32>, tensor<64xi64> -> tensor<8x32xf32>
+  // A group of unknown size: the shard type is not checked against it.
+  // CHECK: gradcomm.sparse_reduce_scatter %{{.*}}, %{{.*}} on @grid2d grid_axes = [1] reduction = average scatter_axis = 0
+  %a = gradcomm.sparse_reduce_scatter %v, %i on @grid2d grid_axes = [1]
+      reduction = average scatter_axis = 0
+      : tensor<64xf32>, tensor<64xi64> -> tensor<16x32xf32>
+  return %s, %a : tensor<8x32xf32>, tensor<16x32xf32>
+}
+
 // CHECK-LABEL: func @memory_update
 func.func @memory_update(%g: tensor<32x32xf32>, %i: tensor<64xi64>) {
   // CHECK: gradcomm.memory_update %{{.*}}, %{{.*}} state @w_grad beta = 5.000000e-01 : tensor<32x32xf32>, tensor<64xi64>

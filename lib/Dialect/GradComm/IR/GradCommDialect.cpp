@@ -47,7 +47,7 @@ static LogicalResult verifyGradCommAttribute(Operation *op,
   if (!(spec->places & place)) {
     std::string where;
     if (spec->places & OnAllReduce)
-      where += "shard.all_reduce ops";
+      where += "shard.all_reduce and shard.reduce_scatter ops";
     if (spec->places & OnGradCommOp)
       where += std::string(where.empty() ? "" : " and ") + "gradcomm ops";
     if (spec->places & OnArgument)
@@ -64,7 +64,9 @@ static LogicalResult verifyGradCommAttribute(Operation *op,
 LogicalResult
 GradCommDialect::verifyOperationAttribute(Operation *op,
                                           NamedAttribute attribute) {
-  AttrPlace place = isa<shard::AllReduceOp>(op)                ? OnAllReduce
+  // A gradient reduction: an all-reduce, or a reduce-scatter (sharded).
+  AttrPlace place = isa<shard::AllReduceOp, shard::ReduceScatterOp>(op)
+                        ? OnAllReduce
                     : op->getDialect() == this                 ? OnGradCommOp
                     : isa<FunctionOpInterface>(op)             ? OnFunction
                     : op->getName().getStringRef() == "scf.if" ? OnStepGuard

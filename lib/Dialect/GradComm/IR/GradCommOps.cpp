@@ -217,6 +217,50 @@ SparseAllReduceOp::verifySymbolUses(SymbolTableCollection &symbolTables) {
 }
 
 //===----------------------------------------------------------------------===//
+// SparseReduceScatterOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SparseReduceScatterOp::verify() {
+  Type resultType = getResult().getType();
+  if (failed(verifyDenseType(*this, "result", resultType)))
+    return failure();
+  if (cast<RankedTensorType>(resultType).getRank() == 0)
+    return emitOpError("'result' must have rank >= 1 (it is cut along "
+                       "'scatter_axis')");
+  if (getScatterAxis().getZExtValue() != 0)
+    return emitOpError() << "'scatter_axis' must be 0 (a shard is then one "
+                            "contiguous run of the flat indices), got "
+                         << getScatterAxis().getZExtValue();
+  Builder b(getContext());
+  if (failed(verifyVectorType(*this, "values", getValues().getType(),
+                              b.getF32Type(), std::nullopt)))
+    return failure();
+  int64_t k = cast<RankedTensorType>(getValues().getType()).getDimSize(0);
+  return verifyVectorType(*this, "indices", getIndices().getType(),
+                          b.getI64Type(), k);
+}
+
+LogicalResult
+SparseReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbolTables) {
+  FailureOr<int64_t> groupSize =
+      verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTables);
+  if (failed(groupSize))
+    return failure();
+  if (ShapedType::isDynamic(*groupSize))
+    return success();
+  // k indexes the whole gradient: the shard's elements times the group.
+  auto shard = cast<RankedTensorType>(getResult().getType());
+  int64_t k = cast<RankedTensorType>(getValues().getType()).getDimSize(0);
+  int64_t numElements = shard.getNumElements() * *groupSize;
+  if (k < 1 || k > numElements)
+    return emitOpError() << "'k' must be in [1, " << numElements
+                         << "] (the element count of the unsharded gradient, "
+                         << *groupSize << " shards of " << shard << "), got "
+                         << k;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // MemoryUpdateOp
 //===----------------------------------------------------------------------===//
 

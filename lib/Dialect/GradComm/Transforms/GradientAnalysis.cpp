@@ -15,6 +15,7 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 using namespace mlir::gradcomm;
@@ -121,26 +122,94 @@ std::string mlir::gradcomm::parameterName(BlockArgument parameter) {
   return (func.getName() + "_arg" + Twine(parameter.getArgNumber())).str();
 }
 
-std::optional<std::string>
-mlir::gradcomm::whyNotRewritable(shard::AllReduceOp op) {
-  if (op.getReduction() != shard::ReductionKind::Sum &&
-      op.getReduction() != shard::ReductionKind::Average)
-    return ("reduction '" + shard::stringifyReductionKind(op.getReduction()) +
+/// Why the group of `op` (over `axes` of `gridRef`) is not one a rewrite
+/// takes, or nullopt.
+static std::optional<std::string> whyNotOneAxis(ArrayRef<int16_t> axes) {
+  if (axes.size() != 1)
+    return ("reduces over " + Twine(axes.size()) +
+            " grid axes; exactly one is needed")
+        .str();
+  return std::nullopt;
+}
+
+/// The reduction kind's part: sum or average.
+static std::optional<std::string>
+whyNotGradientKind(shard::ReductionKind kind) {
+  if (kind != shard::ReductionKind::Sum &&
+      kind != shard::ReductionKind::Average)
+    return ("reduction '" + shard::stringifyReductionKind(kind) +
             "' is not a gradient reduction (sum or average)")
         .str();
-  auto type = dyn_cast<RankedTensorType>(op.getInput().getType());
-  if (!type || op.getResult().getType() != type)
-    return std::string(
-        "not a tensor all-reduce with equal input and result types");
+  return std::nullopt;
+}
+
+/// The input's part: a static floating-point tensor.
+static std::optional<std::string> whyNotStaticFloat(RankedTensorType type) {
   if (!type.hasStaticShape())
     return std::string("dynamic shape");
   if (!isa<FloatType>(type.getElementType()))
     return std::string("element type is not floating point");
-  if (op.getGridAxes().size() != 1)
-    return ("reduces over " + Twine(op.getGridAxes().size()) +
-            " grid axes; exactly one is needed")
+  return std::nullopt;
+}
+
+static std::optional<std::string> whyNotAllReduce(shard::AllReduceOp op) {
+  if (auto why = whyNotGradientKind(op.getReduction()))
+    return why;
+  auto type = dyn_cast<RankedTensorType>(op.getInput().getType());
+  if (!type || op.getResult().getType() != type)
+    return std::string(
+        "not a tensor all-reduce with equal input and result types");
+  if (auto why = whyNotStaticFloat(type))
+    return why;
+  return whyNotOneAxis(op.getGridAxes());
+}
+
+static std::optional<std::string>
+whyNotReduceScatter(shard::ReduceScatterOp op) {
+  if (auto why = whyNotGradientKind(op.getReduction()))
+    return why;
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  if (auto why = whyNotStaticFloat(type))
+    return why;
+  if (auto why = whyNotOneAxis(op.getGridAxes()))
+    return why;
+  if (op.getScatterAxis().getZExtValue() != 0)
+    return ("scatters along axis " + Twine(op.getScatterAxis().getZExtValue()) +
+            "; only axis 0 (one contiguous run of the flat gradient per "
+            "shard) is compressed")
+        .str();
+  int64_t groupSize = reducedGroupSize(op);
+  if (ShapedType::isDynamic(groupSize))
+    return std::string("the grid axis has no static size (the shard's "
+                       "extent is needed at compile time)");
+  SmallVector<int64_t> shardShape(type.getShape());
+  if (shardShape[0] % groupSize != 0)
+    return ("dimension 0 (" + Twine(shardShape[0]) +
+            ") does not divide among " + Twine(groupSize) + " ranks")
+        .str();
+  shardShape[0] /= groupSize;
+  auto shardType = RankedTensorType::get(shardShape, type.getElementType());
+  if (op.getResult().getType() != shardType)
+    return ("the result is not the input's shard along axis 0 (expected " +
+            llvm::formatv("{0}", shardType) + ")")
         .str();
   return std::nullopt;
+}
+
+std::optional<std::string> mlir::gradcomm::whyNotRewritable(Operation *op) {
+  if (auto reduce = dyn_cast<shard::AllReduceOp>(op))
+    return whyNotAllReduce(reduce);
+  if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op))
+    return whyNotReduceScatter(scatter);
+  return ("'" + op->getName().getStringRef() +
+          "' is not a gradient reduction the rewrites take")
+      .str();
+}
+
+Value mlir::gradcomm::reducedInput(Operation *op) {
+  if (auto reduce = dyn_cast<shard::AllReduceOp>(op))
+    return reduce.getInput();
+  return cast<shard::ReduceScatterOp>(op).getInput();
 }
 
 void mlir::gradcomm::insertDeclaration(SymbolTable &symbolTable,
@@ -153,10 +222,10 @@ void mlir::gradcomm::insertDeclaration(SymbolTable &symbolTable,
 }
 
 FailureOr<RewriteDecision>
-mlir::gradcomm::decideRewrite(shard::AllReduceOp op, Policy policy,
+mlir::gradcomm::decideRewrite(Operation *op, Policy policy,
                               const RewriteFilter &filter, StringRef passName) {
   RewriteDecision decision;
-  decision.use = analyzeGradient(op.getResult());
+  decision.use = analyzeGradient(op->getResult(0));
   decision.overrides = readPolicyOverrides(op, decision.use.parameter);
   auto dense = [&](const Twine &reason) {
     decision.reason = reason.str();
@@ -181,7 +250,7 @@ mlir::gradcomm::decideRewrite(shard::AllReduceOp op, Policy policy,
 
   if (std::optional<std::string> why = whyNotRewritable(op))
     return refuse(*why);
-  auto type = cast<RankedTensorType>(op.getInput().getType());
+  auto type = cast<RankedTensorType>(reducedInput(op).getType());
   if (!decision.use.isGradient &&
       (!decision.forced || policy == Policy::Gossip || policy == Policy::Easgd))
     return refuse("not a gradient: the result does not reach a returned "
@@ -221,8 +290,20 @@ std::string mlir::gradcomm::collectiveName(Operation *op,
   return sanitizeSymbolName((scope + "_all_reduce_" + Twine(index)).str());
 }
 
-int64_t mlir::gradcomm::reducedGroupSize(shard::AllReduceOp op) {
+int64_t mlir::gradcomm::reducedGroupSize(Operation *op) {
+  FlatSymbolRefAttr gridRef;
+  ArrayRef<int16_t> axes;
+  if (auto reduce = dyn_cast<shard::AllReduceOp>(op)) {
+    gridRef = reduce.getGridAttr();
+    axes = reduce.getGridAxes();
+  } else if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op)) {
+    gridRef = scatter.getGridAttr();
+    axes = scatter.getGridAxes();
+  }
   auto grid =
-      SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, op.getGridAttr());
-  return grid ? grid.getShape()[op.getGridAxes()[0]] : ShapedType::kDynamic;
+      gridRef ? SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, gridRef)
+              : shard::GridOp();
+  if (!grid || axes.empty())
+    return ShapedType::kDynamic;
+  return grid.getShape()[axes[0]];
 }

@@ -48,11 +48,11 @@ public:
     int64_t index = 0;
     module.walk([&](Operation *op) {
       std::string name;
-      if (auto reduce = dyn_cast<shard::AllReduceOp>(op)) {
-        name = collectiveName(op, analyzeGradient(reduce.getResult()).parameter,
+      if (isa<shard::AllReduceOp, shard::ReduceScatterOp>(op)) {
+        name = collectiveName(op, analyzeGradient(op->getResult(0)).parameter,
                               index++);
-      } else if (auto sparse = dyn_cast<SparseAllReduceOp>(op)) {
-        auto compress = sparse.getValues().getDefiningOp<CltkCompressOp>();
+      } else if (isa<SparseAllReduceOp, SparseReduceScatterOp>(op)) {
+        auto compress = op->getOperand(0).getDefiningOp<CltkCompressOp>();
         name = compress ? (compress.getState() + "_reduce").str()
                         : collectiveName(op, nullptr, index++);
       } else {

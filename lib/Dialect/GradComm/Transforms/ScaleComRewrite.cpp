@@ -70,14 +70,14 @@ public:
 
 private:
   LogicalResult validateOptions();
-  FailureOr<Decision> decide(shard::AllReduceOp op);
-  FailureOr<AutoChoice> chooseRatio(shard::AllReduceOp op,
+  FailureOr<Decision> decide(Operation *op);
+  FailureOr<AutoChoice> chooseRatio(Operation *op,
                                     const RewriteDecision &shared,
                                     int64_t numElements);
-  FailureOr<CompressionPlan> makePlan(shard::AllReduceOp op,
+  FailureOr<CompressionPlan> makePlan(Operation *op,
                                       const PolicyOverrides &overrides,
                                       int64_t numElements);
-  void rewrite(shard::AllReduceOp op, const Decision &decision,
+  void rewrite(Operation *op, const Decision &decision,
                SymbolTable &symbolTable);
 
   /// policy=auto's cluster (ranks are taken per op from its grid).
@@ -207,8 +207,13 @@ LogicalResult ScaleComRewritePass::validateOptions() {
 
 /// policy=auto for one accepted all-reduce; failure is diagnosed. Per-op and
 /// per-argument settings of k and the policy win, as under policy=fixed.
-FailureOr<AutoChoice> ScaleComRewritePass::chooseRatio(
-    shard::AllReduceOp op, const RewriteDecision &shared, int64_t numElements) {
+/// A reduce-scatter takes the ratio the model picks for the all-reduce of
+/// the same gradient (the report says so): compressed and dense both halve
+/// their value traffic, the index broadcast does not, so the model leans
+/// slightly toward compression there.
+FailureOr<AutoChoice>
+ScaleComRewritePass::chooseRatio(Operation *op, const RewriteDecision &shared,
+                                 int64_t numElements) {
   const PolicyOverrides &overrides = shared.overrides;
   if (shared.forced || overrides.ratio || overrides.k || overrides.chunkSize)
     return AutoChoice();
@@ -252,8 +257,7 @@ FailureOr<AutoChoice> ScaleComRewritePass::chooseRatio(
 }
 
 FailureOr<CompressionPlan>
-ScaleComRewritePass::makePlan(shard::AllReduceOp op,
-                              const PolicyOverrides &overrides,
+ScaleComRewritePass::makePlan(Operation *op, const PolicyOverrides &overrides,
                               int64_t numElements) {
   auto fail = [&]() { return op->emitError() << "gradcomm-scalecom: "; };
   // Each override was range-checked by the dialect's attribute verifier;
@@ -294,7 +298,7 @@ ScaleComRewritePass::makePlan(shard::AllReduceOp op,
   return plan;
 }
 
-FailureOr<Decision> ScaleComRewritePass::decide(shard::AllReduceOp op) {
+FailureOr<Decision> ScaleComRewritePass::decide(Operation *op) {
   RewriteFilter filter{minElements, include, exclude};
   FailureOr<RewriteDecision> shared =
       decideRewrite(op, Policy::ScaleCom, filter, kPass);
@@ -306,7 +310,25 @@ FailureOr<Decision> ScaleComRewritePass::decide(shard::AllReduceOp op) {
     decision.reason = shared->reason;
     return decision;
   }
-  auto type = cast<RankedTensorType>(op.getInput().getType());
+  auto type = cast<RankedTensorType>(reducedInput(op).getType());
+  if (isa<shard::ReduceScatterOp>(op)) {
+    // The sharded step is CLT-k's alone, and its runtime call has the
+    // dense warm-up only.
+    if (compressor == "local-topk") {
+      if (shared->forced)
+        return op->emitError()
+               << kPass
+               << ": compressor=local-topk has no reduce-scatter "
+                  "form; this reduce-scatter is marked gradcomm.policy = "
+                  "\"scalecom\"";
+      decision.reason = "compressor=local-topk has no reduce-scatter form";
+      return decision;
+    }
+    if (warmup == "ramp")
+      return op->emitError() << kPass
+                             << ": warmup=ramp is not built for the compressed "
+                                "reduce-scatter (its warm-up is dense)";
+  }
   PolicyOverrides overrides = shared->overrides;
   if (cluster) {
     FailureOr<AutoChoice> choice =
@@ -328,11 +350,19 @@ FailureOr<Decision> ScaleComRewritePass::decide(shard::AllReduceOp op) {
   return decision;
 }
 
-void ScaleComRewritePass::rewrite(shard::AllReduceOp op,
-                                  const Decision &decision,
+void ScaleComRewritePass::rewrite(Operation *op, const Decision &decision,
                                   SymbolTable &symbolTable) {
   MLIRContext *ctx = &getContext();
-  auto type = cast<RankedTensorType>(op.getInput().getType());
+  Value input = reducedInput(op);
+  auto type = cast<RankedTensorType>(input.getType());
+  auto allReduce = dyn_cast<shard::AllReduceOp>(op);
+  auto reduceScatter = dyn_cast<shard::ReduceScatterOp>(op);
+  FlatSymbolRefAttr grid =
+      allReduce ? allReduce.getGridAttr() : reduceScatter.getGridAttr();
+  DenseI16ArrayAttr gridAxes =
+      allReduce ? allReduce.getGridAxesAttr() : reduceScatter.getGridAxesAttr();
+  shard::ReductionKind kind =
+      allReduce ? allReduce.getReduction() : reduceScatter.getReduction();
   const CompressionPlan &plan = decision.plan;
 
   // State named after the parameter it serves; SymbolTable::insert makes it
@@ -342,27 +372,28 @@ void ScaleComRewritePass::rewrite(shard::AllReduceOp op,
     base = parameterName(decision.parameter);
   } else {
     auto func = op->getParentOfType<FunctionOpInterface>();
-    base =
-        (func ? func.getName().str() : std::string("module")) + "_all_reduce";
+    base = (func ? func.getName().str() : std::string("module")) +
+           (allReduce ? "_all_reduce" : "_reduce_scatter");
   }
   // Created unattached, then placed with the other declarations.
   OpBuilder declarationBuilder(ctx);
   auto state =
-      StateOp::create(declarationBuilder, op.getLoc(),
+      StateOp::create(declarationBuilder, op->getLoc(),
                       sanitizeSymbolName(base + "_grad"), TypeAttr::get(type));
   insertDeclaration(symbolTable, state);
   auto stateRef = FlatSymbolRefAttr::get(state.getSymNameAttr());
 
   OpBuilder b(op);
-  Reduction reduction = op.getReduction() == shard::ReductionKind::Average
+  Reduction reduction = kind == shard::ReductionKind::Average
                             ? Reduction::Average
                             : Reduction::Sum;
+  Location loc = op->getLoc();
   Value replacement;
   if (compressor == "local-topk") {
+    // decide() kept reduce-scatters away from local-topk.
     replacement = LocalTopkAllGatherOp::create(
-        b, op.getLoc(), type, op.getInput(), stateRef, op.getGridAttr(),
-        op.getGridAxesAttr(), b.getI64IntegerAttr(plan.k),
-        ReductionAttr::get(ctx, reduction));
+        b, loc, type, input, stateRef, grid, gridAxes,
+        b.getI64IntegerAttr(plan.k), ReductionAttr::get(ctx, reduction));
   } else {
     auto valuesType = RankedTensorType::get({plan.k}, b.getF32Type());
     auto indicesType = RankedTensorType::get({plan.k}, b.getI64Type());
@@ -377,20 +408,26 @@ void ScaleComRewritePass::rewrite(shard::AllReduceOp op,
                              : FloatAttr();
     FloatAttr clipAttr = clip > 0.0 ? b.getF32FloatAttr(clip) : FloatAttr();
     auto compress = CltkCompressOp::create(
-        b, op.getLoc(), valuesType, indicesType, op.getInput(), stateRef,
-        op.getGridAttr(), op.getGridAxesAttr(), b.getI64IntegerAttr(plan.k),
-        SelectionAttr::get(ctx, plan.selection), chunkAttr, warmupAttr,
-        rampAttr, clipAttr);
-    auto reduce = SparseAllReduceOp::create(
-        b, op.getLoc(), type, compress.getValues(), compress.getIndices(),
-        op.getGridAttr(), op.getGridAxesAttr(),
-        ReductionAttr::get(ctx, reduction));
+        b, loc, valuesType, indicesType, input, stateRef, grid, gridAxes,
+        b.getI64IntegerAttr(plan.k), SelectionAttr::get(ctx, plan.selection),
+        chunkAttr, warmupAttr, rampAttr, clipAttr);
+    Operation *reduce;
+    if (allReduce)
+      reduce = SparseAllReduceOp::create(b, loc, type, compress.getValues(),
+                                         compress.getIndices(), grid, gridAxes,
+                                         ReductionAttr::get(ctx, reduction));
+    else
+      reduce = SparseReduceScatterOp::create(
+          b, loc, reduceScatter.getResult().getType(), compress.getValues(),
+          compress.getIndices(), grid, gridAxes,
+          ReductionAttr::get(ctx, reduction),
+          reduceScatter.getScatterAxisAttr());
     // The name the runtime reports this reduction under.
     reduce->setAttr(attr::kRuntimeName,
                     b.getStringAttr(state.getSymName() + "_reduce"));
-    replacement = reduce;
-    MemoryUpdateOp::create(b, op.getLoc(), op.getInput(), compress.getIndices(),
-                           stateRef, b.getF64FloatAttr(plan.beta));
+    replacement = reduce->getResult(0);
+    MemoryUpdateOp::create(b, loc, input, compress.getIndices(), stateRef,
+                           b.getF64FloatAttr(plan.beta));
   }
 
   if (report)
@@ -405,20 +442,25 @@ void ScaleComRewritePass::rewrite(shard::AllReduceOp op,
                      << state.getSymName()
                      << (decision.reason.empty() ? "" : "; ")
                      << decision.reason;
-  op.getResult().replaceAllUsesWith(replacement);
-  op.erase();
+  op->getResult(0).replaceAllUsesWith(replacement);
+  op->erase();
 }
 
 void ScaleComRewritePass::runOnOperation() {
   if (failed(validateOptions()))
     return signalPassFailure();
   ModuleOp module = getOperation();
-  SmallVector<shard::AllReduceOp> allReduces;
-  module.walk([&](shard::AllReduceOp op) { allReduces.push_back(op); });
+  // Gradient all-reduces (data parallelism) and reduce-scatters (sharded
+  // data parallelism), in program order.
+  SmallVector<Operation *> reductions;
+  module.walk([&](Operation *op) {
+    if (isa<shard::AllReduceOp, shard::ReduceScatterOp>(op))
+      reductions.push_back(op);
+  });
 
   SymbolTable symbolTable(module);
   bool failedAny = false;
-  for (shard::AllReduceOp op : allReduces) {
+  for (Operation *op : reductions) {
     FailureOr<Decision> decision = decide(op);
     if (failed(decision)) {
       failedAny = true;

@@ -66,7 +66,7 @@ enum class AttrValueKind {
 
 /// Where an attribute may appear.
 enum AttrPlace : unsigned {
-  OnAllReduce = 1,  // a shard.all_reduce op
+  OnAllReduce = 1,  // a shard.all_reduce or shard.reduce_scatter op
   OnArgument = 2,   // a function argument (the parameter)
   OnGradCommOp = 4, // an op of the gradcomm dialect
   OnFunction = 8,   // a function op

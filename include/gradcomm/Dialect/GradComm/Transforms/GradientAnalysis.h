@@ -45,10 +45,15 @@ GradientUse analyzeGradient(Value reduced);
 /// "<function>_arg<N>".
 std::string parameterName(BlockArgument parameter);
 
-/// Why `op` cannot be rewritten by a GradComm pass whatever the policy
-/// (not sum/average, not a static floating-point tensor with equal input
-/// and result types, not exactly one grid axis), or nullopt.
-std::optional<std::string> whyNotRewritable(shard::AllReduceOp op);
+/// Why `op`, a `shard.all_reduce` or a `shard.reduce_scatter`, cannot be
+/// rewritten by a GradComm pass whatever the policy (not sum/average, not a
+/// static floating-point tensor, not exactly one grid axis; an all-reduce
+/// whose input and result types differ; a reduce-scatter that does not cut
+/// axis 0 evenly over a static group), or nullopt.
+std::optional<std::string> whyNotRewritable(Operation *op);
+
+/// The tensor a `shard.all_reduce` or `shard.reduce_scatter` reduces.
+Value reducedInput(Operation *op);
 
 /// Inserts the unattached declaration `op` (a gradcomm.state) into the
 /// symbol table's module, after its leading grid and state declarations,
@@ -62,7 +67,8 @@ struct RewriteFilter {
   ArrayRef<std::string> exclude;
 };
 
-/// The shared decision for one all-reduce under one rewrite pass.
+/// The shared decision for one all-reduce (or reduce-scatter) under one
+/// rewrite pass.
 struct RewriteDecision {
   /// Rewrite it (true) or leave it dense (false, see `reason`).
   bool rewrite = false;
@@ -85,13 +91,14 @@ struct RewriteDecision {
 ///  * otherwise the op must be rewritable, a gradient, pass include /
 ///    exclude and min-elements, and be f32 (a warning says why not).
 /// Fails after emitting a diagnostic prefixed with `passName`.
-FailureOr<RewriteDecision> decideRewrite(shard::AllReduceOp op, Policy policy,
+FailureOr<RewriteDecision> decideRewrite(Operation *op, Policy policy,
                                          const RewriteFilter &filter,
                                          StringRef passName);
 
-/// The static size of the one grid axis `op` reduces over (the rewrites
-/// accept exactly one), or ShapedType::kDynamic.
-int64_t reducedGroupSize(shard::AllReduceOp op);
+/// The static size of the first grid axis `op` (a `shard.all_reduce` or
+/// `shard.reduce_scatter`) reduces over (the rewrites accept exactly one),
+/// or ShapedType::kDynamic.
+int64_t reducedGroupSize(Operation *op);
 
 /// The runtime name of a collective serving `parameter` (null: positional
 /// name from the enclosing function and `index`), as the ScaleCom state of
