@@ -59,6 +59,8 @@ enum class RuntimeFn {
   CltkCompress,
   SparseAllReduce,
   MemoryUpdate,
+  ReduceScatter,
+  ScaleComReduceScatter,
   LocalTopkAllGather,
   GossipExchange,
   GossipAsync,
@@ -104,6 +106,12 @@ const RuntimeFnSpec kRuntimeFns[] = {
                  Kind::I32}},
     {RuntimeFn::MemoryUpdate, "gradcomm_rt_memory_update_f32", true,
      Kind::I32, {Kind::Str, Kind::BufF32, Kind::BufI64, Kind::F32}},
+    {RuntimeFn::ReduceScatter, "gradcomm_rt_reduce_scatter_f32", true,
+     Kind::I32, {Kind::Str, Kind::BufF32, Kind::BufF32, Kind::I32}},
+    {RuntimeFn::ScaleComReduceScatter,
+     "gradcomm_rt_scalecom_reduce_scatter_f32", true, Kind::I32,
+     {Kind::Str, Kind::BufF32, Kind::BufF32, Kind::I64, Kind::I32, Kind::I64,
+      Kind::F32, Kind::I64, Kind::F32, Kind::I32}},
     {RuntimeFn::LocalTopkAllGather, "gradcomm_rt_local_topk_all_gather_f32",
      true, Kind::I32, {Kind::Str, Kind::BufF32, Kind::BufF32, Kind::I64,
                        Kind::I32}},
@@ -373,9 +381,69 @@ StringRef runtimeName(Operation *op) {
 // ScaleCom: fused, then op by op
 //===----------------------------------------------------------------------===//
 
-/// cltk_compress whose values feed exactly one sparse_all_reduce and whose
+/// The three ops of one fused ScaleCom step: the compress, the reduction
+/// of its values (a sparse_all_reduce or a sparse_reduce_scatter) and the
+/// memory update.
+struct FusedStep {
+  Operation *reduce = nullptr;
+  MemoryUpdateOp update;
+};
+
+/// `op`'s fused step: its values feed exactly one sparse reduction and its
 /// indices feed that op and one memory_update of the same state and
-/// gradient: one fused runtime call.
+/// gradient. A failure says why not.
+static FailureOr<FusedStep>
+matchFusedStep(CltkCompressOp op, ConversionPatternRewriter &rewriter) {
+  if (!op.getValues().hasOneUse())
+    return rewriter.notifyMatchFailure(op, "values used more than once");
+  FusedStep step;
+  step.reduce = *op.getValues().getUsers().begin();
+  if (!isa<SparseAllReduceOp, SparseReduceScatterOp>(step.reduce) ||
+      step.reduce->getOperand(1) != op.getIndices())
+    return rewriter.notifyMatchFailure(op, "no matching sparse reduction");
+  for (Operation *user : op.getIndices().getUsers()) {
+    if (user == step.reduce)
+      continue;
+    auto candidate = dyn_cast<MemoryUpdateOp>(user);
+    if (!candidate || step.update || candidate.getState() != op.getState() ||
+        candidate.getInput() != op.getInput())
+      return rewriter.notifyMatchFailure(op, "indices used elsewhere");
+    step.update = candidate;
+  }
+  if (!step.update)
+    return rewriter.notifyMatchFailure(op, "no memory_update");
+  return step;
+}
+
+/// cltk_compress in a fused step with a sparse_reduce_scatter: one call of
+/// the compressed reduce-scatter (the recipe's dense warm-up and clipping
+/// included).
+static LogicalResult
+lowerFusedReduceScatter(CltkCompressOp op, CltkCompressOp::Adaptor adaptor,
+                        SparseReduceScatterOp reduce, MemoryUpdateOp update,
+                        RuntimeCalls &rt, ConversionPatternRewriter &rewriter) {
+  // prepare() refused a ramp warm-up here.
+  assert(!op.getWarmupRampFromAttr() && "a ramp into a reduce-scatter");
+  Value grad = rt.buffer(adaptor.getInput(), /*readOnly=*/true);
+  Value shard = rt.allocate(reduce.getResult().getType());
+  int64_t chunkSize = op.getChunkSize() ? int64_t(*op.getChunkSize()) : 0;
+  if (failed(rt.callChecked(
+          RuntimeFn::ScaleComReduceScatter,
+          {rt.string(op.getState()), rt.unranked(grad), rt.unranked(shard),
+           rt.i64(op.getKAttr().getInt()),
+           rt.i32(static_cast<int32_t>(op.getSelection())), rt.i64(chunkSize),
+           rt.f32(update.getBeta().convertToDouble()),
+           rt.i64(op.getWarmupSteps().value_or(0)),
+           rt.f32(op.getClipAttr() ? op.getClipAttr().getValueAsDouble() : 0.0),
+           rt.i32(static_cast<int32_t>(reduce.getReduction()))})))
+    return failure();
+  rewriter.replaceOp(reduce, rt.toTensor(shard, reduce.getResult().getType()));
+  rewriter.eraseOp(update);
+  rewriter.eraseOp(op);
+  return success();
+}
+
+/// cltk_compress in a fused step: one fused runtime call.
 struct FusedScaleComPattern : public RuntimePattern<CltkCompressOp> {
   FusedScaleComPattern(MLIRContext *context,
                        std::shared_ptr<RuntimeSymbols> symbols)
@@ -384,26 +452,15 @@ struct FusedScaleComPattern : public RuntimePattern<CltkCompressOp> {
   LogicalResult
   matchAndRewrite(CltkCompressOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (!op.getValues().hasOneUse())
-      return rewriter.notifyMatchFailure(op, "values used more than once");
-    auto reduce =
-        dyn_cast<SparseAllReduceOp>(*op.getValues().getUsers().begin());
-    if (!reduce || reduce.getIndices() != op.getIndices())
-      return rewriter.notifyMatchFailure(op, "no matching sparse_all_reduce");
-    MemoryUpdateOp update;
-    for (Operation *user : op.getIndices().getUsers()) {
-      if (user == reduce.getOperation())
-        continue;
-      auto candidate = dyn_cast<MemoryUpdateOp>(user);
-      if (!candidate || update || candidate.getState() != op.getState() ||
-          candidate.getInput() != op.getInput())
-        return rewriter.notifyMatchFailure(op, "indices used elsewhere");
-      update = candidate;
-    }
-    if (!update)
-      return rewriter.notifyMatchFailure(op, "no memory_update");
-
+    FailureOr<FusedStep> step = matchFusedStep(op, rewriter);
+    if (failed(step))
+      return failure();
+    MemoryUpdateOp update = step->update;
     RuntimeCalls rt = calls(rewriter, op);
+    if (auto scatter = dyn_cast<SparseReduceScatterOp>(step->reduce))
+      return lowerFusedReduceScatter(op, adaptor, scatter, update, rt,
+                                     rewriter);
+    auto reduce = cast<SparseAllReduceOp>(step->reduce);
     Value grad = rt.buffer(adaptor.getInput(), /*readOnly=*/true);
     Value out = rt.allocate(reduce.getResult().getType());
     int64_t chunkSize = op.getChunkSize() ? int64_t(*op.getChunkSize()) : 0;
@@ -482,6 +539,21 @@ struct SparseAllReducePattern : public RuntimePattern<SparseAllReduceOp> {
       return failure();
     rewriter.replaceOp(op, rt.toTensor(out, op.getResult().getType()));
     return success();
+  }
+};
+
+/// The runtime reduce-scatters the selected values inside the compressed
+/// step's one call; a sparse_reduce_scatter outside that step has no call.
+struct SparseReduceScatterPattern
+    : public RuntimePattern<SparseReduceScatterOp> {
+  using RuntimePattern::RuntimePattern;
+  LogicalResult
+  matchAndRewrite(SparseReduceScatterOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    return op.emitOpError(
+        "lowers only as part of the fused step: its values must come from a "
+        "cltk_compress whose indices feed this op and one memory_update of "
+        "the same state and gradient");
   }
 };
 
@@ -588,6 +660,29 @@ struct DenseAllReducePattern : public RuntimePattern<shard::AllReduceOp> {
                                rt.i32(reduction)})))
       return failure();
     rewriter.replaceOp(op, rt.toTensor(data, op.getResult().getType()));
+    return success();
+  }
+};
+
+/// The dense reduce-scatter: the input's buffer is only read, the shard is
+/// a fresh one (prepare() checked the types).
+struct DenseReduceScatterPattern
+    : public RuntimePattern<shard::ReduceScatterOp> {
+  using RuntimePattern::RuntimePattern;
+  LogicalResult
+  matchAndRewrite(shard::ReduceScatterOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RuntimeCalls rt = calls(rewriter, op);
+    Value data = rt.buffer(adaptor.getInput(), /*readOnly=*/true);
+    Value shard = rt.allocate(op.getResult().getType());
+    int32_t reduction = op.getReduction() == shard::ReductionKind::Average
+                            ? static_cast<int32_t>(Reduction::Average)
+                            : static_cast<int32_t>(Reduction::Sum);
+    if (failed(rt.callChecked(RuntimeFn::ReduceScatter,
+                              {rt.string(runtimeName(op)), rt.unranked(data),
+                               rt.unranked(shard), rt.i32(reduction)})))
+      return failure();
+    rewriter.replaceOp(op, rt.toTensor(shard, op.getResult().getType()));
     return success();
   }
 };
@@ -770,11 +865,12 @@ void mlir::gradcomm::populateGradCommToRuntimeConversionPatterns(
   MLIRContext *context = patterns.getContext();
   auto symbols = std::make_shared<RuntimeSymbols>(
       module, recordStatuses ? RuntimeFn::Record : RuntimeFn::Check);
-  patterns.add<FusedScaleComPattern, CltkCompressPattern,
-               SparseAllReducePattern, MemoryUpdatePattern, LocalTopkPattern,
-               GossipExchangePattern, ElasticAveragePattern,
-               DenseAllReducePattern, ProcessMultiIndexPattern,
-               ProcessLinearIndexPattern, GridShapePattern>(context, symbols);
+  patterns
+      .add<FusedScaleComPattern, CltkCompressPattern, SparseAllReducePattern,
+           SparseReduceScatterPattern, MemoryUpdatePattern, LocalTopkPattern,
+           GossipExchangePattern, ElasticAveragePattern, DenseAllReducePattern,
+           DenseReduceScatterPattern, ProcessMultiIndexPattern,
+           ProcessLinearIndexPattern, GridShapePattern>(context, symbols);
   patterns.add<EraseDeclarationPattern<StateOp>,
                EraseDeclarationPattern<shard::GridOp>>(context);
 }
@@ -826,6 +922,33 @@ static FailureOr<CollectiveGroup> collectiveGroup(Operation *op,
   return group;
 }
 
+/// What the runtime's dense reduce-scatter takes: f32 tensors, sum or
+/// average, cut along axis 0 (its shards are runs of the flat buffer).
+/// Diagnosed.
+static LogicalResult checkLowerable(shard::ReduceScatterOp op) {
+  auto input = dyn_cast<RankedTensorType>(op.getInput().getType());
+  auto result = dyn_cast<RankedTensorType>(op.getResult().getType());
+  if (!input || !result || !input.getElementType().isF32() ||
+      !result.getElementType().isF32() || !input.hasStaticShape() ||
+      !result.hasStaticShape())
+    return op.emitOpError() << "cannot be lowered to the runtime: it "
+                               "reduce-scatters static f32 tensors only "
+                               "(input "
+                            << op.getInput().getType() << ", result "
+                            << op.getResult().getType() << ")";
+  if (op.getReduction() != shard::ReductionKind::Sum &&
+      op.getReduction() != shard::ReductionKind::Average)
+    return op.emitOpError() << "cannot be lowered to the runtime: reduction '"
+                            << shard::stringifyReductionKind(op.getReduction())
+                            << "' (sum and average only)";
+  if (op.getScatterAxis().getZExtValue() != 0)
+    return op.emitOpError()
+           << "cannot be lowered to the runtime: it scatters along axis "
+           << op.getScatterAxis().getZExtValue()
+           << "; the runtime's shards are runs of the flat buffer (axis 0)";
+  return success();
+}
+
 LogicalResult ConvertGradCommToRuntimePass::prepare() {
   ModuleOp module = getOperation();
   // A symbol with a runtime function's name and another meaning would turn
@@ -872,10 +995,31 @@ LogicalResult ConvertGradCommToRuntimePass::prepare() {
         }
         group = collectiveGroup(op, reduce.getGridAttr(), reduce.getGridAxes());
         name = (func.getName() + "_all_reduce_" + Twine(counter)).str();
+      } else if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op)) {
+        if (failed(checkLowerable(scatter))) {
+          ok = false;
+          return;
+        }
+        group =
+            collectiveGroup(op, scatter.getGridAttr(), scatter.getGridAxes());
+        name = (func.getName() + "_reduce_scatter_" + Twine(counter)).str();
       } else if (auto sparse = dyn_cast<SparseAllReduceOp>(op)) {
         group = collectiveGroup(op, sparse.getGridAttr(), sparse.getGridAxes());
         name = (func.getName() + "_sparse_all_reduce_" + Twine(counter)).str();
+      } else if (auto sparse = dyn_cast<SparseReduceScatterOp>(op)) {
+        group = collectiveGroup(op, sparse.getGridAttr(), sparse.getGridAxes());
+        name =
+            (func.getName() + "_sparse_reduce_scatter_" + Twine(counter)).str();
       } else if (auto compress = dyn_cast<CltkCompressOp>(op)) {
+        if (compress.getWarmupRampFromAttr() &&
+            llvm::any_of(compress.getValues().getUsers(),
+                         llvm::IsaPred<SparseReduceScatterOp>)) {
+          compress.emitOpError(
+              "feeds a sparse_reduce_scatter, whose runtime call has a dense "
+              "warm-up only ('warmup_ramp_from' is not built for it)");
+          ok = false;
+          return;
+        }
         group =
             collectiveGroup(op, compress.getGridAttr(), compress.getGridAxes());
       } else if (auto local = dyn_cast<LocalTopkAllGatherOp>(op)) {
