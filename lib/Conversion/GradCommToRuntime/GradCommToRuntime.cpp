@@ -644,6 +644,14 @@ struct ElasticAveragePattern : public RuntimePattern<ElasticAverageOp> {
   }
 };
 
+/// The runtime's reduction for a shard collective's (prepare() let only sum
+/// and average through).
+int32_t runtimeReduction(shard::ReductionKind kind) {
+  return static_cast<int32_t>(kind == shard::ReductionKind::Average
+                                  ? Reduction::Average
+                                  : Reduction::Sum);
+}
+
 struct DenseAllReducePattern : public RuntimePattern<shard::AllReduceOp> {
   using RuntimePattern::RuntimePattern;
   LogicalResult
@@ -652,9 +660,7 @@ struct DenseAllReducePattern : public RuntimePattern<shard::AllReduceOp> {
     RuntimeCalls rt = calls(rewriter, op);
     // Reduced in place: the input's buffer when nothing reads it later.
     Value data = rt.buffer(adaptor.getInput(), /*readOnly=*/false);
-    int32_t reduction = op.getReduction() == shard::ReductionKind::Average
-                            ? static_cast<int32_t>(Reduction::Average)
-                            : static_cast<int32_t>(Reduction::Sum);
+    int32_t reduction = runtimeReduction(op.getReduction());
     if (failed(rt.callChecked(RuntimeFn::DenseAllReduce,
                               {rt.string(runtimeName(op)), rt.unranked(data),
                                rt.i32(reduction)})))
@@ -675,9 +681,7 @@ struct DenseReduceScatterPattern
     RuntimeCalls rt = calls(rewriter, op);
     Value data = rt.buffer(adaptor.getInput(), /*readOnly=*/true);
     Value shard = rt.allocate(op.getResult().getType());
-    int32_t reduction = op.getReduction() == shard::ReductionKind::Average
-                            ? static_cast<int32_t>(Reduction::Average)
-                            : static_cast<int32_t>(Reduction::Sum);
+    int32_t reduction = runtimeReduction(op.getReduction());
     if (failed(rt.callChecked(RuntimeFn::ReduceScatter,
                               {rt.string(runtimeName(op)), rt.unranked(data),
                                rt.unranked(shard), rt.i32(reduction)})))
