@@ -20,6 +20,13 @@ def ScaleComRewritePass : Pass<"gradcomm-scalecom", "::mlir::ModuleOp"> {
     what the all-reduce computed (a `sum` stays a sum, an `average` an
     average).
 
+    Gradient `shard.reduce_scatter` ops (sharded data parallelism) are
+    rewritten the same way, with `gradcomm.sparse_reduce_scatter` in place
+    of the sparse all-reduce: the selection runs over the whole local
+    gradient, each rank keeps its shard. Only `scatter_axis = 0` over a grid
+    axis of static size is compressed, with the cltk compressor and a dense
+    warm-up (docs/scalecom.md, "Sharded training").
+
     An all-reduce is a gradient when its result reaches a parameter update
     (a returned value computed from a function argument of the same type)
     through elementwise ops, or when the user marks it with
