@@ -5,6 +5,7 @@
 // RUN: gradcomm-plan %s --simulate --sweep-ranks 4,8 --straggler-rate 0.3 --seed 7 > %t.b
 // RUN: diff %t.a %t.b
 // RUN: gradcomm-plan %s --simulate --sweep-ranks 2 --strategies scalecom-r100,scalecom-r100-exact | FileCheck %s --check-prefix=EXACT
+// RUN: gradcomm-plan %s --bandwidth 1Gbit --latency 10us --memory-bandwidth 10GB --simulate --sweep-ranks 2,4 --steps 20 --strategies reduce-scatter,scalecom-rs-r100,scalecom-r100 | FileCheck %s --check-prefix=SHARDED
 // RUN: not gradcomm-plan %s --simulate --strategies dense,allgather 2>&1 | FileCheck %s --check-prefix=BAD-STRATEGY
 // RUN: not gradcomm-plan %s --simulate --straggler-rate 2 2>&1 | FileCheck %s --check-prefix=BAD-RATE
 // RUN: not gradcomm-plan %s --simulate --sweep-ranks 0 2>&1 | FileCheck %s --check-prefix=BAD-RANKS
@@ -63,6 +64,18 @@
 // bytes).
 // EXACT: ranks scalecom-r100 scalecom-r100-exact
 // EXACT-NEXT: 2 51.125 53.256
+
+// Sharded training: the reduce-scatter by recursive halving (log2 n
+// latencies, (n - 1) / n of the buffer), 2 ranks: 50 ms + (10 us + 8 KiB *
+// 8 ns) + (10 us + 2 MiB * 8 ns) + two agreements = 66.890 ms; ScaleCom's
+// reduce-scatter form sends (n - 1) / n of its k values where the
+// all-reduce form sends twice that.
+// SHARDED:      ranks reduce-scatter scalecom-rs-r100 scalecom-r100
+// SHARDED-NEXT: 2 66.890 52.415 52.594
+// SHARDED-NEXT: 4 75.359 52.641 52.914
+// SHARDED:      MB sent per rank per step
+// SHARDED-NEXT: ranks
+// SHARDED-NEXT: 2 2.1063 0.0272 0.0483
 
 // BAD-STRATEGY: gradcomm-plan: --strategies: unknown strategy 'allgather'
 // BAD-RATE: gradcomm-plan: --straggler-rate must be in [0, 1]

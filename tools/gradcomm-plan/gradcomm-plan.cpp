@@ -116,19 +116,23 @@ FailureOr<gradcomm::ClusterModel> clusterFromFlags() {
   return *model;
 }
 
-/// The step's all-reduces, in program order; fails (diagnosed) on one
-/// whose size is not static.
+/// The step's gradient reductions (all-reduces, and the reduce-scatters of
+/// sharded training, by their whole input), in program order; fails
+/// (diagnosed) on one whose size is not static.
 FailureOr<std::vector<Tensor>> allReduces(ModuleOp module) {
   std::vector<Tensor> tensors;
-  WalkResult walk = module.walk([&](shard::AllReduceOp op) {
-    auto type = dyn_cast<RankedTensorType>(op.getResult().getType());
+  WalkResult walk = module.walk([&](Operation *op) {
+    if (!isa<shard::AllReduceOp, shard::ReduceScatterOp>(op))
+      return WalkResult::advance();
+    Type reduced = op->getOperand(0).getType();
+    auto type = dyn_cast<RankedTensorType>(reduced);
     if (!type || !type.hasStaticShape()) {
-      op.emitError("gradcomm-plan needs static shapes; this all-reduce has ")
-          << op.getResult().getType();
+      op->emitError("gradcomm-plan needs static shapes; this reduction has ")
+          << reduced;
       return WalkResult::interrupt();
     }
     std::string label = llvm::formatv("#{0}", tensors.size()).str();
-    if (auto name = dyn_cast<NameLoc>(op.getLoc()))
+    if (auto name = dyn_cast<NameLoc>(op->getLoc()))
       label = name.getName().str();
     tensors.push_back({label, type.getNumElements()});
     return WalkResult::advance();

@@ -72,6 +72,8 @@ double allReduceSeconds(const ClusterModel &model, double bytes);
 double broadcastSeconds(const ClusterModel &model, double bytes);
 double allGatherSeconds(const ClusterModel &model, double bytesPerRank);
 double sendRecvSeconds(const ClusterModel &model, double bytes);
+/// A reduce-scatter of `bytes` (the whole buffer) into equal shards.
+double reduceScatterSeconds(const ClusterModel &model, double bytes);
 
 /// The runtime's agreement before every synchronous call (one all-reduce
 /// of 58 int64).
@@ -92,6 +94,13 @@ Prediction predictScaleCom(const ClusterModel &model, int64_t elements,
                            int64_t ratio, bool exactSelection = false);
 Prediction predictLocalTopk(const ClusterModel &model, int64_t elements,
                             int64_t ratio);
+/// Sharded data parallelism: the dense reduce-scatter of the gradient, and
+/// ScaleCom's step with the k values reduce-scattered instead of
+/// all-reduced (the index broadcast unchanged).
+Prediction predictReduceScatter(const ClusterModel &model, int64_t elements);
+Prediction predictScaleComReduceScatter(const ClusterModel &model,
+                                        int64_t elements, int64_t ratio,
+                                        bool exactSelection = false);
 Prediction predictGossip(const ClusterModel &model, int64_t elements);
 Prediction predictEasgd(const ClusterModel &model, int64_t elements,
                         int64_t period);
@@ -109,9 +118,11 @@ struct CompressionChoice {
 /// The fastest of dense and ScaleCom at each of `ratios`, except that the
 /// least compressed candidate within `tolerance` (a fraction) of the
 /// fastest time wins: compression costs accuracy, so it must buy time.
+/// `sharded`: the reduce-scatter forms (a gradient shard.reduce_scatter).
 CompressionChoice chooseCompression(const ClusterModel &model, int64_t elements,
                                     ArrayRef<int64_t> ratios, double tolerance,
-                                    bool exactSelection = false);
+                                    bool exactSelection = false,
+                                    bool sharded = false);
 
 } // namespace mlir::gradcomm
 

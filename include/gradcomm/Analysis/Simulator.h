@@ -25,13 +25,15 @@ namespace mlir::gradcomm {
 
 /// How a simulated strategy communicates.
 enum class SimulatedKind {
-  Dense,       // all-reduce of every gradient, every step
-  ScaleCom,    // index broadcast + value all-reduce (ratio)
-  LocalTopk,   // all-gather of k values and indices per rank (ratio)
-  Gossip,      // synchronous pairwise exchange (hypercube matching)
-  GossipAsync, // push to a random peer's mailbox, never wait (one-sided)
-  Easgd,       // all-reduce every `period` steps
-  EasgdAsync,  // read and accumulate the center on rank 0 every `period`
+  Dense,         // all-reduce of every gradient, every step
+  ScaleCom,      // index broadcast + value all-reduce (ratio)
+  LocalTopk,     // all-gather of k values and indices per rank (ratio)
+  Gossip,        // synchronous pairwise exchange (hypercube matching)
+  GossipAsync,   // push to a random peer's mailbox, never wait (one-sided)
+  Easgd,         // all-reduce every `period` steps
+  EasgdAsync,    // read and accumulate the center on rank 0 every `period`
+  ReduceScatter, // sharded: reduce-scatter of every gradient
+  ScaleComReduceScatter, // sharded: index broadcast + value reduce-scatter
 };
 
 struct SimulatedStrategy {
@@ -45,7 +47,8 @@ struct SimulatedStrategy {
 
 /// Parses "dense", "scalecom-r100" (chunk selection), "scalecom-r100-exact",
 /// "local-topk-r100", "gossip",
-/// "gossip-async", "easgd-p4", "easgd-async-p4".
+/// "gossip-async", "easgd-p4", "easgd-async-p4", and for sharded training
+/// "reduce-scatter", "scalecom-rs-r100" and "scalecom-rs-r100-exact".
 llvm::Expected<SimulatedStrategy> parseSimulatedStrategy(StringRef name);
 
 struct SimulationConfig {

@@ -290,6 +290,17 @@ double mlir::gradcomm::sendRecvSeconds(const ClusterModel &model,
   return model.latencySeconds + bytes * secondsPerByte(model);
 }
 
+double mlir::gradcomm::reduceScatterSeconds(const ClusterModel &model,
+                                            double bytes) {
+  const int64_t n = model.ranks;
+  if (n <= 1)
+    return 0;
+  // Recursive halving (MPICH's choice for commutative sums): log2 n rounds,
+  // each rank sends (n - 1) / n of the buffer in all.
+  return ceilLog2(n) * model.latencySeconds +
+         (n - 1.0) / n * bytes * secondsPerByte(model);
+}
+
 double mlir::gradcomm::agreementSeconds(const ClusterModel &model) {
   return allReduceSeconds(model, kAgreementBytes);
 }
@@ -301,9 +312,13 @@ Prediction mlir::gradcomm::predictDense(const ClusterModel &model,
                                allReduceBytesSent(model, bytes)});
 }
 
-Prediction mlir::gradcomm::predictScaleCom(const ClusterModel &model,
-                                           int64_t elements, int64_t ratio,
-                                           bool exactSelection) {
+namespace {
+
+/// ScaleCom's step with its values summed by `valueReduction` (an
+/// all-reduce, or a reduce-scatter when sharded).
+Prediction predictCompressedStep(const ClusterModel &model, int64_t elements,
+                                 int64_t ratio, bool exactSelection,
+                                 bool sharded) {
   const int64_t n = model.ranks;
   const double k = static_cast<double>(selected(elements, ratio));
   // Chunk selection (chunks of `ratio` elements) sends each index's offset
@@ -317,17 +332,44 @@ Prediction mlir::gradcomm::predictScaleCom(const ClusterModel &model,
   // Indices that fit in the agreement's payload travel in it: no
   // broadcast of their own.
   const bool folded = indices <= kAgreementPayloadBytes;
+  const double valueSeconds = sharded ? reduceScatterSeconds(model, values)
+                                      : allReduceSeconds(model, values);
+  const double valueBytes = sharded ? (n > 1 ? values * (n - 1) / n : 0)
+                                    : allReduceBytesSent(model, values);
   p.seconds =
-      (folded ? 0.0 : broadcastSeconds(model, indices)) +
-      allReduceSeconds(model, values) +
+      (folded ? 0.0 : broadcastSeconds(model, indices)) + valueSeconds +
       kernelSeconds(
           model, elements,
           kScaleComKernelBytes + (exactSelection ? kExactSelectionBytes : 0),
           exactSelection ? model.kernelSecondsPerElement.scalecomExact
                          : model.kernelSecondsPerElement.scalecomChunk);
-  p.bytesSent =
-      (n > 1 ? indices * (n - 1) / n : 0) + allReduceBytesSent(model, values);
+  p.bytesSent = (n > 1 ? indices * (n - 1) / n : 0) + valueBytes;
   return withAgreement(model, p);
+}
+
+} // namespace
+
+Prediction mlir::gradcomm::predictScaleCom(const ClusterModel &model,
+                                           int64_t elements, int64_t ratio,
+                                           bool exactSelection) {
+  return predictCompressedStep(model, elements, ratio, exactSelection,
+                               /*sharded=*/false);
+}
+
+Prediction mlir::gradcomm::predictReduceScatter(const ClusterModel &model,
+                                                int64_t elements) {
+  const double bytes = 4.0 * elements;
+  const int64_t n = model.ranks;
+  return withAgreement(model, {reduceScatterSeconds(model, bytes),
+                               n > 1 ? bytes * (n - 1) / n : 0});
+}
+
+Prediction
+mlir::gradcomm::predictScaleComReduceScatter(const ClusterModel &model,
+                                             int64_t elements, int64_t ratio,
+                                             bool exactSelection) {
+  return predictCompressedStep(model, elements, ratio, exactSelection,
+                               /*sharded=*/true);
 }
 
 Prediction mlir::gradcomm::predictLocalTopk(const ClusterModel &model,
@@ -363,17 +405,17 @@ Prediction mlir::gradcomm::predictEasgd(const ClusterModel &model,
   return withAgreement(model, p);
 }
 
-CompressionChoice mlir::gradcomm::chooseCompression(const ClusterModel &model,
-                                                    int64_t elements,
-                                                    ArrayRef<int64_t> ratios,
-                                                    double tolerance,
-                                                    bool exactSelection) {
+CompressionChoice
+mlir::gradcomm::chooseCompression(const ClusterModel &model, int64_t elements,
+                                  ArrayRef<int64_t> ratios, double tolerance,
+                                  bool exactSelection, bool sharded) {
   CompressionChoice choice;
-  choice.dense = predictDense(model, elements);
+  choice.dense = sharded ? predictReduceScatter(model, elements)
+                         : predictDense(model, elements);
   double fastest = choice.dense.seconds;
   for (int64_t ratio : ratios) {
     choice.candidates.push_back(
-        predictScaleCom(model, elements, ratio, exactSelection));
+        predictCompressedStep(model, elements, ratio, exactSelection, sharded));
     fastest = std::min(fastest, choice.candidates.back().seconds);
   }
   const double goodEnough = fastest * (1 + tolerance);

@@ -77,6 +77,13 @@ Prediction synchronousStep(const ClusterModel &model,
     case SimulatedKind::LocalTopk:
       p = predictLocalTopk(model, elements, strategy.ratio);
       break;
+    case SimulatedKind::ReduceScatter:
+      p = predictReduceScatter(model, elements);
+      break;
+    case SimulatedKind::ScaleComReduceScatter:
+      p = predictScaleComReduceScatter(model, elements, strategy.ratio,
+                                       strategy.exactSelection);
+      break;
     case SimulatedKind::Easgd:
       // An exchange every `period` steps; the agreement on every call.
       if (step % strategy.period == 0)
@@ -247,6 +254,14 @@ mlir::gradcomm::parseSimulatedStrategy(StringRef name) {
     strategy.kind = SimulatedKind::Gossip;
   } else if (name == "gossip-async") {
     strategy.kind = SimulatedKind::GossipAsync;
+  } else if (name == "reduce-scatter") {
+    strategy.kind = SimulatedKind::ReduceScatter;
+  } else if (name.ends_with("-exact") &&
+             number("scalecom-rs-r", strategy.ratio, name.drop_back(6))) {
+    strategy.kind = SimulatedKind::ScaleComReduceScatter;
+    strategy.exactSelection = true;
+  } else if (number("scalecom-rs-r", strategy.ratio, name)) {
+    strategy.kind = SimulatedKind::ScaleComReduceScatter;
   } else if (name.ends_with("-exact") &&
              number("scalecom-r", strategy.ratio, name.drop_back(6))) {
     strategy.kind = SimulatedKind::ScaleCom;
@@ -264,8 +279,8 @@ mlir::gradcomm::parseSimulatedStrategy(StringRef name) {
         llvm::inconvertibleErrorCode(),
         llvm::formatv("unknown strategy '{0}': expected dense, scalecom-rR, "
                       "scalecom-rR-exact, local-topk-rR, gossip, gossip-async, "
-                      "easgd-pP or "
-                      "easgd-async-pP (R, P >= 1)",
+                      "easgd-pP, easgd-async-pP, reduce-scatter, "
+                      "scalecom-rs-rR or scalecom-rs-rR-exact (R, P >= 1)",
                       name));
   }
   return strategy;

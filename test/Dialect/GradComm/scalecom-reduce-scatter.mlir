@@ -1,6 +1,7 @@
 // RUN: gradcomm-opt %s --gradcomm-scalecom="report=true" --split-input-file --verify-diagnostics | FileCheck %s
 // The forced case below fails under local-topk too, hence `not`.
 // RUN: not gradcomm-opt %s --gradcomm-scalecom="compressor=local-topk report=true" --split-input-file 2>&1 | FileCheck %s --check-prefix=LOCAL
+// RUN: not gradcomm-opt %s --gradcomm-scalecom="policy=auto bandwidth=1Gbit latency=50us report=true" --split-input-file 2>&1 | FileCheck %s --check-prefix=AUTO
 // RUN: not gradcomm-opt %s --gradcomm-scalecom="warmup=ramp" --split-input-file 2>&1 | FileCheck %s --check-prefix=RAMP
 
 // Sharded data parallelism: each rank reduce-scatters the whole local
@@ -21,6 +22,10 @@ shard.grid @grid(shape = 4)
 // CHECK-NOT:  shard.reduce_scatter
 // CHECK:      arith.subf %[[W]], %[[S]]
 // LOCAL: remark: gradcomm-scalecom: left dense: compressor=local-topk has no reduce-scatter form
+// policy=auto weighs the reduce-scatter forms: dense = recursive halving
+// of 64 KiB over 4 ranks (2 * 50 us + 48 KiB * 8 ns = 493 us) plus the
+// agreement (2 * (50 us + 464 B * 8 ns) = 107 us).
+// AUTO:  remark: gradcomm-scalecom: compressed 'tensor<256x64xf32>' with k = 41 {{.*}}; policy=auto (reduce-scatter) on 4 ranks, 1.000 Gbit/s, 50.00 us: dense 0.6006 ms, {{.*}} -> ratio 400
 // RAMP:  error: gradcomm-scalecom: warmup=ramp is not built for the compressed reduce-scatter (its warm-up is dense)
 func.func @sharded_step(%w: tensor<64x64xf32>, %g: tensor<256x64xf32>) -> tensor<64x64xf32> {
   // expected-remark @+1 {{gradcomm-scalecom: compressed 'tensor<256x64xf32>' with k = 164 of 16384, selection = exact, beta = 0.5, state @sharded_step_arg0_grad}}

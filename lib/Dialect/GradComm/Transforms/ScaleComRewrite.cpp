@@ -207,10 +207,7 @@ LogicalResult ScaleComRewritePass::validateOptions() {
 
 /// policy=auto for one accepted all-reduce; failure is diagnosed. Per-op and
 /// per-argument settings of k and the policy win, as under policy=fixed.
-/// A reduce-scatter takes the ratio the model picks for the all-reduce of
-/// the same gradient (the report says so): compressed and dense both halve
-/// their value traffic, the index broadcast does not, so the model leans
-/// slightly toward compression there.
+/// A reduce-scatter is weighed with the model's reduce-scatter forms.
 FailureOr<AutoChoice>
 ScaleComRewritePass::chooseRatio(Operation *op, const RewriteDecision &shared,
                                  int64_t numElements) {
@@ -233,8 +230,9 @@ ScaleComRewritePass::chooseRatio(Operation *op, const RewriteDecision &shared,
   model.ranks = groupSize;
   const bool exact =
       overrides.selection.value_or(selection) == Selection::Exact;
+  const bool sharded = isa<shard::ReduceScatterOp>(op);
   CompressionChoice choice = chooseCompression(
-      model, numElements, candidateRatios, autoTolerance, exact);
+      model, numElements, candidateRatios, autoTolerance, exact, sharded);
 
   std::string predictions =
       llvm::formatv("dense {0:f4} ms", choice.dense.seconds * 1e3).str();
@@ -246,12 +244,13 @@ ScaleComRewritePass::chooseRatio(Operation *op, const RewriteDecision &shared,
   verdict.applies = true;
   verdict.ratio = choice.ratio;
   verdict.why =
-      llvm::formatv("policy=auto on {0} ranks, {1:f3} Gbit/s, {2:f2} us: {3} "
-                    "-> {4}",
+      llvm::formatv("policy=auto{5} on {0} ranks, {1:f3} Gbit/s, {2:f2} us: "
+                    "{3} -> {4}",
                     groupSize, model.linkBytesPerSecond * 8 / 1e9,
                     model.latencySeconds * 1e6, predictions,
                     choice.ratio ? "ratio " + std::to_string(choice.ratio)
-                                 : std::string("dense"))
+                                 : std::string("dense"),
+                    sharded ? " (reduce-scatter)" : "")
           .str();
   return verdict;
 }
