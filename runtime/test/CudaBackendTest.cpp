@@ -3,8 +3,9 @@
 // Part of the GradComm project.
 //
 // One rank (one-rank NCCL): the CUDA backend's fused ScaleCom step, dense
-// all-reduce and gossip against the CPU backend on the same data, bit for
-// bit, and a checkpoint written by one backend restored by the other.
+// all-reduce, reduce-scatters and gossip against the CPU backend on the
+// same data, bit for bit, and a checkpoint written by one backend restored
+// by the other.
 // Needs a GPU: on a machine without one the program exits 77 (ctest:
 // skipped); with one that CUDA cannot use it fails (CudaTestUtil.h).
 //
@@ -95,6 +96,45 @@ TEST(CudaBackend, DenseAllReduceGossipAndUnsupportedOps) {
   ASSERT_OK(gradcomm_consensus_distance_f32(d, 1000, &distance));
   EXPECT_EQ(distance, 0.0); // one rank: no spread
   cudaFree(d);
+  ASSERT_OK(gradcomm_finalize());
+}
+
+TEST(CudaBackend, ReduceScattersMatchCpu) {
+  // One rank: the shard is the whole buffer. The compressed reduce-scatter
+  // (selection, gather, update, grouped ncclReduce, scatter into the shard)
+  // must give the CPU backend's bits, and its memory too.
+  const int64_t n = 50000, k = 500;
+  std::vector<std::vector<float>> shards[2], memories[2];
+  for (int device = 0; device < 2; ++device) {
+    ASSERT_OK(gradcomm_finalize());
+    ASSERT_OK(gradcomm_set_backend(device ? GRADCOMM_BACKEND_CUDA
+                                          : GRADCOMM_BACKEND_CPU));
+    for (uint64_t step = 0; step < 4; ++step) {
+      std::vector<float> grad = gradient(9, 0, step, n), shard(n);
+      float *g = device ? toDevice(grad) : grad.data();
+      float *s = device ? toDevice(shard) : shard.data();
+      ASSERT_OK(gradcomm_scalecom_reduce_scatter_f32(
+          "rs", g, s, n, k, GRADCOMM_SELECT_EXACT, 0, 0.5f,
+          GRADCOMM_REDUCE_AVERAGE));
+      shards[device].push_back(device ? toHost(s, n) : shard);
+      std::vector<float> memory(n);
+      ASSERT_OK(gradcomm_state_read("rs", memory.data(), n));
+      memories[device].push_back(memory);
+      if (device) {
+        cudaFree(g);
+        cudaFree(s);
+      }
+    }
+  }
+  EXPECT_EQ(shards[1], shards[0]);
+  EXPECT_EQ(memories[1], memories[0]);
+  std::vector<float> x = gradient(10, 0, 0, n);
+  float *d = toDevice(x), *shard = toDevice(std::vector<float>(n, 5.0f));
+  ASSERT_OK(
+      gradcomm_reduce_scatter_f32("rsd", d, shard, n, GRADCOMM_REDUCE_AVERAGE));
+  EXPECT_EQ(toHost(shard, n), x); // one rank: the mean is the value
+  cudaFree(d);
+  cudaFree(shard);
   ASSERT_OK(gradcomm_finalize());
 }
 

@@ -313,11 +313,27 @@ void freeGroup(void *group) {
     delete static_cast<int *>(group);
 }
 
+/// One rank: its shard is the whole buffer.
+int reduceScatter(const float *data, float *shard, int64_t count, int,
+                  char *error) {
+  ENTER();
+  std::memcpy(shard, data, sizeof(float) * count);
+  return 0;
+}
+
+int scalecomReduceScatter(float *memory, const float *grad, float *shard,
+                          int64_t count, int64_t k, int selection,
+                          int64_t chunkSize, float beta, int average,
+                          int leader, int indexBytes, char *error) {
+  return scalecom(memory, grad, shard, count, k, selection, chunkSize, beta,
+                  average, leader, indexBytes, error);
+}
+
 } // namespace
 
 extern "C" __attribute__((visibility("default")))
 // In the order of CudaBackendTable.h; the real library's symbol.
-const CudaBackendTable gradcomm_cuda_backend_v7 = {kCudaBackendVersion,
+const CudaBackendTable gradcomm_cuda_backend_v8 = {kCudaBackendVersion,
                                                    prepare,
                                                    connect,
                                                    shutdown,
@@ -344,4 +360,6 @@ const CudaBackendTable gradcomm_cuda_backend_v7 = {kCudaBackendVersion,
                                                    forget,
                                                    splitGroup,
                                                    useGroup,
-                                                   freeGroup};
+                                                   freeGroup,
+                                                   reduceScatter,
+                                                   scalecomReduceScatter};

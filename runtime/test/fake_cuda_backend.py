@@ -153,6 +153,30 @@ def unfused_steps(n=12000, k=120):
     return results
 
 
+def reduce_scatters(n=6000):
+    """The dense and the compressed reduce-scatter (one rank: the shard is
+    the whole buffer), and the recipe's form with a dense warm-up of 2."""
+    data, shard = gradient(20, n), np.full(n, 5.0, np.float32)
+    check(lib.gradcomm_reduce_scatter_f32(b"rsd", ptr(data), ptr(shard), i64(n),
+                                          AVERAGE), "reduce_scatter")
+    results = [shard]
+    options = recipe_options(warmup_steps=2)
+    for step in range(4):
+        grad = gradient(30 + step, n)
+        shard = np.full(n, 5.0, np.float32)
+        check(lib.gradcomm_scalecom_reduce_scatter_f32(
+            b"rsc", ptr(grad), ptr(shard), i64(n), i64(60), EXACT, i64(0),
+            f32(0.5), SUM), "scalecom_reduce_scatter")
+        recipe = np.full(n, 5.0, np.float32)
+        check(lib.gradcomm_scalecom_reduce_scatter_recipe_f32(
+            b"rsr", ptr(grad), ptr(recipe), i64(n), ctypes.byref(options),
+            AVERAGE), "scalecom_reduce_scatter_recipe")
+        assert np.array_equal(recipe, grad) == (step < 2), step
+        results += [shard, recipe]
+    results += [read_state(b"rsc", n), read_state(b"rsr", n)]
+    return results
+
+
 def dense_and_topk(n=5000):
     data = gradient(7, n)
     check(lib.gradcomm_dense_all_reduce_f32(b"d", ptr(data), i64(n), AVERAGE),
@@ -241,6 +265,7 @@ def run_all():
         "recipe": recipe_steps(b"r", started=False),
         "recipe started": recipe_steps(b"rs", started=True),
         "unfused": unfused_steps(),
+        "reduce-scatters": reduce_scatters(),
         "dense and local top-k": dense_and_topk(),
         "started local top-k": started_topk(),
         "skip": skipped_step(),
@@ -286,6 +311,15 @@ x = gradient(3, 100)
 expect(lib.gradcomm_elastic_average_f32(b"e", ptr(x), i64(100), f32(0.5),
                                         i64(1)), ERR_UNSUPPORTED,
        "elastic average")
+data, shard = gradient(5, 1000), np.zeros(1000, np.float32)
+request = Request()
+expect(lib.gradcomm_reduce_scatter_start_f32(
+    b"rs", ptr(data), ptr(shard), i64(1000), SUM, ctypes.byref(request)),
+    ERR_UNSUPPORTED, "the started reduce-scatter")
+options = recipe_options(clip=1.0)
+expect(lib.gradcomm_scalecom_reduce_scatter_recipe_f32(
+    b"rsr2", ptr(data), ptr(shard), i64(1000), ctypes.byref(options), SUM),
+    ERR_UNSUPPORTED, "the reduce-scatter recipe with clipping")
 for refused in (dict(clip=1.0), dict(momentum=0.9), dict(warmup=1)):
     options = recipe_options(**refused)
     grad, out = gradient(4, 1000), np.zeros(1000, np.float32)

@@ -414,7 +414,8 @@ gradcomm_status gradcomm_scalecom_start_f32(
 
 /*===----------------------------------------------------------------------===*
  * Reduce-scatter for sharded data parallelism (docs/scalecom.md, "Sharded
- * training"). CPU backend.
+ * training"). CPU backend, over any transport; CUDA backend (NCCL),
+ * blocking forms only.
  *===----------------------------------------------------------------------===*/
 
 /// The shard of `rank` among `size` ranks of a buffer of `count` elements:

@@ -89,6 +89,22 @@ gradcomm_status Backend::compressAndUpdate(const Call &call,
                       beta);
 }
 
+gradcomm_status Backend::deviceReduceScatter(const Call &call, const float *,
+                                             float *, int64_t, bool) const {
+  return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                   std::string("the ") + name() +
+                       " backend has no reduce-scatter of its own");
+}
+
+gradcomm_status Backend::deviceScalecomReduceScatter(const Call &call,
+                                                     const CompressStep &,
+                                                     const Prepared &, float,
+                                                     bool, float *) const {
+  return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                   std::string("the ") + name() +
+                       " backend has no compressed reduce-scatter of its own");
+}
+
 const Backend &gradcomm::backend() {
   const Backend *selected = context().selected;
   return selected ? *selected : *extensions().hostBackend;

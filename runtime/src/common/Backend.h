@@ -192,6 +192,25 @@ public:
   startLocalTopk(const Call &call, const CompressStep &step, bool average,
                  float *out, gradcomm_request_s &request,
                  std::function<void(int64_t)> finish) const = 0;
+
+  // Sharded training where the tensors are not on the host. Host tensors
+  // are reduce-scattered by the transport (ops/ReduceScatter.cpp); a device
+  // backend runs its own collectives. Blocking; the defaults refuse
+  // (GRADCOMM_ERR_UNSUPPORTED).
+  /// After the agreement: this rank's shard (gradcomm_shard_range) of the
+  /// sum (or mean) of `data` into `shard`.
+  virtual gradcomm_status deviceReduceScatter(const Call &call,
+                                              const float *data, float *shard,
+                                              int64_t count,
+                                              bool average) const;
+  /// After the agreement: ScaleCom's step with the k values
+  /// reduce-scattered; `shard` gets zeros and the sums (or means) at the
+  /// selected indices in it. The entry point moves the state's step on.
+  virtual gradcomm_status deviceScalecomReduceScatter(const Call &call,
+                                                      const CompressStep &step,
+                                                      const Prepared &prepared,
+                                                      float beta, bool average,
+                                                      float *shard) const;
 };
 
 /// The selected backend (the CPU one until gradcomm_set_backend(CUDA)).

@@ -239,6 +239,27 @@ public:
     return GRADCOMM_OK;
   }
 
+  gradcomm_status deviceReduceScatter(const Call &call, const float *data,
+                                      float *shard, int64_t count,
+                                      bool average) const override {
+    char error[kErrorSize] = {0};
+    return status(
+        call, table->reduceScatter(data, shard, count, average, error), error);
+  }
+  gradcomm_status deviceScalecomReduceScatter(const Call &call,
+                                              const CompressStep &step,
+                                              const Prepared &, float beta,
+                                              bool average,
+                                              float *shard) const override {
+    char error[kErrorSize] = {0};
+    return status(call,
+                  table->scalecomReduceScatter(
+                      step.state.data(), step.grad, shard, step.count, step.k,
+                      step.selection, step.chunkSize, beta, average,
+                      step.leader, wireIndexBytes(step), error),
+                  error);
+  }
+
 private:
   static gradcomm_status status(const Call &call, int rc, const char *error) {
     if (rc == 0)

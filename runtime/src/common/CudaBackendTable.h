@@ -23,11 +23,11 @@
 
 namespace gradcomm {
 
-inline constexpr int kCudaBackendVersion = 7;
+inline constexpr int kCudaBackendVersion = 8;
 inline constexpr size_t kErrorSize = 512;
 /// sizeof(ncclUniqueId) (NCCL_UNIQUE_ID_BYTES), checked where nccl.h is.
 inline constexpr size_t kNcclUniqueIdBytes = 128;
-inline constexpr const char *kCudaBackendSymbol = "gradcomm_cuda_backend_v7";
+inline constexpr const char *kCudaBackendSymbol = "gradcomm_cuda_backend_v8";
 inline constexpr const char *kCudaBackendLibrary =
     "libgradcomm_runtime_cuda.so";
 
@@ -129,6 +129,22 @@ struct CudaBackendTable {
   void (*useGroup)(void *group);
   /// Frees a group's communicator (after the work queued on it).
   void (*freeGroup)(void *group);
+  /// Sharded training, blocking. Shards follow gradcomm_shard_range over
+  /// the active communicator (the first count mod n hold one element more).
+  /// The dense reduce-scatter: this rank's shard of the sum (or mean) of
+  /// `data` into `shard` (ncclReduceScatter when the shards are equal,
+  /// else one grouped ncclReduce per shard).
+  int (*reduceScatter)(const float *data, float *shard, int64_t count,
+                       int average, char *error);
+  /// ScaleCom's step with the k values reduce-scattered: the leader's
+  /// selection and index broadcast as `compress`, this rank's p[I], the
+  /// low-pass update of `memory`, then each shard's run of the (ascending)
+  /// indices reduced to its rank; `shard` gets zeros and the sums (or
+  /// means) at the indices that fall in it.
+  int (*scalecomReduceScatter)(float *memory, const float *grad, float *shard,
+                               int64_t count, int64_t k, int selection,
+                               int64_t chunkSize, float beta, int average,
+                               int leader, int indexBytes, char *error);
 };
 
 } // namespace gradcomm

@@ -10,10 +10,12 @@
 
 #include "CudaBackendTable.h"
 #include "CudaKernels.h"
+#include "Shards.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -842,11 +844,127 @@ void freeGroup(void *group) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Sharded training: reduce-scatters
+//===----------------------------------------------------------------------===//
+
+/// Reduces each rank's run [firsts[r], firsts[r] + lengths[r]) of `send` to
+/// rank r, into `receive` on that rank: one grouped ncclReduce per
+/// non-empty run (NCCL's reduce-scatter takes equal counts only). Every
+/// rank passes the same runs.
+int reduceRuns(const float *send, const std::vector<int64_t> &firsts,
+               const std::vector<int64_t> &lengths, float *receive,
+               char *error) {
+  NCCL_OR_FAIL(ncclGroupStart());
+  for (size_t r = 0; r < lengths.size(); ++r) {
+    if (lengths[r] == 0)
+      continue;
+    NCCL_IN_GROUP_OR_FAIL(ncclReduce(send + firsts[r], receive, lengths[r],
+                                     ncclFloat, ncclSum, static_cast<int>(r),
+                                     backend->active, backend->stream));
+  }
+  NCCL_OR_FAIL(ncclGroupEnd());
+  return 0;
+}
+
+int reduceScatter(const float *data, float *shard, int64_t count, int average,
+                  char *error) {
+  return completed(
+      [&] {
+        const int size = backend->activeSize;
+        int rank = 0;
+        NCCL_OR_FAIL(ncclCommUserRank(backend->active, &rank));
+        const std::vector<int64_t> bounds = shardBounds(count, size);
+        const int64_t length = bounds[rank + 1] - bounds[rank];
+        if (count % size == 0) {
+          NCCL_OR_FAIL(ncclReduceScatter(data, shard, count / size, ncclFloat,
+                                         ncclSum, backend->active,
+                                         backend->stream));
+        } else {
+          std::vector<int64_t> lengths(size);
+          for (int r = 0; r < size; ++r)
+            lengths[r] = bounds[r + 1] - bounds[r];
+          if (reduceRuns(data, bounds, lengths, shard, error))
+            return 1;
+        }
+        // Sum, then divide (not ncclAvg), as the CPU backend does.
+        if (average && length > 0)
+          CUDA_OR_FAIL(
+              cuda::divide(shard, length, float(size), backend->stream));
+        return 0;
+      },
+      error);
+}
+
+int scalecomReduceScatter(float *memory, const float *grad, float *shard,
+                          int64_t count, int64_t k, int selection,
+                          int64_t chunkSize, float beta, int average,
+                          int leader, int indexBytes, char *error) {
+  return completed(
+      [&] {
+        const int size = backend->activeSize;
+        int rank = 0;
+        NCCL_OR_FAIL(ncclCommUserRank(backend->active, &rank));
+        if (reserve(backend->indices, backend->indexCapacity, k, error) ||
+            reserve(backend->values, backend->valueCapacity, k, error) ||
+            reserve(backend->peer, backend->peerCapacity, k, error) ||
+            nextStamp(count, error))
+          return 1;
+        if (rank == leader) {
+          if (selection == 1)
+            CUDA_OR_FAIL(cuda::selectChunk(
+                memory, grad, count, chunkSize, backend->indices, 1.0f, nullptr,
+                nullptr, /*update=*/false, backend->stream));
+          else
+            CUDA_OR_FAIL(cuda::selectExact(memory, grad, count, k,
+                                           backend->indices, backend->select,
+                                           backend->stream));
+        }
+        if (broadcastIndices(backend->indices, k, chunkSize, indexBytes, rank,
+                             leader, error))
+          return 1;
+        // p[I] before the update changes m.
+        CUDA_OR_FAIL(cuda::gather(memory, grad, backend->indices, k,
+                                  backend->values, backend->stream));
+        CUDA_OR_FAIL(cuda::gatherAndUpdate(
+            memory, grad, count, backend->indices, k, beta, nullptr, nullptr,
+            backend->marks, backend->stamp, backend->stream));
+        // The runs of the shards, from the indices on the host (k of
+        // them, ascending; the same on every rank).
+        std::vector<int64_t> indices(k);
+        CUDA_OR_FAIL(cudaMemcpyAsync(indices.data(), backend->indices,
+                                     sizeof(int64_t) * k,
+                                     cudaMemcpyDeviceToHost, backend->stream));
+        CUDA_OR_FAIL(cudaStreamSynchronize(backend->stream));
+        const std::vector<int64_t> bounds = shardBounds(count, size);
+        std::vector<int64_t> firsts(size), lengths(size);
+        for (int r = 0; r < size; ++r) {
+          firsts[r] =
+              std::lower_bound(indices.begin(), indices.end(), bounds[r]) -
+              indices.begin();
+          lengths[r] =
+              (std::lower_bound(indices.begin(), indices.end(), bounds[r + 1]) -
+               indices.begin()) -
+              firsts[r];
+        }
+        if (reduceRuns(backend->values, firsts, lengths, backend->peer, error))
+          return 1;
+        const int64_t length = bounds[rank + 1] - bounds[rank];
+        CUDA_OR_FAIL(
+            cudaMemsetAsync(shard, 0, sizeof(float) * length, backend->stream));
+        CUDA_OR_FAIL(cuda::scatterIntoShard(
+            shard, bounds[rank], backend->indices + firsts[rank], backend->peer,
+            lengths[rank], average ? float(size) : 1.0f, backend->stream));
+        return 0;
+      },
+      error);
+}
+
 } // namespace
 
 extern "C" __attribute__((visibility("default")))
 // In the order of CudaBackendTable.h.
-const CudaBackendTable gradcomm_cuda_backend_v7 = {kCudaBackendVersion,
+const CudaBackendTable gradcomm_cuda_backend_v8 = {kCudaBackendVersion,
                                                    prepare,
                                                    connect,
                                                    shutdown,
@@ -873,4 +991,6 @@ const CudaBackendTable gradcomm_cuda_backend_v7 = {kCudaBackendVersion,
                                                    forget,
                                                    splitGroup,
                                                    useGroup,
-                                                   freeGroup};
+                                                   freeGroup,
+                                                   reduceScatter,
+                                                   scalecomReduceScatter};

@@ -492,6 +492,16 @@ __global__ void scatterKernel(float *out, const int64_t *indices,
     out[indices[j]] = divisor == 1.0f ? values[j] : values[j] / divisor;
 }
 
+__global__ void scatterIntoShardKernel(float *shard, int64_t begin,
+                                       const int64_t *indices,
+                                       const float *values, int64_t k,
+                                       float divisor) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < k;
+       j += int64_t(gridDim.x) * blockDim.x)
+    shard[indices[j] - begin] =
+        divisor == 1.0f ? values[j] : values[j] / divisor;
+}
+
 __global__ void scatterAddKernel(float *out, const int64_t *indices,
                                  const float *values, int64_t k) {
   for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < k;
@@ -706,6 +716,16 @@ cudaError_t scatter(float *out, const int64_t *indices, const float *values,
                     int64_t k, float divisor, cudaStream_t stream) {
   scatterKernel<<<blocksFor(k, kThreads), kThreads, 0, stream>>>(
       out, indices, values, k, divisor);
+  return cudaGetLastError();
+}
+
+cudaError_t scatterIntoShard(float *shard, int64_t begin,
+                             const int64_t *indices, const float *values,
+                             int64_t k, float divisor, cudaStream_t stream) {
+  if (k == 0)
+    return cudaSuccess;
+  scatterIntoShardKernel<<<blocksFor(k, kThreads), kThreads, 0, stream>>>(
+      shard, begin, indices, values, k, divisor);
   return cudaGetLastError();
 }
 

@@ -69,6 +69,12 @@ cudaError_t gatherAndUpdate(float *m, const float *g, int64_t n,
 cudaError_t gather(const float *m, const float *g, const int64_t *indices,
                    int64_t k, float *values, cudaStream_t stream);
 
+/// shard[I_j - begin] = values[j] / divisor: a scatter into the shard that
+/// starts at flat offset `begin` (every I_j must fall in it).
+cudaError_t scatterIntoShard(float *shard, int64_t begin,
+                             const int64_t *indices, const float *values,
+                             int64_t k, float divisor, cudaStream_t stream);
+
 /// out[I_j] = values[j] / divisor (divisor 1: a plain scatter).
 cudaError_t scatter(float *out, const int64_t *indices, const float *values,
                     int64_t k, float divisor, cudaStream_t stream);

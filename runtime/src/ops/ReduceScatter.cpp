@@ -7,12 +7,14 @@
 // value all-reduce replaced by a reduce-scatter: the leader's indices are
 // the same on every rank and ascending, so the selected values of shard r
 // are one contiguous run of the k values, and a reduce-scatter with
-// per-rank counts delivers each rank the sums of its run. Host memory (the
-// CPU backend): the entry points refuse another during validation.
+// per-rank counts delivers each rank the sums of its run. Host tensors go
+// through the transport; a device backend (CUDA) runs both steps itself
+// (Backend::deviceReduceScatter, deviceScalecomReduceScatter), blocking.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CompressSteps.h"
+#include "Shards.h"
 
 #include <algorithm>
 #include <memory>
@@ -22,17 +24,6 @@
 using namespace gradcomm;
 
 namespace {
-
-/// Where each shard begins (size + 1 bounds): the first count mod size
-/// shards hold one element more. No product of count and size, so no
-/// overflow up to 2^62 elements.
-std::vector<int64_t> shardBounds(int64_t count, int size) {
-  std::vector<int64_t> bounds(size + 1);
-  const int64_t base = count / size, longer = count % size;
-  for (int r = 0; r <= size; ++r)
-    bounds[r] = r * base + std::min<int64_t>(r, longer);
-  return bounds;
-}
 
 /// Elements of each shard.
 std::vector<int64_t> shardCounts(const std::vector<int64_t> &bounds) {
@@ -90,7 +81,6 @@ gradcomm_status beginReduceScatter(const Call &call, const char *opName,
         requireRange(call, "count", count, 1, int64_t(1) << 62));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "data", data));
     GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
-    GRADCOMM_RETURN_IF_ERROR(requireHostTensors(call, "the reduce-scatter"));
     GRADCOMM_RETURN_IF_ERROR(requireShardsFit(call, count));
     return requireShard(call, data, "data", count, shard);
   }));
@@ -139,6 +129,8 @@ struct Selected {
   /// For the counters.
   std::optional<CompressStep> step;
   bool folds = false;
+  /// A device backend ran the whole step (shard written).
+  bool onDevice = false;
 };
 
 /// One compressed step up to the values' reduce-scatter: arguments, state,
@@ -154,8 +146,6 @@ gradcomm_status beginCompressed(const Call &call, const CompressedCall &c,
     GRADCOMM_RETURN_IF_ERROR(validateCompress(call, args));
     GRADCOMM_RETURN_IF_ERROR(validateBeta(call, c.beta));
     GRADCOMM_RETURN_IF_ERROR(requireReduction(call, c.reduction));
-    GRADCOMM_RETURN_IF_ERROR(
-        requireHostTensors(call, "the compressed reduce-scatter"));
     GRADCOMM_RETURN_IF_ERROR(requireShardsFit(call, args.count));
     GRADCOMM_RETURN_IF_ERROR(
         requireShard(call, args.grad, "grad", args.count, c.shard));
@@ -175,6 +165,14 @@ gradcomm_status beginCompressed(const Call &call, const CompressedCall &c,
     return zeroBuffer(call, c.shard, selected.shardLength);
   selected.step.emplace(stepOf(args, *state));
   selected.folds = prepared.foldsIndices();
+  if (!backend().tensorsOnHost()) {
+    GRADCOMM_RETURN_IF_ERROR(backend().deviceScalecomReduceScatter(
+        call, *selected.step, prepared, c.beta,
+        c.reduction == GRADCOMM_REDUCE_AVERAGE, c.shard));
+    selected.onDevice = true;
+    state->step += 1;
+    return GRADCOMM_OK;
+  }
   selected.send.resize(args.k);
   selected.indices.resize(args.k);
   GRADCOMM_RETURN_IF_ERROR(backend().compressAndUpdate(
@@ -231,6 +229,15 @@ gradcomm_status transferDense(const Call &call, const char *opName,
                               gradcomm_request_s &started) {
   started.opName = opName;
   started.what = "reduce-scatter";
+  if (!backend().tensorsOnHost()) {
+    // The device backend's own collective, complete when it returns.
+    GRADCOMM_RETURN_IF_ERROR(backend().deviceReduceScatter(
+        call, data, shard, count, reduction == GRADCOMM_REDUCE_AVERAGE));
+    started.finish = [name = started.opName, count, start] {
+      countReduceScatter(name.c_str(), sizeof(float) * count, start);
+    };
+    return GRADCOMM_OK;
+  }
   const std::vector<int64_t> counts =
       shardCounts(shardBounds(count, context().size));
   started.transfers.resize(1);
@@ -276,6 +283,12 @@ gradcomm_status startCompressed(const Call &call, const CompressedCall &c,
   started.what = "reduce-scatter (selected values)";
   if (started.skipped)
     return GRADCOMM_OK;
+  if (selected->onDevice) {
+    started.finish = [name = started.opName, selected, start] {
+      countCompressed(name.c_str(), *selected->step, selected->folds, start);
+    };
+    return GRADCOMM_OK;
+  }
   auto received =
       std::make_shared<std::vector<float>>(selected->counts[context().rank]);
   started.transfers.resize(1);
@@ -324,8 +337,9 @@ gradcomm_status scalecomReduceScatterRecipe(const Call &call,
     GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, count, o->k));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "grad", grad));
     GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
-    GRADCOMM_RETURN_IF_ERROR(
-        requireHostTensors(call, "the compressed reduce-scatter"));
+    if (o->clip > 0.0f)
+      GRADCOMM_RETURN_IF_ERROR(requireHostTensors(
+          call, "the compressed reduce-scatter with clipping"));
     GRADCOMM_RETURN_IF_ERROR(requireShardsFit(call, count));
     GRADCOMM_RETURN_IF_ERROR(requireShard(call, grad, "grad", count, shard));
     return lookupIdleState(call, stateName, count, state);
@@ -370,9 +384,8 @@ gradcomm_status gradcomm_shard_range(int64_t count, int rank, int size,
         requireRange(call, "count", count, 0, int64_t(1) << 62));
     GRADCOMM_RETURN_IF_ERROR(requireRange(call, "size", size, 1, INT32_MAX));
     GRADCOMM_RETURN_IF_ERROR(requireRange(call, "rank", rank, 0, size - 1));
-    const int64_t base = count / size, longer = count % size;
-    *begin = rank * base + std::min<int64_t>(rank, longer);
-    *length = base + (rank < longer ? 1 : 0);
+    *begin = shardBegin(count, rank, size);
+    *length = shardBegin(count, rank + 1, size) - *begin;
     return GRADCOMM_OK;
   });
 }
