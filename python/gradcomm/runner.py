@@ -26,8 +26,11 @@ import numpy as np
 
 from gradcomm.runtime import GradCommError, NONFINITE_POLICIES
 
-C_TYPES = {"f32": ctypes.c_float, "i64": ctypes.c_int64, "i1": ctypes.c_bool}
-NUMPY_TYPES = {"f32": np.float32, "i64": np.int64, "i1": np.bool_}
+# bf16 has no numpy type: its arrays hold the raw bits (uint16).
+C_TYPES = {"f32": ctypes.c_float, "i64": ctypes.c_int64, "i1": ctypes.c_bool,
+           "f16": ctypes.c_uint16, "bf16": ctypes.c_uint16}
+NUMPY_TYPES = {"f32": np.float32, "i64": np.int64, "i1": np.bool_,
+               "f16": np.float16, "bf16": np.uint16}
 
 _descriptor_types = {}
 

@@ -54,8 +54,12 @@ namespace {
 /// (runtime/include/gradcomm/runtime_memref.h).
 enum class RuntimeFn {
   DenseAllReduce,
+  DenseAllReduceBF16,
+  DenseAllReduceF16,
   ScaleCom,
   ScaleComRecipe,
+  ScaleComRecipeBF16,
+  ScaleComRecipeF16,
   CltkCompress,
   SparseAllReduce,
   MemoryUpdate,
@@ -76,7 +80,7 @@ enum class RuntimeFn {
 };
 
 /// Argument and result kinds of a runtime function.
-enum class Kind { None, Str, BufF32, BufI64, I32, I64, F32 };
+enum class Kind { None, Str, BufF32, BufBF16, BufF16, BufI64, I32, I64, F32 };
 
 struct RuntimeFnSpec {
   RuntimeFn fn;
@@ -91,11 +95,23 @@ struct RuntimeFnSpec {
 const RuntimeFnSpec kRuntimeFns[] = {
     {RuntimeFn::DenseAllReduce, "gradcomm_rt_dense_all_reduce_f32", true,
      Kind::I32, {Kind::Str, Kind::BufF32, Kind::I32}},
+    {RuntimeFn::DenseAllReduceBF16, "gradcomm_rt_dense_all_reduce_bf16", true,
+     Kind::I32, {Kind::Str, Kind::BufBF16, Kind::I32}},
+    {RuntimeFn::DenseAllReduceF16, "gradcomm_rt_dense_all_reduce_f16", true,
+     Kind::I32, {Kind::Str, Kind::BufF16, Kind::I32}},
     {RuntimeFn::ScaleCom, "gradcomm_rt_scalecom_f32", true, Kind::I32,
      {Kind::Str, Kind::BufF32, Kind::BufF32, Kind::I64, Kind::I32, Kind::I64,
       Kind::F32, Kind::I32}},
     {RuntimeFn::ScaleComRecipe, "gradcomm_rt_scalecom_recipe_f32", true,
      Kind::I32, {Kind::Str, Kind::BufF32, Kind::BufF32, Kind::I64, Kind::I32,
+                 Kind::I64, Kind::F32, Kind::I64, Kind::F32, Kind::F32,
+                 Kind::I32}},
+    {RuntimeFn::ScaleComRecipeBF16, "gradcomm_rt_scalecom_recipe_bf16", true,
+     Kind::I32, {Kind::Str, Kind::BufBF16, Kind::BufBF16, Kind::I64, Kind::I32,
+                 Kind::I64, Kind::F32, Kind::I64, Kind::F32, Kind::F32,
+                 Kind::I32}},
+    {RuntimeFn::ScaleComRecipeF16, "gradcomm_rt_scalecom_recipe_f16", true,
+     Kind::I32, {Kind::Str, Kind::BufF16, Kind::BufF16, Kind::I64, Kind::I32,
                  Kind::I64, Kind::F32, Kind::I64, Kind::F32, Kind::F32,
                  Kind::I32}},
     {RuntimeFn::CltkCompress, "gradcomm_rt_cltk_compress_f32", true,
@@ -152,6 +168,10 @@ Type typeOf(Kind kind, MLIRContext *ctx) {
     return LLVM::LLVMPointerType::get(ctx);
   case Kind::BufF32:
     return UnrankedMemRefType::get(b.getF32Type(), 0);
+  case Kind::BufBF16:
+    return UnrankedMemRefType::get(b.getBF16Type(), 0);
+  case Kind::BufF16:
+    return UnrankedMemRefType::get(b.getF16Type(), 0);
   case Kind::BufI64:
     return UnrankedMemRefType::get(b.getI64Type(), 0);
   case Kind::I32:
@@ -391,29 +411,53 @@ struct FusedStep {
 
 /// `op`'s fused step: its values feed exactly one sparse reduction and its
 /// indices feed that op and one memory_update of the same state and
-/// gradient. A failure says why not.
-static FailureOr<FusedStep>
-matchFusedStep(CltkCompressOp op, ConversionPatternRewriter &rewriter) {
-  if (!op.getValues().hasOneUse())
-    return rewriter.notifyMatchFailure(op, "values used more than once");
+/// gradient. Otherwise `*why` says why not.
+static std::optional<FusedStep> findFusedStep(CltkCompressOp op,
+                                              const char **why) {
+  if (!op.getValues().hasOneUse()) {
+    *why = "values used more than once";
+    return std::nullopt;
+  }
   FusedStep step;
   step.reduce = *op.getValues().getUsers().begin();
   if (!isa<SparseAllReduceOp, SparseReduceScatterOp>(step.reduce) ||
-      step.reduce->getOperand(1) != op.getIndices())
-    return rewriter.notifyMatchFailure(op, "no matching sparse reduction");
+      step.reduce->getOperand(1) != op.getIndices()) {
+    *why = "no matching sparse reduction";
+    return std::nullopt;
+  }
   for (Operation *user : op.getIndices().getUsers()) {
     if (user == step.reduce)
       continue;
     auto candidate = dyn_cast<MemoryUpdateOp>(user);
     if (!candidate || step.update || candidate.getState() != op.getState() ||
-        candidate.getInput() != op.getInput())
-      return rewriter.notifyMatchFailure(op, "indices used elsewhere");
+        candidate.getInput() != op.getInput()) {
+      *why = "indices used elsewhere";
+      return std::nullopt;
+    }
     step.update = candidate;
   }
-  if (!step.update)
-    return rewriter.notifyMatchFailure(op, "no memory_update");
+  if (!step.update) {
+    *why = "no memory_update";
+    return std::nullopt;
+  }
   return step;
 }
+
+static FailureOr<FusedStep>
+matchFusedStep(CltkCompressOp op, ConversionPatternRewriter &rewriter) {
+  const char *why = "";
+  if (std::optional<FusedStep> step = findFusedStep(op, &why))
+    return *step;
+  return rewriter.notifyMatchFailure(op, why);
+}
+
+/// The element type of a tensor.
+static Type elementTypeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getElementType();
+}
+
+/// A bf16 or f16 element type.
+static bool isHalf(Type element) { return element.isBF16() || element.isF16(); }
 
 /// cltk_compress in a fused step with a sparse_reduce_scatter: one call of
 /// the compressed reduce-scatter (the recipe's dense warm-up and clipping
@@ -471,10 +515,16 @@ struct FusedScaleComPattern : public RuntimePattern<CltkCompressOp> {
                                rt.i32(static_cast<int32_t>(op.getSelection())),
                                rt.i64(chunkSize),
                                rt.f32(update.getBeta().convertToDouble())};
+    // A 16-bit gradient (prepare() kept it to this fused step): the recipe's
+    // call for its type, which sends the values in those 16 bits.
+    Type element = elementTypeOf(op.getInput());
+    const bool half = isHalf(element);
     RuntimeFn fn = RuntimeFn::ScaleCom;
-    if (op.hasRecipe()) {
+    if (op.hasRecipe() || half) {
       // warmup_ramp_from 0: a dense warm-up; clip 0: no clipping.
-      fn = RuntimeFn::ScaleComRecipe;
+      fn = !half              ? RuntimeFn::ScaleComRecipe
+           : element.isBF16() ? RuntimeFn::ScaleComRecipeBF16
+                              : RuntimeFn::ScaleComRecipeF16;
       args.push_back(rt.i64(op.getWarmupSteps().value_or(0)));
       args.push_back(rt.f32(op.getWarmupRampFromAttr()
                                 ? op.getWarmupRampFromAttr().getValueAsDouble()
@@ -661,9 +711,12 @@ struct DenseAllReducePattern : public RuntimePattern<shard::AllReduceOp> {
     // Reduced in place: the input's buffer when nothing reads it later.
     Value data = rt.buffer(adaptor.getInput(), /*readOnly=*/false);
     int32_t reduction = runtimeReduction(op.getReduction());
-    if (failed(rt.callChecked(RuntimeFn::DenseAllReduce,
-                              {rt.string(runtimeName(op)), rt.unranked(data),
-                               rt.i32(reduction)})))
+    Type element = elementTypeOf(op.getInput());
+    RuntimeFn fn = element.isBF16()  ? RuntimeFn::DenseAllReduceBF16
+                   : element.isF16() ? RuntimeFn::DenseAllReduceF16
+                                     : RuntimeFn::DenseAllReduce;
+    if (failed(rt.callChecked(fn, {rt.string(runtimeName(op)),
+                                   rt.unranked(data), rt.i32(reduction)})))
       return failure();
     rewriter.replaceOp(op, rt.toTensor(data, op.getResult().getType()));
     return success();
@@ -953,6 +1006,30 @@ static LogicalResult checkLowerable(shard::ReduceScatterOp op) {
   return success();
 }
 
+/// A sparse_all_reduce or memory_update with a 16-bit tensor (`type`) has
+/// no call of its own: it must be part of the fused step of the
+/// cltk_compress that defines `fromCompress` (its values or indices), whose
+/// gradient has that type. Diagnosed.
+static LogicalResult checkHalfInFusedStep(Operation *op, Value fromCompress,
+                                          Type type) {
+  if (!isHalf(cast<RankedTensorType>(type).getElementType()))
+    return success();
+  auto compress = fromCompress.getDefiningOp<CltkCompressOp>();
+  const char *why = "its operand is not a cltk_compress result";
+  std::optional<FusedStep> fused;
+  if (compress)
+    fused = findFusedStep(compress, &why);
+  if (fused && compress.getInput().getType() == type &&
+      (fused->reduce == op || fused->update == op))
+    return success();
+  if (fused)
+    why = "the cltk_compress gradient's type differs";
+  return op->emitOpError()
+         << "with a bf16 or f16 tensor lowers only as part of the fused step "
+            "of a cltk_compress of that type ("
+         << why << ")";
+}
+
 LogicalResult ConvertGradCommToRuntimePass::prepare() {
   ModuleOp module = getOperation();
   // A symbol with a runtime function's name and another meaning would turn
@@ -979,10 +1056,11 @@ LogicalResult ConvertGradCommToRuntimePass::prepare() {
       std::string name;
       if (auto reduce = dyn_cast<shard::AllReduceOp>(op)) {
         auto type = dyn_cast<RankedTensorType>(reduce.getInput().getType());
-        if (!type || !type.getElementType().isF32() ||
+        if (!type ||
+            !(type.getElementType().isF32() || isHalf(type.getElementType())) ||
             reduce.getResult().getType() != type) {
           op->emitOpError() << "cannot be lowered to the runtime: it reduces "
-                               "f32 tensors only (input "
+                               "f32, bf16 or f16 tensors only (input "
                             << reduce.getInput().getType() << ", result "
                             << reduce.getResult().getType() << ")";
           ok = false;
@@ -1008,6 +1086,11 @@ LogicalResult ConvertGradCommToRuntimePass::prepare() {
             collectiveGroup(op, scatter.getGridAttr(), scatter.getGridAxes());
         name = (func.getName() + "_reduce_scatter_" + Twine(counter)).str();
       } else if (auto sparse = dyn_cast<SparseAllReduceOp>(op)) {
+        if (failed(checkHalfInFusedStep(op, sparse.getValues(),
+                                        sparse.getResult().getType()))) {
+          ok = false;
+          return;
+        }
         group = collectiveGroup(op, sparse.getGridAttr(), sparse.getGridAxes());
         name = (func.getName() + "_sparse_all_reduce_" + Twine(counter)).str();
       } else if (auto sparse = dyn_cast<SparseReduceScatterOp>(op)) {
@@ -1015,6 +1098,17 @@ LogicalResult ConvertGradCommToRuntimePass::prepare() {
         name =
             (func.getName() + "_sparse_reduce_scatter_" + Twine(counter)).str();
       } else if (auto compress = dyn_cast<CltkCompressOp>(op)) {
+        const char *why = "";
+        std::optional<FusedStep> fused = findFusedStep(compress, &why);
+        if (isHalf(elementTypeOf(compress.getInput())) &&
+            (!fused || !isa<SparseAllReduceOp>(fused->reduce))) {
+          compress.emitOpError()
+              << "with a bf16 or f16 gradient lowers only as the fused step "
+                 "with a sparse_all_reduce ("
+              << (fused ? "it feeds a sparse_reduce_scatter" : why) << ")";
+          ok = false;
+          return;
+        }
         if (compress.getWarmupRampFromAttr() &&
             llvm::any_of(compress.getValues().getUsers(),
                          llvm::IsaPred<SparseReduceScatterOp>)) {
@@ -1034,6 +1128,10 @@ LogicalResult ConvertGradCommToRuntimePass::prepare() {
         group =
             collectiveGroup(op, elastic.getGridAttr(), elastic.getGridAxes());
       } else {
+        if (auto update = dyn_cast<MemoryUpdateOp>(op))
+          if (failed(checkHalfInFusedStep(op, update.getIndices(),
+                                          update.getInput().getType())))
+            ok = false;
         return;
       }
       ++counter;

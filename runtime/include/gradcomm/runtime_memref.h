@@ -53,6 +53,26 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_f32(
     int64_t chunk_size, float beta, int64_t warmup_steps,
     float warmup_ramp_from, float clip, int32_t reduction);
 
+/// 16-bit gradients of compiled code (bf16 and f16 memrefs; host memory):
+/// widened into float32, the values travelling in the tensor's own 16 bits
+/// (gradcomm_dense_all_reduce_wire_f32, gradcomm_scalecom_recipe_f32 with
+/// `wire`), the result narrowed back into `data` or `out`. The
+/// error-feedback memory stays float32.
+int32_t _mlir_ciface_gradcomm_rt_dense_all_reduce_bf16(
+    const char *op_name, gradcomm_unranked_memref *data, int32_t reduction);
+int32_t _mlir_ciface_gradcomm_rt_dense_all_reduce_f16(
+    const char *op_name, gradcomm_unranked_memref *data, int32_t reduction);
+int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_bf16(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *out, int64_t k, int32_t selection,
+    int64_t chunk_size, float beta, int64_t warmup_steps,
+    float warmup_ramp_from, float clip, int32_t reduction);
+int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_f16(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *out, int64_t k, int32_t selection,
+    int64_t chunk_size, float beta, int64_t warmup_steps,
+    float warmup_ramp_from, float clip, int32_t reduction);
+
 /// gradcomm_reduce_scatter_f32: `shard` holds this rank's
 /// gradcomm_shard_range of `data`.
 int32_t _mlir_ciface_gradcomm_rt_reduce_scatter_f32(

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Backend.h"
+#include "HalfFloat.h"
 #include "gradcomm/runtime_memref.h"
 
 #include <cstddef>
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <vector>
 
 using namespace gradcomm;
 
@@ -81,10 +83,10 @@ gradcomm_status unpack(const Call &call, const char *argument,
 }
 
 /// Unpacks a gradient and its same-sized output.
-gradcomm_status unpackGradAndOut(const Call &call,
-                                 const gradcomm_unranked_memref *grad,
-                                 const gradcomm_unranked_memref *out,
-                                 View<float> &g, View<float> &o) {
+template <typename T>
+gradcomm_status
+unpackGradAndOut(const Call &call, const gradcomm_unranked_memref *grad,
+                 const gradcomm_unranked_memref *out, View<T> &g, View<T> &o) {
   GRADCOMM_RETURN_IF_ERROR(unpack(call, "grad", grad, g));
   GRADCOMM_RETURN_IF_ERROR(unpack(call, "out", out, o));
   if (g.count != o.count)
@@ -97,9 +99,10 @@ gradcomm_status unpackGradAndOut(const Call &call,
 /// The dense all-reduce's buffer, unpacked as one collective step: a bad
 /// descriptor on one rank fails every rank. `named`: the op name keys a
 /// started call, so it may not be null.
+template <typename T>
 gradcomm_status unpackDense(const char *operation, const char *opName,
-                            const gradcomm_unranked_memref *data,
-                            View<float> &view, bool named = false) {
+                            const gradcomm_unranked_memref *data, View<T> &view,
+                            bool named = false) {
   return guarded(operation, opName, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
     return validateCollectively(call, [&] {
@@ -111,10 +114,11 @@ gradcomm_status unpackDense(const char *operation, const char *opName,
 }
 
 /// ScaleCom's gradient and output, unpacked as one collective step.
+template <typename T>
 gradcomm_status unpackScalecom(const char *operation, const char *state,
                                const gradcomm_unranked_memref *grad,
-                               const gradcomm_unranked_memref *out,
-                               View<float> &g, View<float> &o) {
+                               const gradcomm_unranked_memref *out, View<T> &g,
+                               View<T> &o) {
   return guarded(operation, state, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
     return validateCollectively(
@@ -266,6 +270,121 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_reduce_scatter_f32(
   return gradcomm_scalecom_reduce_scatter_recipe_f32(
       state, in.data, out.data, in.count, &options,
       static_cast<gradcomm_reduction>(reduction));
+}
+
+namespace {
+
+/// 16-bit tensors of compiled code (bf16 or f16 gradients): widened into
+/// float32 for the runtime's float32 entry points with the values
+/// travelling in their own 16 bits (gradcomm_wire), and narrowed back. Host
+/// memory: the widening reads the buffers here.
+struct Widened {
+  std::vector<float> grad, out;
+};
+
+Widened &widenedScratch() {
+  static thread_local Widened scratch;
+  return scratch;
+}
+
+void widen(gradcomm_wire wire, const uint16_t *in, float *out, int64_t n) {
+  if (wire == GRADCOMM_WIRE_BF16)
+    half::widenBfloat16(in, out, n);
+  else
+    half::widenHalf(in, out, n);
+}
+
+void narrow(gradcomm_wire wire, const float *in, uint16_t *out, int64_t n) {
+  if (wire == GRADCOMM_WIRE_BF16)
+    half::narrowBfloat16(in, out, n);
+  else
+    half::narrowHalf(in, out, n);
+}
+
+/// One collective step: host tensors (the widening reads them here).
+gradcomm_status requireHostHalf(const char *operation, const char *name) {
+  return guarded(operation, name, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+    return validateCollectively(call, [&] {
+      return requireHostTensors(call, "a 16-bit tensor of compiled code");
+    });
+  });
+}
+
+gradcomm_status denseAllReduce16(const char *operation, const char *opName,
+                                 gradcomm_unranked_memref *data,
+                                 gradcomm_wire wire, int32_t reduction) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
+  GRADCOMM_RETURN_IF_ERROR(requireHostHalf(operation, opName));
+  View<uint16_t> view;
+  GRADCOMM_RETURN_IF_ERROR(unpackDense(operation, opName, data, view));
+  std::vector<float> &wide = widenedScratch().grad;
+  wide.resize(view.count);
+  widen(wire, view.data, wide.data(), view.count);
+  GRADCOMM_RETURN_IF_ERROR(gradcomm_dense_all_reduce_wire_f32(
+      opName, wide.data(), view.count, wire,
+      static_cast<gradcomm_reduction>(reduction)));
+  narrow(wire, wide.data(), view.data, view.count);
+  return GRADCOMM_OK;
+}
+
+gradcomm_status scalecomRecipe16(const char *operation, const char *state,
+                                 gradcomm_unranked_memref *grad,
+                                 gradcomm_unranked_memref *out,
+                                 gradcomm_scalecom_options options,
+                                 gradcomm_wire wire, int32_t reduction) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
+  GRADCOMM_RETURN_IF_ERROR(requireHostHalf(operation, state));
+  View<uint16_t> g, o;
+  GRADCOMM_RETURN_IF_ERROR(unpackScalecom(operation, state, grad, out, g, o));
+  Widened &wide = widenedScratch();
+  wide.grad.resize(g.count);
+  wide.out.resize(o.count);
+  widen(wire, g.data, wide.grad.data(), g.count);
+  options.wire = wire;
+  GRADCOMM_RETURN_IF_ERROR(gradcomm_scalecom_recipe_f32(
+      state, wide.grad.data(), wide.out.data(), g.count, &options,
+      static_cast<gradcomm_reduction>(reduction)));
+  narrow(wire, wide.out.data(), o.data, o.count);
+  return GRADCOMM_OK;
+}
+
+} // namespace
+
+int32_t _mlir_ciface_gradcomm_rt_dense_all_reduce_bf16(
+    const char *opName, gradcomm_unranked_memref *data, int32_t reduction) {
+  return denseAllReduce16("dense_all_reduce_bf16", opName, data,
+                          GRADCOMM_WIRE_BF16, reduction);
+}
+
+int32_t _mlir_ciface_gradcomm_rt_dense_all_reduce_f16(
+    const char *opName, gradcomm_unranked_memref *data, int32_t reduction) {
+  return denseAllReduce16("dense_all_reduce_f16", opName, data,
+                          GRADCOMM_WIRE_F16, reduction);
+}
+
+int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_bf16(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *out, int64_t k, int32_t selection,
+    int64_t chunkSize, float beta, int64_t warmupSteps, float warmupRampFrom,
+    float clip, int32_t reduction) {
+  return scalecomRecipe16("scalecom_recipe_bf16", state, grad, out,
+                          recipeOptions(k, selection, chunkSize, beta,
+                                        warmupSteps, warmupRampFrom, clip),
+                          GRADCOMM_WIRE_BF16, reduction);
+}
+
+int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_f16(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *out, int64_t k, int32_t selection,
+    int64_t chunkSize, float beta, int64_t warmupSteps, float warmupRampFrom,
+    float clip, int32_t reduction) {
+  return scalecomRecipe16("scalecom_recipe_f16", state, grad, out,
+                          recipeOptions(k, selection, chunkSize, beta,
+                                        warmupSteps, warmupRampFrom, clip),
+                          GRADCOMM_WIRE_F16, reduction);
 }
 
 namespace {

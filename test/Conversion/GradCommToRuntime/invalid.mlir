@@ -13,11 +13,11 @@ func.func @max(%x: tensor<8xf32>) -> tensor<8xf32> {
 // -----
 
 shard.grid @grid(shape = 4)
-func.func @half(%x: tensor<8xf16>) -> tensor<8xf16> {
-  // expected-error @+1 {{cannot be lowered to the runtime: it reduces f32 tensors only}}
+func.func @double(%x: tensor<8xf64>) -> tensor<8xf64> {
+  // expected-error @+1 {{cannot be lowered to the runtime: it reduces f32, bf16 or f16 tensors only}}
   %r = shard.all_reduce %x on @grid grid_axes = [0] reduction = sum
-      : tensor<8xf16> -> tensor<8xf16>
-  return %r : tensor<8xf16>
+      : tensor<8xf64> -> tensor<8xf64>
+  return %r : tensor<8xf64>
 }
 
 // -----

@@ -78,9 +78,9 @@ func.func @values_type(%g: tensor<16xf32>) {
 
 shard.grid @grid(shape = 4)
 gradcomm.state @s : tensor<16xf32>
-func.func @half_input(%g: tensor<16xbf16>) {
-  // expected-error @+1 {{'input' must have f32 elements (f16/bf16 are not supported), got 'tensor<16xbf16>'}}
-  %v, %i = gradcomm.cltk_compress %g state @s on @grid grid_axes = [0] k = 4 selection = exact : tensor<16xbf16> -> tensor<4xf32>, tensor<4xi64>
+func.func @f64_input(%g: tensor<16xf64>) {
+  // expected-error @+1 {{'input' must have f32, bf16 or f16 elements, got 'tensor<16xf64>'}}
+  %v, %i = gradcomm.cltk_compress %g state @s on @grid grid_axes = [0] k = 4 selection = exact : tensor<16xf64> -> tensor<4xf32>, tensor<4xi64>
   return
 }
 
@@ -255,8 +255,8 @@ func.func @sar_values_rank(%v: tensor<2x2xf32>, %i: tensor<4xi64>) {
 
 shard.grid @grid(shape = 4)
 func.func @sar_result_type(%v: tensor<4xf32>, %i: tensor<4xi64>) {
-  // expected-error @+1 {{'result' must have f32 elements (f16/bf16 are not supported), got 'tensor<16xf16>'}}
-  %r = gradcomm.sparse_all_reduce %v, %i on @grid grid_axes = [0] reduction = sum : tensor<4xf32>, tensor<4xi64> -> tensor<16xf16>
+  // expected-error @+1 {{'result' must have f32, bf16 or f16 elements, got 'tensor<16xi32>'}}
+  %r = gradcomm.sparse_all_reduce %v, %i on @grid grid_axes = [0] reduction = sum : tensor<4xf32>, tensor<4xi64> -> tensor<16xi32>
   return
 }
 
@@ -632,5 +632,18 @@ shard.grid @grid(shape = 4)
 func.func @srs_result_type(%v: tensor<4xf32>, %i: tensor<4xi64>) {
   // expected-error @+1 {{'result' must have f32 elements (f16/bf16 are not supported), got 'tensor<4x4xbf16>'}}
   %r = gradcomm.sparse_reduce_scatter %v, %i on @grid grid_axes = [0] reduction = sum scatter_axis = 0 : tensor<4xf32>, tensor<4xi64> -> tensor<4x4xbf16>
+  return
+}
+
+// -----
+
+// A 16-bit gradient's memory is f32 of its shape, not the gradient's type.
+shard.grid @grid(shape = 4)
+gradcomm.state @s : tensor<16xf32>
+gradcomm.state @t : tensor<8xf32>
+func.func @half_memory(%g: tensor<16xbf16>) {
+  %v, %i = gradcomm.cltk_compress %g state @s on @grid grid_axes = [0] k = 4 selection = exact : tensor<16xbf16> -> tensor<4xf32>, tensor<4xi64>
+  // expected-error @+1 {{'state' @t has memory type 'tensor<8xf32>', which does not match the tensor type 'tensor<16xf32>'}}
+  gradcomm.memory_update %g, %i state @t beta = 0.5 : tensor<16xbf16>, tensor<4xi64>
   return
 }

@@ -60,6 +60,23 @@ func.func @sparse_reduce_scatter(%v: tensor<64xf32>, %i: tensor<64xi64>)
   return %s, %a : tensor<8x32xf32>, tensor<16x32xf32>
 }
 
+// A bf16 gradient: its memory is f32, its values f32, its result bf16.
+// CHECK-LABEL: func @half_step
+// CHECK: gradcomm.cltk_compress %{{.*}} state @w_grad {{.*}} : tensor<32x32xbf16> -> tensor<64xf32>, tensor<64xi64>
+// CHECK: gradcomm.sparse_all_reduce {{.*}} -> tensor<32x32xbf16>
+// CHECK: gradcomm.memory_update {{.*}} : tensor<32x32xbf16>, tensor<64xi64>
+func.func @half_step(%g: tensor<32x32xbf16>) -> tensor<32x32xbf16> {
+  %v, %i = gradcomm.cltk_compress %g state @w_grad on @grid grid_axes = [0]
+      k = 64 selection = exact
+      : tensor<32x32xbf16> -> tensor<64xf32>, tensor<64xi64>
+  %r = gradcomm.sparse_all_reduce %v, %i on @grid grid_axes = [0]
+      reduction = average
+      : tensor<64xf32>, tensor<64xi64> -> tensor<32x32xbf16>
+  gradcomm.memory_update %g, %i state @w_grad beta = 0.5
+      : tensor<32x32xbf16>, tensor<64xi64>
+  return %r : tensor<32x32xbf16>
+}
+
 // CHECK-LABEL: func @memory_update
 func.func @memory_update(%g: tensor<32x32xf32>, %i: tensor<64xi64>) {
   // CHECK: gradcomm.memory_update %{{.*}}, %{{.*}} state @w_grad beta = 5.000000e-01 : tensor<32x32xf32>, tensor<64xi64>

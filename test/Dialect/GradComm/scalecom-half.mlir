@@ -1,22 +1,54 @@
-// RUN: gradcomm-opt %s --gradcomm-scalecom -verify-diagnostics | FileCheck %s
+// RUN: gradcomm-opt %s --gradcomm-scalecom -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: gradcomm-opt %s --gradcomm-scalecom="compressor=local-topk" -split-input-file 2>&1 | FileCheck %s --check-prefix=LOCAL
 
-// Half-precision gradients are not compressed (the runtime is f32 only):
-// they stay dense, with a warning, never silently.
+// 16-bit gradients (mixed precision): ScaleCom's fused step compresses
+// bf16 and f16 all-reduces. The memory is f32 of the gradient's shape, the
+// selected values f32 until they travel (in the gradient's 16 bits, chosen
+// by the lowering), the result the gradient's type.
 
 shard.grid @grid(shape = 4)
 
+// CHECK:      gradcomm.state @half_arg0_grad : tensor<2048xf32>
+// CHECK-NEXT: gradcomm.state @half_arg2_grad : tensor<2048xf32>
 // CHECK-LABEL: func @half
-// CHECK-COUNT-2: shard.all_reduce
-// CHECK-NOT: gradcomm.cltk_compress
+// CHECK:      gradcomm.cltk_compress %{{.*}} state @half_arg0_grad {{.*}} : tensor<2048xf16> -> tensor<21xf32>, tensor<21xi64>
+// CHECK-NEXT: gradcomm.sparse_all_reduce {{.*}} -> tensor<2048xf16>
+// CHECK-NEXT: gradcomm.memory_update {{.*}} : tensor<2048xf16>, tensor<21xi64>
+// CHECK:      gradcomm.cltk_compress %{{.*}} state @half_arg2_grad {{.*}} : tensor<2048xbf16> -> tensor<21xf32>, tensor<21xi64>
+// CHECK-NEXT: gradcomm.sparse_all_reduce {{.*}} -> tensor<2048xbf16>
+// CHECK-NOT:  shard.all_reduce
+// LOCAL-COUNT-2: warning: gradcomm-scalecom: '{{b?}}f16' gradient left dense: scalecom supports f32 only
 func.func @half(%w: tensor<2048xf16>, %g: tensor<2048xf16>,
                 %wb: tensor<2048xbf16>, %gb: tensor<2048xbf16>) -> (tensor<2048xf16>, tensor<2048xbf16>) {
-  // expected-warning @+1 {{gradcomm-scalecom: 'f16' gradient left dense: scalecom supports f32 only}}
   %r = shard.all_reduce %g on @grid grid_axes = [0] reduction = average
       : tensor<2048xf16> -> tensor<2048xf16>
-  // expected-warning @+1 {{gradcomm-scalecom: 'bf16' gradient left dense: scalecom supports f32 only}}
   %rb = shard.all_reduce %gb on @grid grid_axes = [0] reduction = average
       : tensor<2048xbf16> -> tensor<2048xbf16>
   %u = arith.subf %w, %r : tensor<2048xf16>
   %ub = arith.subf %wb, %rb : tensor<2048xbf16>
   return %u, %ub : tensor<2048xf16>, tensor<2048xbf16>
+}
+
+// -----
+
+// Other types, and 16-bit reduce-scatters, stay dense with a warning,
+// never silently.
+
+shard.grid @grid(shape = 4)
+
+// CHECK-LABEL: func @dense
+// CHECK: shard.all_reduce
+// CHECK: shard.reduce_scatter
+// CHECK-NOT: gradcomm.
+func.func @dense(%w: tensor<2048xf64>, %g: tensor<2048xf64>,
+                 %ws: tensor<512xbf16>, %gs: tensor<2048xbf16>) -> (tensor<2048xf64>, tensor<512xbf16>) {
+  // expected-warning @+1 {{gradcomm-scalecom: 'f64' gradient left dense: scalecom supports f32, and bf16 or f16 all-reduces}}
+  %r = shard.all_reduce %g on @grid grid_axes = [0] reduction = average
+      : tensor<2048xf64> -> tensor<2048xf64>
+  // expected-warning @+1 {{gradcomm-scalecom: 'bf16' gradient left dense: scalecom supports f32, and bf16 or f16 all-reduces}}
+  %s = shard.reduce_scatter %gs on @grid grid_axes = [0] reduction = average scatter_axis = 0
+      : tensor<2048xbf16> -> tensor<512xbf16>
+  %u = arith.subf %w, %r : tensor<2048xf64>
+  %us = arith.subf %ws, %s : tensor<512xbf16>
+  return %u, %us : tensor<2048xf64>, tensor<512xbf16>
 }

@@ -37,10 +37,10 @@ func.func @forced_max(%g: tensor<2048xf32>) -> tensor<2048xf32> {
 // -----
 
 shard.grid @grid(shape = 4)
-func.func @forced_f16(%w: tensor<2048xf16> {gradcomm.policy = "scalecom"}, %g: tensor<2048xf16>) -> tensor<2048xf16> {
-  // expected-error @+1 {{gradcomm-scalecom: marked gradcomm.policy = "scalecom" (on the argument) but cannot be rewritten: element type is not f32}}
+func.func @forced_f64(%w: tensor<2048xf64> {gradcomm.policy = "scalecom"}, %g: tensor<2048xf64>) -> tensor<2048xf64> {
+  // expected-error @+1 {{gradcomm-scalecom: marked gradcomm.policy = "scalecom" (on the argument) but cannot be rewritten: element type is not f32 (or bf16/f16 in an all-reduce)}}
   %r = shard.all_reduce %g on @grid grid_axes = [0] reduction = average
-      : tensor<2048xf16> -> tensor<2048xf16>
-  %u = arith.subf %w, %r : tensor<2048xf16>
-  return %u : tensor<2048xf16>
+      : tensor<2048xf64> -> tensor<2048xf64>
+  %u = arith.subf %w, %r : tensor<2048xf64>
+  return %u : tensor<2048xf64>
 }

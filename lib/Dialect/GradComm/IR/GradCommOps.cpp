@@ -26,20 +26,33 @@ using namespace mlir::gradcomm;
 //===----------------------------------------------------------------------===//
 
 /// Gradients, memories and gossiped tensors: statically shaped f32 tensors.
-/// Half types are rejected until the runtime accumulates them in f32.
-static LogicalResult verifyDenseType(Operation *op, StringRef field,
-                                     Type type) {
+/// `allowHalf`: the gradients of ScaleCom's fused step may also be bf16 or
+/// f16 (their values travel in 16 bits; the memory stays f32); the other
+/// ops and the memory are f32 only.
+static LogicalResult verifyDenseType(Operation *op, StringRef field, Type type,
+                                     bool allowHalf = false) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor || !tensor.hasStaticShape())
     return op->emitOpError()
            << "'" << field << "' must be a statically shaped tensor, got "
            << type;
-  if (!tensor.getElementType().isF32())
+  Type element = tensor.getElementType();
+  if (allowHalf && (element.isF32() || element.isBF16() || element.isF16()))
+    return success();
+  if (!element.isF32())
     return op->emitOpError()
            << "'" << field
-           << "' must have f32 elements (f16/bf16 are not supported), got "
+           << (allowHalf ? "' must have f32, bf16 or f16 elements, got "
+                         : "' must have f32 elements (f16/bf16 are not "
+                           "supported), got ")
            << type;
   return success();
+}
+
+/// The memory a state serving a gradient of `type` holds: f32 of its shape.
+static Type memoryTypeFor(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return tensor.clone(Float32Type::get(type.getContext()));
 }
 
 /// A 1-D tensor of `elementType`; `length` is checked when given.
@@ -111,11 +124,11 @@ static LogicalResult verifyState(Operation *op, FlatSymbolRefAttr state,
     return op->emitOpError()
            << "'state' " << state << " has no memory; expected memory of type "
            << denseType;
-  if (stateOp.getMemoryTensorType() != denseType)
-    return op->emitOpError()
-           << "'state' " << state << " has memory type "
-           << stateOp.getMemoryTensorType()
-           << ", which does not match the tensor type " << denseType;
+  if (stateOp.getMemoryTensorType() != memoryTypeFor(denseType))
+    return op->emitOpError() << "'state' " << state << " has memory type "
+                             << stateOp.getMemoryTensorType()
+                             << ", which does not match the tensor type "
+                             << memoryTypeFor(denseType);
   return success();
 }
 
@@ -135,7 +148,7 @@ LogicalResult StateOp::verify() {
 
 LogicalResult CltkCompressOp::verify() {
   Type inputType = getInput().getType();
-  if (failed(verifyDenseType(*this, "input", inputType)) ||
+  if (failed(verifyDenseType(*this, "input", inputType, /*allowHalf=*/true)) ||
       failed(verifyK(*this, getKAttr().getInt(), inputType)))
     return failure();
   Builder b(getContext());
@@ -198,7 +211,7 @@ CltkCompressOp::verifySymbolUses(SymbolTableCollection &symbolTables) {
 
 LogicalResult SparseAllReduceOp::verify() {
   Type resultType = getResult().getType();
-  if (failed(verifyDenseType(*this, "result", resultType)))
+  if (failed(verifyDenseType(*this, "result", resultType, /*allowHalf=*/true)))
     return failure();
   Builder b(getContext());
   if (failed(verifyVectorType(*this, "values", getValues().getType(),
@@ -266,7 +279,7 @@ SparseReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbolTables) {
 
 LogicalResult MemoryUpdateOp::verify() {
   Type inputType = getInput().getType();
-  if (failed(verifyDenseType(*this, "input", inputType)))
+  if (failed(verifyDenseType(*this, "input", inputType, /*allowHalf=*/true)))
     return failure();
   double beta = getBeta().convertToDouble();
   if (!(beta > 0.0 && beta <= 1.0))

@@ -50,11 +50,21 @@ static bool useCarriesData(OpOperand &use) {
   return true;
 }
 
+/// Float tensors of one shape: a gradient and what it updates, whose
+/// element types may differ in mixed precision (a bf16 gradient widened
+/// into an f32 master weight's update).
+static bool sameFloatShape(Type a, Type b) {
+  auto x = dyn_cast<RankedTensorType>(a), y = dyn_cast<RankedTensorType>(b);
+  return x && y && x.getShape() == y.getShape() &&
+         isa<FloatType>(x.getElementType()) &&
+         isa<FloatType>(y.getElementType());
+}
+
 /// Searches backwards from `value` through elementwise ops (a few levels,
-/// enough for decay terms) for a function argument of type `type`.
+/// enough for decay terms) for a function argument shaped like `type`.
 static BlockArgument findParameter(Value value, Type type, int depth) {
   if (BlockArgument arg = asFunctionArgument(value))
-    return arg.getType() == type ? arg : nullptr;
+    return sameFloatShape(arg.getType(), type) ? arg : nullptr;
   Operation *def = value.getDefiningOp();
   if (!def || depth == 0 || !isElementwiseOp(def))
     return nullptr;
@@ -107,7 +117,7 @@ GradientUse mlir::gradcomm::analyzeGradient(Value reduced) {
           found = findParameter(other.get(), type, kParameterSearchDepth);
       }
       for (Value result : user->getResults())
-        if (result.getType() == type)
+        if (sameFloatShape(result.getType(), type))
           worklist.push_back({result, found ? found : parameter});
     }
   }
@@ -255,12 +265,20 @@ mlir::gradcomm::decideRewrite(Operation *op, Policy policy,
       (!decision.forced || policy == Policy::Gossip || policy == Policy::Easgd))
     return refuse("not a gradient: the result does not reach a returned "
                   "parameter update through elementwise ops");
-  if (!type.getElementType().isF32()) {
+  Type element = type.getElementType();
+  const bool half = filter.halfGradients && isa<shard::AllReduceOp>(op) &&
+                    (element.isBF16() || element.isF16());
+  if (!element.isF32() && !half) {
     if (!decision.forced)
-      op->emitWarning() << passName << ": " << type.getElementType()
+      op->emitWarning() << passName << ": " << element
                         << " gradient left dense: " << policyName
-                        << " supports f32 only";
-    return refuse("element type is not f32");
+                        << (filter.halfGradients
+                                ? " supports f32, and bf16 or f16 all-reduces"
+                                : " supports f32 only");
+    return refuse(filter.halfGradients
+                      ? "element type is not f32 (or bf16/f16 in an "
+                        "all-reduce)"
+                      : "element type is not f32");
   }
   if (decision.forced) {
     decision.rewrite = true;

@@ -298,7 +298,9 @@ ScaleComRewritePass::makePlan(Operation *op, const PolicyOverrides &overrides,
 }
 
 FailureOr<Decision> ScaleComRewritePass::decide(Operation *op) {
-  RewriteFilter filter{minElements, include, exclude};
+  // 16-bit gradients go through the cltk compressor's fused step only.
+  RewriteFilter filter{minElements, include, exclude,
+                       /*halfGradients=*/compressor == "cltk"};
   FailureOr<RewriteDecision> shared =
       decideRewrite(op, Policy::ScaleCom, filter, kPass);
   if (failed(shared))
@@ -376,9 +378,11 @@ void ScaleComRewritePass::rewrite(Operation *op, const Decision &decision,
   }
   // Created unattached, then placed with the other declarations.
   OpBuilder declarationBuilder(ctx);
-  auto state =
-      StateOp::create(declarationBuilder, op->getLoc(),
-                      sanitizeSymbolName(base + "_grad"), TypeAttr::get(type));
+  // The memory is f32 whatever the gradient's type (16-bit gradients'
+  // values travel in 16 bits; what stays behind is kept exactly).
+  auto state = StateOp::create(
+      declarationBuilder, op->getLoc(), sanitizeSymbolName(base + "_grad"),
+      TypeAttr::get(type.clone(Float32Type::get(ctx))));
   insertDeclaration(symbolTable, state);
   auto stateRef = FlatSymbolRefAttr::get(state.getSymNameAttr());
 

@@ -38,7 +38,8 @@ struct GradientUse {
 /// Follows `reduced` forward through elementwise ops (elementwise linalg
 /// ops, ops with the Elementwise trait) to the function's return. It is a
 /// gradient when a returned value on that path is computed from a function
-/// argument of the same type as `reduced`.
+/// argument of the same shape as `reduced` (float elements of any width:
+/// mixed precision widens a bf16 gradient into an f32 update).
 GradientUse analyzeGradient(Value reduced);
 
 /// The parameter's readable name: its `gradcomm.name` argument attribute, or
@@ -65,6 +66,9 @@ struct RewriteFilter {
   int64_t minElements = 0;
   ArrayRef<std::string> include;
   ArrayRef<std::string> exclude;
+  /// bf16 and f16 all-reduces are rewritten too (ScaleCom's fused step
+  /// sends their values in 16 bits); otherwise f32 only.
+  bool halfGradients = false;
 };
 
 /// The shared decision for one all-reduce (or reduce-scatter) under one

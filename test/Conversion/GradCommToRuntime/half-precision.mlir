@@ -1,0 +1,84 @@
+// RUN: gradcomm-opt %s --convert-gradcomm-to-runtime -split-input-file -verify-diagnostics | FileCheck %s
+
+// bf16 and f16 gradients (mixed precision) call the runtime's 16-bit entry
+// points: their buffers stay 16-bit, the runtime widens them, sends the
+// values in the same 16 bits and narrows the result back. The ScaleCom
+// step is always the recipe's call (its wire is the gradient's type).
+
+shard.grid @grid(shape = 4)
+
+// CHECK-DAG:   func.func private @gradcomm_rt_dense_all_reduce_bf16(!llvm.ptr, memref<*xbf16>, i32) -> i32 attributes {llvm.emit_c_interface}
+// CHECK-DAG:   func.func private @gradcomm_rt_dense_all_reduce_f16(!llvm.ptr, memref<*xf16>, i32) -> i32 attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func.func @dense
+// CHECK:       bufferization.to_buffer %{{.*}} : tensor<64xbf16> to memref<64xbf16>
+// CHECK:       call @gradcomm_rt_dense_all_reduce_bf16(
+// CHECK:       bufferization.to_buffer %{{.*}} : tensor<8x8xf16> to memref<8x8xf16>
+// CHECK:       call @gradcomm_rt_dense_all_reduce_f16(
+func.func @dense(%a: tensor<64xbf16>, %b: tensor<8x8xf16>) -> (tensor<64xbf16>, tensor<8x8xf16>) {
+  %ra = shard.all_reduce %a on @grid grid_axes = [0] reduction = average
+      : tensor<64xbf16> -> tensor<64xbf16>
+  %rb = shard.all_reduce %b on @grid grid_axes = [0] reduction = sum
+      : tensor<8x8xf16> -> tensor<8x8xf16>
+  return %ra, %rb : tensor<64xbf16>, tensor<8x8xf16>
+}
+
+// -----
+
+shard.grid @grid(shape = 4)
+gradcomm.state @w_grad : tensor<32x32xf32>
+
+// CHECK-DAG:   func.func private @gradcomm_rt_scalecom_recipe_bf16(!llvm.ptr, memref<*xbf16>, memref<*xbf16>, i64, i32, i64, f32, i64, f32, f32, i32) -> i32 attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func.func @scalecom
+// CHECK:       %[[OUT:.*]] = memref.alloc() : memref<32x32xbf16>
+// CHECK:       call @gradcomm_rt_scalecom_recipe_bf16(
+// CHECK:       bufferization.to_tensor %[[OUT]]
+// CHECK-NOT:   gradcomm.
+func.func @scalecom(%g: tensor<32x32xbf16>) -> tensor<32x32xbf16> {
+  %v, %i = gradcomm.cltk_compress %g state @w_grad on @grid grid_axes = [0]
+      k = 64 selection = exact
+      : tensor<32x32xbf16> -> tensor<64xf32>, tensor<64xi64>
+  %r = gradcomm.sparse_all_reduce %v, %i on @grid grid_axes = [0]
+      reduction = average
+      : tensor<64xf32>, tensor<64xi64> -> tensor<32x32xbf16>
+  gradcomm.memory_update %g, %i state @w_grad beta = 0.5
+      : tensor<32x32xbf16>, tensor<64xi64>
+  return %r : tensor<32x32xbf16>
+}
+
+// -----
+
+shard.grid @grid(shape = 4)
+gradcomm.state @w_grad : tensor<16xf32>
+
+// The unfused ops take f32 only.
+func.func @unfused(%g: tensor<16xbf16>) -> (tensor<16xbf16>, tensor<4xf32>) {
+  // expected-error @+1 {{with a bf16 or f16 gradient lowers only as the fused step with a sparse_all_reduce (values used more than once)}}
+  %v, %i = gradcomm.cltk_compress %g state @w_grad on @grid grid_axes = [0]
+      k = 4 selection = exact
+      : tensor<16xbf16> -> tensor<4xf32>, tensor<4xi64>
+  // expected-error @+1 {{with a bf16 or f16 tensor lowers only as part of the fused step of a cltk_compress of that type (values used more than once)}}
+  %r = gradcomm.sparse_all_reduce %v, %i on @grid grid_axes = [0]
+      reduction = sum : tensor<4xf32>, tensor<4xi64> -> tensor<16xbf16>
+  // expected-error @+1 {{with a bf16 or f16 tensor lowers only as part of the fused step}}
+  gradcomm.memory_update %g, %i state @w_grad beta = 0.5
+      : tensor<16xbf16>, tensor<4xi64>
+  return %r, %v : tensor<16xbf16>, tensor<4xf32>
+}
+
+// -----
+
+shard.grid @grid(shape = 4)
+gradcomm.state @w_grad : tensor<16xf32>
+
+// A bf16 result from an f32 gradient's values.
+func.func @mixed(%g: tensor<16xf32>) -> tensor<16xbf16> {
+  %v, %i = gradcomm.cltk_compress %g state @w_grad on @grid grid_axes = [0]
+      k = 4 selection = exact
+      : tensor<16xf32> -> tensor<4xf32>, tensor<4xi64>
+  // expected-error @+1 {{the cltk_compress gradient's type differs}}
+  %r = gradcomm.sparse_all_reduce %v, %i on @grid grid_axes = [0]
+      reduction = sum : tensor<4xf32>, tensor<4xi64> -> tensor<16xbf16>
+  gradcomm.memory_update %g, %i state @w_grad beta = 0.5
+      : tensor<16xf32>, tensor<4xi64>
+  return %r : tensor<16xbf16>
+}
