@@ -292,3 +292,42 @@ TEST(ReduceScatter, RecipeRefusesWhatIsNotBuilt) {
                 count, &options, GRADCOMM_REDUCE_SUM),
             GRADCOMM_ERR_UNSUPPORTED);
 }
+
+TEST(ReduceScatter, AllGatherUndoesTheReduceScatter) {
+  World world;
+  const int64_t count = 1000 * world.size;
+  std::vector<float> data = integerGradient(world.rank, 0, count);
+  std::vector<float> all = data;
+  ASSERT_EQ(gradcomm_dense_all_reduce_f32("ag.reference", all.data(), count,
+                                          GRADCOMM_REDUCE_SUM),
+            GRADCOMM_OK);
+  const Range range = shardOf(count, world.rank, world.size);
+  std::vector<float> shard(range.length);
+  ASSERT_EQ(gradcomm_reduce_scatter_f32("ag.scatter", data.data(), shard.data(),
+                                        count, GRADCOMM_REDUCE_SUM),
+            GRADCOMM_OK);
+  std::vector<float> gathered(count, -1.0f);
+  ASSERT_EQ(gradcomm_all_gather_f32("ag", shard.data(), gathered.data(), count),
+            GRADCOMM_OK)
+      << gradcomm_last_error();
+  EXPECT_EQ(gathered, all);
+  // In place: the shard already sits at this rank's range.
+  std::vector<float> inPlace(count, 0.0f);
+  std::copy(shard.begin(), shard.end(), inPlace.begin() + range.begin);
+  ASSERT_EQ(gradcomm_all_gather_f32("ag", inPlace.data() + range.begin,
+                                    inPlace.data(), count),
+            GRADCOMM_OK)
+      << gradcomm_last_error();
+  EXPECT_EQ(inPlace, all);
+  gradcomm_op_stats stats{};
+  ASSERT_EQ(gradcomm_stats_get("ag", &stats), GRADCOMM_OK);
+  EXPECT_EQ(stats.calls, 2u);
+  if (world.size > 1) {
+    // Shards that do not divide: refused on every rank alike.
+    EXPECT_EQ(
+        gradcomm_all_gather_f32("ag", shard.data(), gathered.data(), count + 1),
+        GRADCOMM_ERR_INVALID_ARGUMENT);
+    EXPECT_TRUE(contains(gradcomm_last_error(), "do not divide"))
+        << gradcomm_last_error();
+  }
+}

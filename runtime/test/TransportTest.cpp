@@ -205,6 +205,18 @@ void checkReduceScatter(int rank, int size, Results &results) {
                                       expected.begin() + begin + length));
     results.add(shard);
   }
+
+  // The parameter all-gather (equal shards): every rank's block, in order.
+  const int64_t block = 100;
+  std::vector<float> mine = gradientOf(rank, 9, block), gathered(block * size);
+  CHECK_OK(gradcomm_all_gather_f32("ag", mine.data(), gathered.data(),
+                                   block * size));
+  for (int r = 0; r < size; ++r) {
+    const std::vector<float> theirs = gradientOf(r, 9, block);
+    CHECK(
+        std::equal(theirs.begin(), theirs.end(), gathered.begin() + r * block));
+  }
+  results.add(gathered);
 }
 
 void checkLocalTopk(int rank, int size, Results &results) {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A sharded data-parallel step (Inputs/sharded-step.mlir) compiled for 2
+# A sharded data-parallel step (Inputs/sharded-step.mlir: reduce-scatter,
+# update, all-gather) compiled for 2
 # and for 4 ranks, dense and with ScaleCom (two dense warm-up steps), run
 # on as many ranks; Inputs/sharded_step.py says what is checked. On a job
 # of the wrong size the step stops with a message naming the grid.
@@ -25,6 +26,8 @@ grep -q "compressed 'tensor<8x32xf32>' with k = 24 of 256" scalecom2.log ||
   { cat scalecom2.log; echo "the reduce-scatter was not compressed"; exit 1; }
 nm -D libscalecom4.so | grep -q gradcomm_rt_scalecom_reduce_scatter_f32 ||
   { echo "no compressed reduce-scatter call in the step"; exit 1; }
+nm -D libdense2.so | grep -q gradcomm_rt_all_gather_f32 ||
+  { echo "no all-gather call in the step"; exit 1; }
 if timeout 120 "$mpiexec" -n 2 "$python" "$inputs/sharded_step.py" dense \
   "$work/libdense4.so" 4 >wrong-size.log 2>&1; then
   echo "the 4-rank step ran on 2 ranks"; exit 1

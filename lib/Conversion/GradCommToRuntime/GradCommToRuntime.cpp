@@ -65,6 +65,7 @@ enum class RuntimeFn {
   MemoryUpdate,
   ReduceScatter,
   ScaleComReduceScatter,
+  AllGather,
   LocalTopkAllGather,
   GossipExchange,
   GossipAsync,
@@ -128,6 +129,8 @@ const RuntimeFnSpec kRuntimeFns[] = {
      "gradcomm_rt_scalecom_reduce_scatter_f32", true, Kind::I32,
      {Kind::Str, Kind::BufF32, Kind::BufF32, Kind::I64, Kind::I32, Kind::I64,
       Kind::F32, Kind::I64, Kind::F32, Kind::I32}},
+    {RuntimeFn::AllGather, "gradcomm_rt_all_gather_f32", true, Kind::I32,
+     {Kind::Str, Kind::BufF32, Kind::BufF32}},
     {RuntimeFn::LocalTopkAllGather, "gradcomm_rt_local_topk_all_gather_f32",
      true, Kind::I32, {Kind::Str, Kind::BufF32, Kind::BufF32, Kind::I64,
                        Kind::I32}},
@@ -744,6 +747,25 @@ struct DenseReduceScatterPattern
   }
 };
 
+/// The parameter all-gather: the shard's buffer is only read, the whole
+/// parameter is a fresh one (prepare() checked the types).
+struct AllGatherPattern : public RuntimePattern<shard::AllGatherOp> {
+  using RuntimePattern::RuntimePattern;
+  LogicalResult
+  matchAndRewrite(shard::AllGatherOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RuntimeCalls rt = calls(rewriter, op);
+    Value shard = rt.buffer(adaptor.getInput(), /*readOnly=*/true);
+    Value whole = rt.allocate(op.getResult().getType());
+    if (failed(rt.callChecked(RuntimeFn::AllGather,
+                              {rt.string(runtimeName(op)), rt.unranked(shard),
+                               rt.unranked(whole)})))
+      return failure();
+    rewriter.replaceOp(op, rt.toTensor(whole, op.getResult().getType()));
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Declarations and process queries
 //===----------------------------------------------------------------------===//
@@ -922,12 +944,12 @@ void mlir::gradcomm::populateGradCommToRuntimeConversionPatterns(
   MLIRContext *context = patterns.getContext();
   auto symbols = std::make_shared<RuntimeSymbols>(
       module, recordStatuses ? RuntimeFn::Record : RuntimeFn::Check);
-  patterns
-      .add<FusedScaleComPattern, CltkCompressPattern, SparseAllReducePattern,
-           SparseReduceScatterPattern, MemoryUpdatePattern, LocalTopkPattern,
-           GossipExchangePattern, ElasticAveragePattern, DenseAllReducePattern,
-           DenseReduceScatterPattern, ProcessMultiIndexPattern,
-           ProcessLinearIndexPattern, GridShapePattern>(context, symbols);
+  patterns.add<
+      FusedScaleComPattern, CltkCompressPattern, SparseAllReducePattern,
+      SparseReduceScatterPattern, MemoryUpdatePattern, LocalTopkPattern,
+      GossipExchangePattern, ElasticAveragePattern, DenseAllReducePattern,
+      DenseReduceScatterPattern, AllGatherPattern, ProcessMultiIndexPattern,
+      ProcessLinearIndexPattern, GridShapePattern>(context, symbols);
   patterns.add<EraseDeclarationPattern<StateOp>,
                EraseDeclarationPattern<shard::GridOp>>(context);
 }
@@ -1003,6 +1025,26 @@ static LogicalResult checkLowerable(shard::ReduceScatterOp op) {
            << "cannot be lowered to the runtime: it scatters along axis "
            << op.getScatterAxis().getZExtValue()
            << "; the runtime's shards are runs of the flat buffer (axis 0)";
+  return success();
+}
+
+/// What the runtime's all-gather takes: static f32 tensors gathered along
+/// axis 0 (its blocks are runs of the flat buffer). Diagnosed.
+static LogicalResult checkLowerable(shard::AllGatherOp op) {
+  auto input = dyn_cast<RankedTensorType>(op.getInput().getType());
+  auto result = dyn_cast<RankedTensorType>(op.getResult().getType());
+  if (!input || !result || !input.getElementType().isF32() ||
+      !result.getElementType().isF32() || !input.hasStaticShape() ||
+      !result.hasStaticShape())
+    return op.emitOpError() << "cannot be lowered to the runtime: it "
+                               "all-gathers static f32 tensors only (input "
+                            << op.getInput().getType() << ", result "
+                            << op.getResult().getType() << ")";
+  if (op.getGatherAxis().getZExtValue() != 0)
+    return op.emitOpError()
+           << "cannot be lowered to the runtime: it gathers along axis "
+           << op.getGatherAxis().getZExtValue()
+           << "; the runtime's blocks are runs of the flat buffer (axis 0)";
   return success();
 }
 
@@ -1085,6 +1127,13 @@ LogicalResult ConvertGradCommToRuntimePass::prepare() {
         group =
             collectiveGroup(op, scatter.getGridAttr(), scatter.getGridAxes());
         name = (func.getName() + "_reduce_scatter_" + Twine(counter)).str();
+      } else if (auto gather = dyn_cast<shard::AllGatherOp>(op)) {
+        if (failed(checkLowerable(gather))) {
+          ok = false;
+          return;
+        }
+        group = collectiveGroup(op, gather.getGridAttr(), gather.getGridAxes());
+        name = (func.getName() + "_all_gather_" + Twine(counter)).str();
       } else if (auto sparse = dyn_cast<SparseAllReduceOp>(op)) {
         if (failed(checkHalfInFusedStep(op, sparse.getValues(),
                                         sparse.getResult().getType()))) {

@@ -580,6 +580,14 @@ gradcomm_status gradcomm_scalecom_recipe_start_f32(
     const gradcomm_scalecom_options *options, gradcomm_reduction reduction,
     gradcomm_request *request);
 
+/// Sharded training's parameter all-gather: every rank's `shard` (its
+/// gradcomm_shard_range of `count` elements; the group size must divide
+/// `count`) lands at its range of `data` on every rank. Dense; agreement
+/// on the count, no non-finite scan (parameters are not summed). `shard`
+/// may be `data`'s own range of this rank (in place). CPU backend.
+gradcomm_status gradcomm_all_gather_f32(const char *op_name, const float *shard,
+                                        float *data, int64_t count);
+
 /// The training recipe's form of gradcomm_scalecom_reduce_scatter_f32
 /// (blocking): steps the options make dense (a dense layer, the dense
 /// warm-up) reduce-scatter g and leave the memory alone; the others are

@@ -79,6 +79,12 @@ int32_t _mlir_ciface_gradcomm_rt_reduce_scatter_f32(
     const char *op_name, gradcomm_unranked_memref *data,
     gradcomm_unranked_memref *shard, int32_t reduction);
 
+/// gradcomm_all_gather_f32: `shard` holds this rank's gradcomm_shard_range
+/// of `data`.
+int32_t _mlir_ciface_gradcomm_rt_all_gather_f32(const char *op_name,
+                                                gradcomm_unranked_memref *shard,
+                                                gradcomm_unranked_memref *data);
+
 /// gradcomm_scalecom_reduce_scatter_recipe_f32 with the options as the
 /// compiler has them: a dense warm-up of `warmup_steps`, `clip` 0 is no
 /// clipping. `shard` as for gradcomm_rt_reduce_scatter_f32.

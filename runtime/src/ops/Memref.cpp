@@ -254,6 +254,18 @@ int32_t _mlir_ciface_gradcomm_rt_reduce_scatter_f32(
       static_cast<gradcomm_reduction>(reduction));
 }
 
+int32_t
+_mlir_ciface_gradcomm_rt_all_gather_f32(const char *opName,
+                                        gradcomm_unranked_memref *shard,
+                                        gradcomm_unranked_memref *data) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
+  View<float> whole, part;
+  GRADCOMM_RETURN_IF_ERROR(
+      unpackSharded("all_gather_f32", opName, data, shard, whole, part));
+  return gradcomm_all_gather_f32(opName, part.data, whole.data, whole.count);
+}
+
 int32_t _mlir_ciface_gradcomm_rt_scalecom_reduce_scatter_f32(
     const char *state, gradcomm_unranked_memref *grad,
     gradcomm_unranked_memref *shard, int64_t k, int32_t selection,

@@ -10,8 +10,11 @@ against a numpy reference written here, independent of the runtime.
     k = 24 (the cyclic leader's exact top-k of m + g, ties to the lower
     index) and the low-pass memory update. Each rank's shard equals the
     reference's shard, each rank's memory the reference's memory of that
-    rank, and the shards put together equal the replicated step a ScaleCom
-    all-reduce would give every replica (the shards stay consistent).
+    rank, and the shards put together (the step's own all-gather) equal
+    the replicated step a ScaleCom all-reduce would give every replica (the
+    shards stay consistent).
+In both modes the step all-gathers the updated parameter: on every rank it
+must be the whole reference parameter.
 Usage: sharded_step.py dense|scalecom <libstep.so> <ranks>
 """
 
@@ -79,7 +82,9 @@ def main():
                     "dtype": "f32"},
                    {"name": "g", "shape": [ROWS, COLUMNS], "dtype": "f32"}],
         "outputs": [{"name": "w", "shape": [shard_rows, COLUMNS],
-                     "dtype": "f32", "aliases_input": "w"}],
+                     "dtype": "f32", "aliases_input": "w"},
+                    {"name": "whole", "shape": [ROWS, COLUMNS],
+                     "dtype": "f32"}],
     }
     step = CompiledStep(library, manifest)
     rank = step.rank()
@@ -89,7 +94,8 @@ def main():
     ref_full = full.copy()
     if mode == "dense":
         for t in range(STEPS):
-            w = step({"w": w, "g": gradient(rank, t)})["w"]
+            out = step({"w": w, "g": gradient(rank, t)})
+            w = out["w"]
             total = np.zeros((ROWS, COLUMNS), dtype=np.float32)
             for r in range(ranks):
                 total = total + gradient(r, t)
@@ -97,10 +103,14 @@ def main():
             if not np.array_equal(w, ref_full[rows]):
                 fail(rank, "step %d: the shard differs from the reference "
                      "by %g" % (t, np.abs(w - ref_full[rows]).max()))
+            if not np.array_equal(out["whole"], ref_full):
+                fail(rank, "step %d: the all-gathered parameter differs"
+                     % t)
     else:
         state = ctypes.create_string_buffer(b"w_grad")
         for t, (update, memories) in enumerate(scalecom_reference(ranks)):
-            w = step({"w": w, "g": gradient(rank, t)})["w"]
+            out = step({"w": w, "g": gradient(rank, t)})
+            w = out["w"]
             ref_full = ref_full - update.reshape(ROWS, COLUMNS)
             if not np.array_equal(w, ref_full[rows]):
                 fail(rank, "step %d: the shard differs from the reference "
@@ -115,11 +125,9 @@ def main():
                      "by %g" % (t, np.abs(memory - memories[rank]).max()))
             if t < WARMUP and memory.any():
                 fail(rank, "step %d: a warm-up step wrote the memory" % t)
-            # The shards put together: the replicated step.
-            together = np.zeros((ROWS, COLUMNS), dtype=np.float32)
-            together[rows] = w
-            step.sum_over_ranks(together.reshape(-1), name=b"gather_shards")
-            if not np.array_equal(together, ref_full):
+            # The shards put together (the step's all-gather): the
+            # replicated step.
+            if not np.array_equal(out["whole"], ref_full):
                 fail(rank, "step %d: the shards put together differ from the "
                      "replicated step" % t)
         if np.array_equal(ref_full, full - sum(
