@@ -1001,51 +1001,48 @@ static FailureOr<CollectiveGroup> collectiveGroup(Operation *op,
   return group;
 }
 
-/// What the runtime's dense reduce-scatter takes: f32 tensors, sum or
-/// average, cut along axis 0 (its shards are runs of the flat buffer).
-/// Diagnosed.
+/// A sharded collective the runtime takes: static f32 tensors, cut (or
+/// joined) along axis 0, whose shards are runs of the flat buffer.
+/// Diagnosed; `verb` and `axisName` say which collective.
+static LogicalResult checkShardedCollective(Operation *op, Value input,
+                                            Value result, uint64_t axis,
+                                            StringRef verb,
+                                            StringRef axisName) {
+  auto in = dyn_cast<RankedTensorType>(input.getType());
+  auto out = dyn_cast<RankedTensorType>(result.getType());
+  if (!in || !out || !in.getElementType().isF32() ||
+      !out.getElementType().isF32() || !in.hasStaticShape() ||
+      !out.hasStaticShape())
+    return op->emitOpError()
+           << "cannot be lowered to the runtime: it " << verb
+           << " static f32 tensors only (input " << input.getType()
+           << ", result " << result.getType() << ")";
+  if (axis != 0)
+    return op->emitOpError()
+           << "cannot be lowered to the runtime: it " << axisName
+           << " along axis " << axis
+           << "; the runtime's shards are runs of the flat buffer (axis 0)";
+  return success();
+}
+
+/// The dense reduce-scatter: sum or average too. Diagnosed.
 static LogicalResult checkLowerable(shard::ReduceScatterOp op) {
-  auto input = dyn_cast<RankedTensorType>(op.getInput().getType());
-  auto result = dyn_cast<RankedTensorType>(op.getResult().getType());
-  if (!input || !result || !input.getElementType().isF32() ||
-      !result.getElementType().isF32() || !input.hasStaticShape() ||
-      !result.hasStaticShape())
-    return op.emitOpError() << "cannot be lowered to the runtime: it "
-                               "reduce-scatters static f32 tensors only "
-                               "(input "
-                            << op.getInput().getType() << ", result "
-                            << op.getResult().getType() << ")";
+  if (failed(checkShardedCollective(op, op.getInput(), op.getResult(),
+                                    op.getScatterAxis().getZExtValue(),
+                                    "reduce-scatters", "scatters")))
+    return failure();
   if (op.getReduction() != shard::ReductionKind::Sum &&
       op.getReduction() != shard::ReductionKind::Average)
     return op.emitOpError() << "cannot be lowered to the runtime: reduction '"
                             << shard::stringifyReductionKind(op.getReduction())
                             << "' (sum and average only)";
-  if (op.getScatterAxis().getZExtValue() != 0)
-    return op.emitOpError()
-           << "cannot be lowered to the runtime: it scatters along axis "
-           << op.getScatterAxis().getZExtValue()
-           << "; the runtime's shards are runs of the flat buffer (axis 0)";
   return success();
 }
 
-/// What the runtime's all-gather takes: static f32 tensors gathered along
-/// axis 0 (its blocks are runs of the flat buffer). Diagnosed.
 static LogicalResult checkLowerable(shard::AllGatherOp op) {
-  auto input = dyn_cast<RankedTensorType>(op.getInput().getType());
-  auto result = dyn_cast<RankedTensorType>(op.getResult().getType());
-  if (!input || !result || !input.getElementType().isF32() ||
-      !result.getElementType().isF32() || !input.hasStaticShape() ||
-      !result.hasStaticShape())
-    return op.emitOpError() << "cannot be lowered to the runtime: it "
-                               "all-gathers static f32 tensors only (input "
-                            << op.getInput().getType() << ", result "
-                            << op.getResult().getType() << ")";
-  if (op.getGatherAxis().getZExtValue() != 0)
-    return op.emitOpError()
-           << "cannot be lowered to the runtime: it gathers along axis "
-           << op.getGatherAxis().getZExtValue()
-           << "; the runtime's blocks are runs of the flat buffer (axis 0)";
-  return success();
+  return checkShardedCollective(op, op.getInput(), op.getResult(),
+                                op.getGatherAxis().getZExtValue(),
+                                "all-gathers", "gathers");
 }
 
 /// A sparse_all_reduce or memory_update with a 16-bit tensor (`type`) has

@@ -25,7 +25,7 @@ func.func @gather(%w: tensor<8x16xf32>) -> tensor<32x16xf32> {
 shard.grid @grid(shape = 4)
 
 func.func @columns(%w: tensor<32x4xf32>) -> tensor<32x16xf32> {
-  // expected-error @+1 {{cannot be lowered to the runtime: it gathers along axis 1; the runtime's blocks are runs of the flat buffer (axis 0)}}
+  // expected-error @+1 {{cannot be lowered to the runtime: it gathers along axis 1; the runtime's shards are runs of the flat buffer (axis 0)}}
   %full = shard.all_gather %w on @grid grid_axes = [0] gather_axis = 1
       : tensor<32x4xf32> -> tensor<32x16xf32>
   return %full : tensor<32x16xf32>
