@@ -142,6 +142,16 @@ _SIGNATURES = {
     "gradcomm_local_topk_all_gather_start_f32": [
         ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
         ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)],
+    "gradcomm_local_topk_all_gather_wire_f32": [
+        ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+        ctypes.c_int64, ctypes.c_int, ctypes.c_int,
+        ctypes.POINTER(ctypes.c_int64)],
+    "gradcomm_local_topk_all_gather_wire_start_f32": [
+        ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+        ctypes.c_int64, ctypes.c_int, ctypes.c_int,
+        ctypes.POINTER(ctypes.c_void_p)],
+    "gradcomm_all_gather_f32": [ctypes.c_char_p, ctypes.c_void_p,
+                                ctypes.c_void_p, ctypes.c_int64],
     "gradcomm_scalecom_recipe_f32": [
         ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
         ctypes.c_void_p, ctypes.c_int],

@@ -196,3 +196,61 @@ TEST(Wire, StartedEqualsBlocking) {
 }
 
 } // namespace
+
+namespace {
+
+/// One local top-k step of a fresh state on every rank: its output, and
+/// the value bytes it counted.
+std::pair<std::vector<float>, uint64_t>
+localTopkStep(const std::string &name, const std::vector<float> &grad,
+              gradcomm_wire wire, bool started) {
+  const int64_t count = static_cast<int64_t>(grad.size());
+  std::vector<float> out(count, -1.0f);
+  if (started) {
+    gradcomm_request request = nullptr;
+    EXPECT_EQ(gradcomm_local_topk_all_gather_wire_start_f32(
+                  name.c_str(), grad.data(), out.data(), count, 8, wire,
+                  GRADCOMM_REDUCE_SUM, &request),
+              GRADCOMM_OK)
+        << gradcomm_last_error();
+    EXPECT_EQ(gradcomm_wait(&request), GRADCOMM_OK);
+  } else {
+    EXPECT_EQ(gradcomm_local_topk_all_gather_wire_f32(
+                  name.c_str(), grad.data(), out.data(), count, 8, wire,
+                  GRADCOMM_REDUCE_SUM, nullptr),
+              GRADCOMM_OK)
+        << gradcomm_last_error();
+  }
+  gradcomm_op_stats stats{};
+  EXPECT_EQ(gradcomm_stats_get(name.c_str(), &stats), GRADCOMM_OK);
+  return {out, stats.value_bytes_sent};
+}
+
+} // namespace
+
+TEST(Wire, LocalTopkValuesTravelInSixteenBits) {
+  World world;
+  const int64_t count = 200;
+  // This rank's 8 largest are small integers (exact in 16 bits) except one
+  // that 16 bits cannot hold: it arrives rounded.
+  std::vector<float> grad(count, 0.0f);
+  for (int j = 0; j < 8; ++j)
+    grad[world.rank * 10 + j] = static_cast<float>(j + 2);
+  for (gradcomm_wire wire : kSixteenBits)
+    for (bool started : {false, true}) {
+      std::vector<float> input = grad;
+      // 2 plus a quarter of the 16-bit spacing there: arrives as 2.
+      input[world.rank * 10] = 1.0f + justAboveOne(wire);
+      const std::string suffix =
+          std::to_string(wire) + (started ? ".started" : "");
+      auto [f32, f32Bytes] = localTopkStep("wire.topk.f32." + suffix, input,
+                                           GRADCOMM_WIRE_F32, started);
+      auto [narrow, bytes] =
+          localTopkStep("wire.topk." + suffix, input, wire, started);
+      std::vector<float> expected = f32;
+      for (int r = 0; r < world.size; ++r)
+        expected[r * 10] = 2.0f; // rounded to even on the wire
+      EXPECT_EQ(narrow, expected) << "wire " << wire;
+      EXPECT_EQ(bytes * 2, f32Bytes) << "wire " << wire;
+    }
+}

@@ -33,7 +33,8 @@ the GradComm runtime over MPICH in the same process).
   ddp_hook.py sixteen-bits  bf16 and fp16 buckets: dense_hook gives DDP's
                         own bits, scalecom_hook keeps replicas identical,
                         wire="bf16" halves the value bytes within bf16
-                        rounding of float32's wire
+                        rounding of float32's wire (scalecom_hook and
+                        local_topk_hook)
   ddp_hook.py bad       mismatched configurations and bad buckets raise a
                         clear exception on every rank
   ddp_hook.py no-mpiexec (started without mpiexec, TEST_RANK/TEST_SIZE
@@ -668,6 +669,24 @@ def test_sixteen_bits():
         failures += report(2 * stats["bf16"] == stats["f32"],
                            "wire='bf16' sends half the value bytes (%d vs "
                            "%d)" % (stats["bf16"], stats["f32"]))
+    # local_topk_hook's all-gather in the wire too.
+    for wire in ("f32", "bf16"):
+        model = make_model()
+        state = ddp.LocalTopkState(model, ratio=RATIO,
+                                   min_elements=MIN_ELEMENTS,
+                                   prefix="topk-wire-%s/" % wire, wire=wire)
+        results[wire], _ = run(model, state, ddp.local_topk_hook, 3)
+        first = next(model.parameters())
+        stats[wire] = state.rt.stats(state.state_name(first)).value_bytes_sent
+    worst = max(relative(a, b) for a, b in zip(results["bf16"][-1],
+                                               results["f32"][-1]))
+    failures += report(worst <= 0.02 and replicas_identical(
+        results["bf16"][-1]), "local_topk_hook wire='bf16' vs 'f32': worst "
+        "relative %.2g, replicas identical" % worst)
+    if size > 1:
+        failures += report(2 * stats["bf16"] == stats["f32"] > 0,
+                           "local_topk_hook wire='bf16' sends half the value "
+                           "bytes (%d vs %d)" % (stats["bf16"], stats["f32"]))
     failures += expect_error(ValueError, lambda: ddp.ScaleComState(
         make_model(), wire="f8"), "an unknown wire")
     failures += expect_error(TypeError, lambda: ddp.GossipAverager(

@@ -595,20 +595,34 @@ class LocalTopkState(ScaleComState):
 
 
 def local_topk_hook(state, bucket):
-    """Its all-gather sends float32 values whatever the bucket's type; the
-    dense parameters' values travel in the wire."""
+    """Each rank's k values travel in the wire (the bucket's type, or
+    `wire`), as the dense parameters' do; indices as int64."""
     buffers = _bucket_buffer(state, bucket)
+    wire = buffers[1]
 
     def compress(name, gradient, out, k, chunk):
-        state.rt.call("gradcomm_local_topk_all_gather_f32", name,
-                      gradient.data_ptr(), out.data_ptr(), gradient.numel(),
-                      k, REDUCTIONS["average"], None)
+        if wire == "f32":
+            state.rt.call("gradcomm_local_topk_all_gather_f32", name,
+                          gradient.data_ptr(), out.data_ptr(),
+                          gradient.numel(), k, REDUCTIONS["average"], None)
+        else:
+            state.rt.call("gradcomm_local_topk_all_gather_wire_f32", name,
+                          gradient.data_ptr(), out.data_ptr(),
+                          gradient.numel(), k, WIRES[wire],
+                          REDUCTIONS["average"], None)
 
     def start_compress(name, gradient, out, k, chunk):
         request = ctypes.c_void_p()
-        state.rt.call("gradcomm_local_topk_all_gather_start_f32", name,
-                      gradient.data_ptr(), out.data_ptr(), gradient.numel(),
-                      k, REDUCTIONS["average"], ctypes.byref(request))
+        if wire == "f32":
+            state.rt.call("gradcomm_local_topk_all_gather_start_f32", name,
+                          gradient.data_ptr(), out.data_ptr(),
+                          gradient.numel(), k, REDUCTIONS["average"],
+                          ctypes.byref(request))
+        else:
+            state.rt.call("gradcomm_local_topk_all_gather_wire_start_f32",
+                          name, gradient.data_ptr(), out.data_ptr(),
+                          gradient.numel(), k, WIRES[wire],
+                          REDUCTIONS["average"], ctypes.byref(request))
         return request
 
     return _compress_per_parameter(state, bucket, buffers, compress,

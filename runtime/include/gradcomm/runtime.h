@@ -611,6 +611,19 @@ gradcomm_status gradcomm_local_topk_all_gather_f32(
     const char *state, const float *grad, float *out, int64_t count, int64_t k,
     gradcomm_reduction reduction, int64_t *union_size);
 
+/// gradcomm_local_topk_all_gather_f32 and its started form with the values
+/// travelling as `wire` (gradcomm_wire): each rank's k values are rounded
+/// to the 16-bit type just before the all-gather (half the value bytes)
+/// and widened before the sum in float32; the memory keeps the float32
+/// error feedback. A 16-bit wire: CPU backend.
+gradcomm_status gradcomm_local_topk_all_gather_wire_f32(
+    const char *state, const float *grad, float *out, int64_t count, int64_t k,
+    gradcomm_wire wire, gradcomm_reduction reduction, int64_t *union_size);
+gradcomm_status gradcomm_local_topk_all_gather_wire_start_f32(
+    const char *state, const float *grad, float *out, int64_t count, int64_t k,
+    gradcomm_wire wire, gradcomm_reduction reduction,
+    gradcomm_request *request);
+
 /*===----------------------------------------------------------------------===*
  * Gossip (docs/design/architecture.md section 3).
  *===----------------------------------------------------------------------===*/

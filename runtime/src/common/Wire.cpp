@@ -37,6 +37,26 @@ float gradcomm::wireInputLimit(gradcomm_wire wire, bool summed) {
   return summed ? max / (2.0f * static_cast<float>(context().size)) : max;
 }
 
+Element gradcomm::wireElement(gradcomm_wire wire) {
+  return wire == GRADCOMM_WIRE_BF16 ? Element::Bfloat16 : Element::Float16;
+}
+
+void gradcomm::narrowToWire(gradcomm_wire wire, const float *in, uint16_t *out,
+                            int64_t count) {
+  if (wire == GRADCOMM_WIRE_BF16)
+    narrowBfloat16(in, out, count);
+  else
+    narrowHalf(in, out, count);
+}
+
+void gradcomm::widenFromWire(gradcomm_wire wire, const uint16_t *in, float *out,
+                             int64_t count) {
+  if (wire == GRADCOMM_WIRE_BF16)
+    widenBfloat16(in, out, count);
+  else
+    widenHalf(in, out, count);
+}
+
 namespace {
 
 /// Narrows `data` into `packed` and starts its all-reduce (a sum in
@@ -46,23 +66,15 @@ gradcomm_status postSixteenBits(const Call &call, const float *data,
                                 std::vector<uint16_t> &packed,
                                 std::vector<Transfer> &transfers) {
   packed.resize(static_cast<size_t>(count));
-  if (wire == GRADCOMM_WIRE_BF16)
-    narrowBfloat16(data, packed.data(), count);
-  else
-    narrowHalf(data, packed.data(), count);
-  return startAllReduce(
-      call, packed.data(), count,
-      wire == GRADCOMM_WIRE_BF16 ? Element::Bfloat16 : Element::Float16,
-      Reduction::Sum, transfers, "all-reduce (16-bit values)");
+  narrowToWire(wire, data, packed.data(), count);
+  return startAllReduce(call, packed.data(), count, wireElement(wire),
+                        Reduction::Sum, transfers,
+                        "all-reduce (16-bit values)");
 }
 
 void widenInto(float *data, const std::vector<uint16_t> &packed,
                gradcomm_wire wire) {
-  const auto count = static_cast<int64_t>(packed.size());
-  if (wire == GRADCOMM_WIRE_BF16)
-    widenBfloat16(packed.data(), data, count);
-  else
-    widenHalf(packed.data(), data, count);
+  widenFromWire(wire, packed.data(), data, static_cast<int64_t>(packed.size()));
 }
 
 } // namespace

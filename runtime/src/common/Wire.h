@@ -22,6 +22,15 @@ namespace gradcomm {
 /// 4 or 2.
 size_t wireValueBytes(gradcomm_wire wire);
 
+/// A 16-bit wire's transport element (Bfloat16 or Float16).
+Element wireElement(gradcomm_wire wire);
+
+/// float32 -> the 16-bit wire's bits (round to nearest even), and back.
+void narrowToWire(gradcomm_wire wire, const float *in, uint16_t *out,
+                  int64_t count);
+void widenFromWire(gradcomm_wire wire, const uint16_t *in, float *out,
+                   int64_t count);
+
 /// GRADCOMM_ERR_INVALID_ARGUMENT unless `wire` is a gradcomm_wire.
 gradcomm_status requireWire(const Call &call, gradcomm_wire wire);
 

@@ -181,21 +181,37 @@ gradcomm_status CpuBackend::compressAndUpdate(const Call &call,
 namespace {
 
 /// The gathered blocks of one call: n blocks of k values and k indices.
+/// With a 16-bit wire the values travel narrowed (`sent`, `received`) and
+/// are widened into `values` before the sum.
 struct Gathered {
   std::vector<float> values;
   std::vector<int64_t> indices;
+  gradcomm_wire wire = GRADCOMM_WIRE_F32;
+  std::vector<uint16_t> sent, received;
 };
 
-/// Starts the all-gathers of this rank's k values and indices into
-/// `gathered`.
-gradcomm_status startGather(const Call &call, const State &state, int64_t k,
+/// Starts the all-gathers of this rank's k values (in the step's wire) and
+/// indices into `gathered`.
+gradcomm_status startGather(const Call &call, const CompressStep &step,
                             Gathered &gathered, Transfer transfers[2]) {
   const Context &ctx = context();
+  const State &state = step.state;
+  const int64_t k = step.k;
   gathered.values.resize(k * ctx.size);
   gathered.indices.resize(k * ctx.size);
-  GRADCOMM_RETURN_IF_ERROR(startAllGather(
-      call, state.values.data(), k, Element::Float32, gathered.values.data(),
-      transfers[0], "all-gather (values)"));
+  gathered.wire = step.wire;
+  if (step.wire == GRADCOMM_WIRE_F32) {
+    GRADCOMM_RETURN_IF_ERROR(startAllGather(
+        call, state.values.data(), k, Element::Float32, gathered.values.data(),
+        transfers[0], "all-gather (values)"));
+  } else {
+    gathered.sent.resize(k);
+    gathered.received.resize(k * ctx.size);
+    narrowToWire(step.wire, state.values.data(), gathered.sent.data(), k);
+    GRADCOMM_RETURN_IF_ERROR(startAllGather(
+        call, gathered.sent.data(), k, wireElement(step.wire),
+        gathered.received.data(), transfers[0], "all-gather (values)"));
+  }
   return startAllGather(call, state.indices.data(), k, Element::Int64,
                         gathered.indices.data(), transfers[1],
                         "all-gather (indices)");
@@ -206,6 +222,9 @@ gradcomm_status startGather(const Call &call, const State &state, int64_t k,
 /// union's size.
 int64_t sumGathered(Gathered &gathered, float *out, bool average) {
   const int64_t entries = static_cast<int64_t>(gathered.indices.size());
+  if (gathered.wire != GRADCOMM_WIRE_F32)
+    widenFromWire(gathered.wire, gathered.received.data(),
+                  gathered.values.data(), entries);
   for (int64_t j = 0; j < entries; ++j)
     out[gathered.indices[j]] += gathered.values[j];
   std::vector<int64_t> &indices = gathered.indices;
@@ -240,8 +259,9 @@ gradcomm_status CpuBackend::prepareLocalTopk(const Call &,
   state.values.resize(step.k);
   uint32_t largest = cpu::selectExact(state.data(), step.grad, step.count,
                                       step.k, state.indices.data(), scratch);
-  prepared.nonFinite = scanForNonFinite() &&
-                       cpu::exceedsLimit(largest, inputLimit(/*summed=*/true));
+  prepared.nonFinite =
+      scanForNonFinite() &&
+      cpu::exceedsLimit(largest, wireInputLimit(step.wire, /*summed=*/true));
   return GRADCOMM_OK;
 }
 
@@ -251,8 +271,7 @@ gradcomm_status CpuBackend::localTopk(const Call &call,
   feedBackError(step, out);
   static thread_local Gathered gathered;
   Transfer transfers[2];
-  GRADCOMM_RETURN_IF_ERROR(
-      startGather(call, step.state, step.k, gathered, transfers));
+  GRADCOMM_RETURN_IF_ERROR(startGather(call, step, gathered, transfers));
   GRADCOMM_RETURN_IF_ERROR(
       waitYielding(call, transfers[0], "all-gather (values)"));
   GRADCOMM_RETURN_IF_ERROR(
@@ -270,8 +289,8 @@ gradcomm_status CpuBackend::startLocalTopk(
   auto gathered = std::make_shared<Gathered>();
   request.transfers.resize(2);
   request.what = "all-gather (started local top-k)";
-  GRADCOMM_RETURN_IF_ERROR(startGather(call, step.state, step.k, *gathered,
-                                       request.transfers.data()));
+  GRADCOMM_RETURN_IF_ERROR(
+      startGather(call, step, *gathered, request.transfers.data()));
   request.finish = [gathered, out, average, finish = std::move(finish)] {
     finish(sumGathered(*gathered, out, average));
   };

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Backend.h"
+#include "Wire.h"
 
 #include <algorithm>
 #include <memory>
@@ -19,8 +20,9 @@ using namespace gradcomm;
 /// The step's bookkeeping, common to both backends: counter, union size,
 /// bytes (ring all-gather: each rank sends and receives n - 1 blocks).
 static gradcomm_status finishLocalTopk(State &state, const char *stateName,
-                                       int64_t k, int64_t distinct,
-                                       int64_t *unionSize, double start) {
+                                       int64_t k, gradcomm_wire wire,
+                                       int64_t distinct, int64_t *unionSize,
+                                       double start) {
   if (unionSize)
     *unionSize = distinct;
   state.step += 1;
@@ -28,8 +30,8 @@ static gradcomm_status finishLocalTopk(State &state, const char *stateName,
   uint64_t blocks = static_cast<uint64_t>(context().size - 1);
   stats.calls += 1;
   stats.messages += 2;
-  stats.value_bytes_sent += blocks * k * sizeof(float);
-  stats.value_bytes_received += blocks * k * sizeof(float);
+  stats.value_bytes_sent += blocks * k * wireValueBytes(wire);
+  stats.value_bytes_received += blocks * k * wireValueBytes(wire);
   stats.index_bytes_sent += blocks * k * sizeof(int64_t);
   stats.index_bytes_received += blocks * k * sizeof(int64_t);
   stats.last_union_size = distinct;
@@ -39,8 +41,8 @@ static gradcomm_status finishLocalTopk(State &state, const char *stateName,
 
 /// Every rank selects its own k: no leader.
 static CompressStep stepOf(State &state, const float *grad, int64_t count,
-                           int64_t k) {
-  return {state, grad, count, k, GRADCOMM_SELECT_EXACT, 0, -1};
+                           int64_t k, gradcomm_wire wire) {
+  return {state, grad, count, k, GRADCOMM_SELECT_EXACT, 0, -1, wire};
 }
 
 namespace {
@@ -51,8 +53,9 @@ namespace {
 /// non-finite policy zeroed `out`, changed nothing else.
 gradcomm_status beginLocalTopk(const Call &call, const char *stateName,
                                const float *grad, float *out, int64_t count,
-                               int64_t k, gradcomm_reduction reduction,
-                               State *&state, bool *skipped) {
+                               int64_t k, gradcomm_wire wire,
+                               gradcomm_reduction reduction, State *&state,
+                               bool *skipped) {
   *skipped = false;
   GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
   const Context &ctx = context();
@@ -62,6 +65,10 @@ gradcomm_status beginLocalTopk(const Call &call, const char *stateName,
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "grad", grad));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
     GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
+    GRADCOMM_RETURN_IF_ERROR(requireWire(call, wire));
+    if (wire != GRADCOMM_WIRE_F32)
+      GRADCOMM_RETURN_IF_ERROR(
+          requireHostTensors(call, "the local top-k with a 16-bit wire"));
     // The all-gathered buffers hold n * k entries; MPI counts are int.
     // (Compared by division: k * n can overflow int64.)
     if (k > INT32_MAX / ctx.size)
@@ -75,12 +82,13 @@ gradcomm_status beginLocalTopk(const Call &call, const char *stateName,
   // A rank whose preparation failed still joins the agreement: every rank
   // then fails with its message.
   gradcomm_status local = backend().prepareLocalTopk(
-      call, stepOf(*state, grad, count, k), prepared);
+      call, stepOf(*state, grad, count, k, wire), prepared);
   gradcomm_status agreed =
       checkConsistency(call,
                        {{"count", count},
                         {"k", k},
                         {"reduction", reduction},
+                        {"wire", wire},
                         {"step", static_cast<int64_t>(state->step)}},
                        prepared.nonFinite, local);
   if ((*skipped = skippedNonFinite(agreed, stateName)))
@@ -90,57 +98,101 @@ gradcomm_status beginLocalTopk(const Call &call, const char *stateName,
 
 } // namespace
 
+namespace {
+
+gradcomm_status localTopk(const Call &call, const char *stateName,
+                          const float *grad, float *out, int64_t count,
+                          int64_t k, gradcomm_wire wire,
+                          gradcomm_reduction reduction, int64_t *unionSize) {
+  const double start = now();
+  State *state = nullptr;
+  bool skipped = false;
+  GRADCOMM_RETURN_IF_ERROR(beginLocalTopk(call, stateName, grad, out, count, k,
+                                          wire, reduction, state, &skipped));
+  if (skipped) {
+    if (unionSize)
+      *unionSize = 0;
+    return GRADCOMM_OK;
+  }
+  int64_t distinct = 0;
+  GRADCOMM_RETURN_IF_ERROR(backend().localTopk(
+      call, stepOf(*state, grad, count, k, wire),
+      reduction == GRADCOMM_REDUCE_AVERAGE, out, &distinct));
+  return finishLocalTopk(*state, stateName, k, wire, distinct, unionSize,
+                         start);
+}
+
+gradcomm_status startLocalTopk(const Call &call, const char *stateName,
+                               const float *grad, float *out, int64_t count,
+                               int64_t k, gradcomm_wire wire,
+                               gradcomm_reduction reduction,
+                               gradcomm_request *request) {
+  GRADCOMM_RETURN_IF_ERROR(
+      requireStartable(call, request, StartedForm::LocalTopk,
+                       "gradcomm_local_topk_all_gather_f32"));
+  const double start = now();
+  State *state = nullptr;
+  bool skipped = false;
+  GRADCOMM_RETURN_IF_ERROR(beginLocalTopk(call, stateName, grad, out, count, k,
+                                          wire, reduction, state, &skipped));
+  auto started = std::make_unique<gradcomm_request_s>();
+  started->opName = stateName;
+  started->skipped = skipped;
+  if (!skipped) {
+    GRADCOMM_RETURN_IF_ERROR(backend().startLocalTopk(
+        call, stepOf(*state, grad, count, k, wire),
+        reduction == GRADCOMM_REDUCE_AVERAGE, out, *started,
+        [name = started->opName, state, k, wire, start](int64_t distinct) {
+          finishLocalTopk(*state, name.c_str(), k, wire, distinct, nullptr,
+                          start);
+        }));
+    // The state's scratch is sent from until the wait.
+    state->inFlight = true;
+    alsoRelease(*started, [state] { state->inFlight = false; });
+  }
+  *request = trackRequest(std::move(started));
+  return GRADCOMM_OK;
+}
+
+} // namespace
+
 gradcomm_status gradcomm_local_topk_all_gather_f32(
     const char *stateName, const float *grad, float *out, int64_t count,
     int64_t k, gradcomm_reduction reduction, int64_t *unionSize) {
   return guarded("local_topk_all_gather_f32", stateName, [&](const Call &call) {
-    const double start = now();
-    State *state = nullptr;
-    bool skipped = false;
-    GRADCOMM_RETURN_IF_ERROR(beginLocalTopk(call, stateName, grad, out, count,
-                                            k, reduction, state, &skipped));
-    if (skipped) {
-      if (unionSize)
-        *unionSize = 0;
-      return GRADCOMM_OK;
-    }
-    int64_t distinct = 0;
-    GRADCOMM_RETURN_IF_ERROR(backend().localTopk(
-        call, stepOf(*state, grad, count, k),
-        reduction == GRADCOMM_REDUCE_AVERAGE, out, &distinct));
-    return finishLocalTopk(*state, stateName, k, distinct, unionSize, start);
+    return localTopk(call, stateName, grad, out, count, k, GRADCOMM_WIRE_F32,
+                     reduction, unionSize);
   });
+}
+
+gradcomm_status gradcomm_local_topk_all_gather_wire_f32(
+    const char *stateName, const float *grad, float *out, int64_t count,
+    int64_t k, gradcomm_wire wire, gradcomm_reduction reduction,
+    int64_t *unionSize) {
+  return guarded("local_topk_all_gather_wire_f32", stateName,
+                 [&](const Call &call) {
+                   return localTopk(call, stateName, grad, out, count, k, wire,
+                                    reduction, unionSize);
+                 });
 }
 
 gradcomm_status gradcomm_local_topk_all_gather_start_f32(
     const char *stateName, const float *grad, float *out, int64_t count,
     int64_t k, gradcomm_reduction reduction, gradcomm_request *request) {
-  return guarded(
-      "local_topk_all_gather_start_f32", stateName, [&](const Call &call) {
-        GRADCOMM_RETURN_IF_ERROR(
-            requireStartable(call, request, StartedForm::LocalTopk,
-                             "gradcomm_local_topk_all_gather_f32"));
-        const double start = now();
-        State *state = nullptr;
-        bool skipped = false;
-        GRADCOMM_RETURN_IF_ERROR(beginLocalTopk(
-            call, stateName, grad, out, count, k, reduction, state, &skipped));
-        auto started = std::make_unique<gradcomm_request_s>();
-        started->opName = stateName;
-        started->skipped = skipped;
-        if (!skipped) {
-          GRADCOMM_RETURN_IF_ERROR(backend().startLocalTopk(
-              call, stepOf(*state, grad, count, k),
-              reduction == GRADCOMM_REDUCE_AVERAGE, out, *started,
-              [name = started->opName, state, k, start](int64_t distinct) {
-                finishLocalTopk(*state, name.c_str(), k, distinct, nullptr,
-                                start);
-              }));
-          // The state's scratch is sent from until the wait.
-          state->inFlight = true;
-          alsoRelease(*started, [state] { state->inFlight = false; });
-        }
-        *request = trackRequest(std::move(started));
-        return GRADCOMM_OK;
-      });
+  return guarded("local_topk_all_gather_start_f32", stateName,
+                 [&](const Call &call) {
+                   return startLocalTopk(call, stateName, grad, out, count, k,
+                                         GRADCOMM_WIRE_F32, reduction, request);
+                 });
+}
+
+gradcomm_status gradcomm_local_topk_all_gather_wire_start_f32(
+    const char *stateName, const float *grad, float *out, int64_t count,
+    int64_t k, gradcomm_wire wire, gradcomm_reduction reduction,
+    gradcomm_request *request) {
+  return guarded("local_topk_all_gather_wire_start_f32", stateName,
+                 [&](const Call &call) {
+                   return startLocalTopk(call, stateName, grad, out, count, k,
+                                         wire, reduction, request);
+                 });
 }

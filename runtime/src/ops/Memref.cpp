@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Backend.h"
-#include "HalfFloat.h"
+#include "Wire.h"
 #include "gradcomm/runtime_memref.h"
 
 #include <cstddef>
@@ -299,20 +299,6 @@ Widened &widenedScratch() {
   return scratch;
 }
 
-void widen(gradcomm_wire wire, const uint16_t *in, float *out, int64_t n) {
-  if (wire == GRADCOMM_WIRE_BF16)
-    half::widenBfloat16(in, out, n);
-  else
-    half::widenHalf(in, out, n);
-}
-
-void narrow(gradcomm_wire wire, const float *in, uint16_t *out, int64_t n) {
-  if (wire == GRADCOMM_WIRE_BF16)
-    half::narrowBfloat16(in, out, n);
-  else
-    half::narrowHalf(in, out, n);
-}
-
 /// One collective step: host tensors (the widening reads them here).
 gradcomm_status requireHostHalf(const char *operation, const char *name) {
   return guarded(operation, name, [&](const Call &call) {
@@ -333,11 +319,11 @@ gradcomm_status denseAllReduce16(const char *operation, const char *opName,
   GRADCOMM_RETURN_IF_ERROR(unpackDense(operation, opName, data, view));
   std::vector<float> &wide = widenedScratch().grad;
   wide.resize(view.count);
-  widen(wire, view.data, wide.data(), view.count);
+  widenFromWire(wire, view.data, wide.data(), view.count);
   GRADCOMM_RETURN_IF_ERROR(gradcomm_dense_all_reduce_wire_f32(
       opName, wide.data(), view.count, wire,
       static_cast<gradcomm_reduction>(reduction)));
-  narrow(wire, wide.data(), view.data, view.count);
+  narrowToWire(wire, wide.data(), view.data, view.count);
   return GRADCOMM_OK;
 }
 
@@ -354,12 +340,12 @@ gradcomm_status scalecomRecipe16(const char *operation, const char *state,
   Widened &wide = widenedScratch();
   wide.grad.resize(g.count);
   wide.out.resize(o.count);
-  widen(wire, g.data, wide.grad.data(), g.count);
+  widenFromWire(wire, g.data, wide.grad.data(), g.count);
   options.wire = wire;
   GRADCOMM_RETURN_IF_ERROR(gradcomm_scalecom_recipe_f32(
       state, wide.grad.data(), wide.out.data(), g.count, &options,
       static_cast<gradcomm_reduction>(reduction)));
-  narrow(wire, wide.out.data(), o.data, o.count);
+  narrowToWire(wire, wide.out.data(), o.data, o.count);
   return GRADCOMM_OK;
 }
 
