@@ -1,4 +1,4 @@
-//===- Shards.h - How a buffer is cut into shards ----------------*- C++ -*-===//
+//===- Shards.h - How a buffer is cut into shards ---------------*- C++ -*-===//
 //
 // Part of the GradComm project.
 //
