@@ -34,10 +34,10 @@ gradcomm_status gradcomm_all_gather_f32(const char *opName, const float *shard,
       GRADCOMM_RETURN_IF_ERROR(
           requireHostTensors(call, "the parameter all-gather"));
       if (count % size != 0)
-        return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                         "the all-gather takes equal shards: " +
-                             std::to_string(size) + " ranks do not divide " +
-                             std::to_string(count) + " elements");
+        return call.fail(
+            GRADCOMM_ERR_INVALID_ARGUMENT,
+            "the all-gather takes equal shards: " + std::to_string(size) +
+                " ranks do not divide " + std::to_string(count) + " elements");
       if (count / size > kTransportMaxCount)
         return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
                          "a shard of " + std::to_string(count / size) +
