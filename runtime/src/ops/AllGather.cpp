@@ -25,6 +25,8 @@ gradcomm_status gradcomm_all_gather_f32(const char *opName, const float *shard,
     const double start = now();
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
     const int size = context().size;
+    // This rank's block of `data`, where an in-place shard sits.
+    const float *own = data + shardBegin(count, context().rank, size);
     GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
       GRADCOMM_RETURN_IF_ERROR(requireName(call, "op_name", opName));
       GRADCOMM_RETURN_IF_ERROR(
@@ -42,9 +44,7 @@ gradcomm_status gradcomm_all_gather_f32(const char *opName, const float *shard,
         return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
                          "a shard of " + std::to_string(count / size) +
                              " elements exceeds one transfer");
-      const int64_t begin = shardBegin(count, context().rank, size);
-      if (shard < data + count && data < shard + count / size &&
-          shard != data + begin)
+      if (shard < data + count && data < shard + count / size && shard != own)
         return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
                          "'shard' overlaps 'data' other than at this rank's "
                          "range");
@@ -56,7 +56,7 @@ gradcomm_status gradcomm_all_gather_f32(const char *opName, const float *shard,
     // may not send from what it receives into.
     std::vector<float> copy;
     const float *send = shard;
-    if (shard == data + shardBegin(count, context().rank, size)) {
+    if (shard == own) {
       copy.assign(shard, shard + count / size);
       send = copy.data();
     }

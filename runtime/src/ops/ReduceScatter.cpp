@@ -48,8 +48,8 @@ gradcomm_status requireShardsFit(const Call &call, int64_t count) {
 
 /// This rank's shard length for `count` elements in the active group.
 int64_t ownShardLength(int64_t count) {
-  const std::vector<int64_t> bounds = shardBounds(count, context().size);
-  return bounds[context().rank + 1] - bounds[context().rank];
+  const int rank = context().rank, size = context().size;
+  return shardBegin(count, rank + 1, size) - shardBegin(count, rank, size);
 }
 
 /// `shard` is this rank's output: not null unless its shard is empty (more

@@ -132,8 +132,8 @@ std::string mlir::gradcomm::parameterName(BlockArgument parameter) {
   return (func.getName() + "_arg" + Twine(parameter.getArgNumber())).str();
 }
 
-/// Why the group of `op` (over `axes` of `gridRef`) is not one a rewrite
-/// takes, or nullopt.
+/// Why a collective over grid `axes` is not one a rewrite takes (exactly
+/// one axis), or nullopt.
 static std::optional<std::string> whyNotOneAxis(ArrayRef<int16_t> axes) {
   if (axes.size() != 1)
     return ("reduces over " + Twine(axes.size()) +
