@@ -19,6 +19,7 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
@@ -196,6 +197,14 @@ void mlir::gradcomm::buildLLVMLoweringPipeline(OpPassManager &pm,
   // Steps link -lm (gradcomm_compile_step and --emit=shared do).
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createConvertMathToLLVMPass());
+  // bfloat16 as a storage type: arithmetic on it runs in float32 and rounds
+  // once per op (what PyTorch's CPU kernels do), and the conversions become
+  // integer ops (round to nearest even). LLVM would otherwise call
+  // libgcc's __truncsfbf2, which Debian 12's GCC 12 does not have.
+  arith::ArithEmulateUnsupportedFloatsOptions emulateBf16;
+  emulateBf16.sourceTypeStrs = {"bf16"};
+  pm.addPass(arith::createArithEmulateUnsupportedFloats(emulateBf16));
+  pm.addPass(createLowerBf16Pass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());

@@ -14,8 +14,11 @@ class ExportError(Exception):
 
 
 # f64 appears only inside a step (wide accumulators, see
-# Builder.wide_sum), never as an argument or result.
-ELEMENT_TYPES = ("f32", "i64", "i1", "f64")
+# Builder.wide_sum), never as an argument or result. bf16 and f16 are
+# storage types: values are widened to f32 to compute and rounded back
+# (Builder.widen_half, Builder.round_to_half; docs/export.md, "Mixed precision").
+ELEMENT_TYPES = ("f32", "i64", "i1", "f64", "bf16", "f16")
+HALF_TYPES = ("bf16", "f16")
 
 
 class Tensor:
@@ -305,6 +308,16 @@ class Builder:
             rank, iterators, [(value, [dim(i) for i in range(rank)])],
             [(init, out_map)],
             lambda b, ins, outs: [combine(b, outs[0], ins[0])])[0]
+
+    def widen_half(self, value):
+        """A bf16 or f16 tensor as f32 (exact)."""
+        return self.map(value.shape, [value], lambda b, v: b.cast(
+            "arith.extf", v[0], value.dtype, "f32"), "f32")
+
+    def round_to_half(self, value, dtype):
+        """An f32 tensor rounded to bf16 or f16 (nearest even)."""
+        return self.map(value.shape, [value], lambda b, v: b.cast(
+            "arith.truncf", v[0], value.dtype, dtype), dtype)
 
     def sum(self, value, dims, keepdim=False):
         return self.reduce(value, dims, keepdim, 0.0,

@@ -5,7 +5,8 @@ ops through torch.autograd.grad); all cases are exported into one module,
 compiled once with gradcomm-compile --emit=shared, called through the
 ctypes runner and compared with the eager result: bit-exact for int64 and
 bool outputs, within 1e-5 of the largest magnitude for float32 ones. The
-test also fails when a registered converter is exercised by no case.
+test also fails when a registered converter is exercised by no case. On
+torch >= 2.0 the cases run again in bfloat16 (BF16_INEXACT below).
 
 Usage: test_converters.py <gradcomm-compile> <work dir>
 """
@@ -23,11 +24,26 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)),
                                 "python"))
 
 from gradcomm.runner import CompiledStep  # noqa: E402
-from gradcomm.torch.export import export_function  # noqa: E402
-from gradcomm.torch.graph import aten_name, trace  # noqa: E402
+from gradcomm.torch.export import (export_function, from_numpy,  # noqa
+                                   to_numpy)
+from gradcomm.torch.graph import DTYPES, aten_name, trace  # noqa: E402
 from gradcomm.torch.ops import CONVERTERS  # noqa: E402
 
 TOLERANCE = 1e-5
+
+# The same cases again in bfloat16 (on torch >= 2.0): every float input
+# converted, compared with eager PyTorch in bfloat16. Each node computes in
+# float32 and rounds once, as PyTorch's CPU kernels do, so most cases give
+# PyTorch's bits exactly; these round inside the op differently (a sum's
+# order, PyTorch's own intermediate rounding) and are held to four bf16
+# units in the last place of the output's largest magnitude.
+BF16_TOLERANCE = 2.0 ** -6
+BF16_INEXACT = {
+    "adaptive_avg_pool", "avg_pool_ceil_exclude_pad", "conv_depthwise",
+    "conv_groups_dilation", "conv_long_sums", "conv_pad1",
+    "conv_stride2_ragged", "layer_norm", "layer_norm_2d_no_affine",
+    "log_softmax_nll", "math", "max_pool_ceil", "batch_norm_stats",
+}
 
 # Converters for names that only torch 2.x traces (or that no model of
 # ours reaches on 1.13); each shares its body with a tested converter.
@@ -313,6 +329,70 @@ def fresh(args):
                  for a in args)
 
 
+def compile_module(compile_tool, work, name, functions):
+    """One module of the cases' functions, compiled dense; its library."""
+    module = os.path.join(work, name + ".mlir")
+    with open(module, "w") as f:
+        f.write("module {\n" + "\n".join(functions) + "\n}\n")
+    library = os.path.join(work, "lib%s.so" % name)
+    subprocess.run([compile_tool, module, "-o", library, "--emit=shared",
+                    "--strategy=dense"], check=True)
+    return library
+
+
+def bfloat16(args):
+    """fresh(args) with every float tensor in bfloat16."""
+    return tuple(a.detach().to(torch.bfloat16).requires_grad_(
+        a.requires_grad) if a.is_floating_point() else a
+        for a in fresh(args))
+
+
+def check_bfloat16(compile_tool, work, all_cases):
+    """The bf16 pass (BF16_INEXACT above); returns the failure count."""
+    texts, manifests, expected = [], {}, {}
+    for name, (fn, args) in sorted(all_cases.items()):
+        if name in ("dropout", "native_dropout") or not any(
+                a.is_floating_point() for a in args):
+            continue  # dropout's masks: check_dropout, float32 only
+        try:
+            out = fn(*bfloat16(args))
+        except RuntimeError:  # eager PyTorch has no bf16 kernel for it
+            continue
+        text, manifest = export_function(fn, bfloat16(args), name)
+        texts.append(text)
+        manifests[name] = manifest
+        expected[name] = out if isinstance(out, tuple) else (out,)
+    library = compile_module(compile_tool, work, "converters-bf16", texts)
+    failures = 0
+    for name in sorted(manifests):
+        step = CompiledStep(library, manifests[name])
+        inputs = {e["name"]: to_numpy(a) for e, a in zip(
+            manifests[name]["inputs"], bfloat16(all_cases[name][1]))}
+        got = step(inputs)
+        for i, (want, entry) in enumerate(zip(expected[name],
+                                              manifests[name]["outputs"])):
+            have = from_numpy(got["out%d" % i], entry["dtype"])
+            if entry["dtype"] != DTYPES.get(want.dtype):
+                failures += 1
+                print("FAIL %s (bf16) output %d: %s, PyTorch gives %s" % (
+                    name, i, entry["dtype"], want.dtype))
+                continue
+            want = want.detach().double().numpy()
+            finite = np.isfinite(want)
+            error = float(np.max(np.abs(have[finite] - want[finite]))) / max(
+                float(np.max(np.abs(want[finite]))), 1e-30) \
+                if finite.any() else 0.0
+            limit = BF16_TOLERANCE if name in BF16_INEXACT else 0.0
+            if not np.array_equal(np.isfinite(have), finite) or \
+                    error > limit:
+                failures += 1
+                print("FAIL %s (bf16) output %d: relative error %.3g (limit "
+                      "%.3g)" % (name, i, error, limit))
+    print("%d cases in bfloat16: %s" % (
+        len(manifests), "FAILED" if failures else "all match PyTorch"))
+    return failures
+
+
 def main():
     compile_tool, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
@@ -332,12 +412,7 @@ def main():
         for node in trace(fn, fresh(args)).graph.nodes:
             if node.op == "call_function":
                 exercised.add(aten_name(node.target))
-    module = os.path.join(work, "converters.mlir")
-    with open(module, "w") as f:
-        f.write("module {\n" + "\n".join(texts) + "\n}\n")
-    library = os.path.join(work, "libconverters.so")
-    subprocess.run([compile_tool, module, "-o", library, "--emit=shared",
-                    "--strategy=dense"], check=True)
+    library = compile_module(compile_tool, work, "converters", texts)
     failures = 0
     for name in sorted(manifests):
         step = CompiledStep(library, manifests[name])
@@ -387,6 +462,8 @@ def main():
     if untested:
         failures += 1
         print("converters no case exercises: %s" % ", ".join(untested))
+    if int(torch.__version__.split(".")[0]) >= 2:
+        failures += check_bfloat16(compile_tool, work, all_cases)
     print("%d cases, %d ATen ops exercised, %d converters registered: %s" % (
         len(manifests), len(exercised & set(CONVERTERS)), len(CONVERTERS),
         "FAILED" if failures else "all match PyTorch"))

@@ -12,6 +12,10 @@ gradcomm-compile, and the numerics of a compiled dense step.
       float64 (the reference) and in float32. The criterion (docs/export.md):
       the compiled step's worst error relative to each tensor's largest
       magnitude is at most 2x eager float32's, against the same reference.
+      --precision bf16|f16 converts the model (and a float input) to that
+      type first, autocast-bf16|autocast-f16 exports and runs the forward
+      pass under torch.autocast; eager PyTorch then runs in that precision
+      and the float64 reference starts from the same rounded weights.
       Dropout and stochastic depth are set to 0 first: their masks come
       from another generator than PyTorch's (docs/export.md).
 
@@ -43,8 +47,9 @@ import zoo  # noqa: E402
 from model_step import global_batch  # noqa: E402
 from gradcomm.mlir import ExportError  # noqa: E402
 from gradcomm.torch import optim  # noqa: E402
-from gradcomm.torch.export import (export_step, functional_call,  # noqa
-                                   initial_values)
+from gradcomm.torch.export import (autocasting, export_step,  # noqa
+                                   from_numpy, functional_call,
+                                   initial_values, to_numpy)
 
 LR = 0.05
 MOMENTUM = 0.9
@@ -66,15 +71,37 @@ def deterministic(spec):
     return spec
 
 
-def export_and_compile(name, work, bin_dir, batch_size, ranks, strategy,
-                       extra=()):
-    """(manifest path, library path, export s, compile s)."""
+# --precision: the model's own dtype, or float32 master weights under
+# torch.autocast (docs/export.md, "Mixed precision").
+MODEL_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16,
+                "f16": torch.float16}
+AUTOCAST = {"autocast-bf16": "bf16", "autocast-f16": "f16"}
+PRECISIONS = list(MODEL_DTYPES) + list(AUTOCAST)
+
+
+def make_spec(name, precision="f32", numerics=True):
+    """The zoo's spec, deterministic for numerics, in `precision`."""
     spec = getattr(zoo, name)()
-    if strategy == "dense-numerics":
+    if numerics:
         spec = deterministic(spec)
+    dtype = MODEL_DTYPES.get(precision, torch.float32)
+    if dtype != torch.float32:
+        spec.model.to(dtype)
+        if spec.input_dtype.is_floating_point:
+            spec.input_dtype = dtype
+    return spec
+
+
+def export_and_compile(name, work, bin_dir, batch_size, ranks, strategy,
+                       extra=(), precision="f32"):
+    """(manifest path, library path, export s, compile s)."""
+    numerics = strategy == "dense-numerics"
+    spec = make_spec(name, precision, numerics)
+    if numerics:
         strategy = "dense"
     start = time.time()
-    exported = export_step(spec, batch_size, ranks, optimizer(), lr=LR)
+    exported = export_step(spec, batch_size, ranks, optimizer(), lr=LR,
+                           autocast=AUTOCAST.get(precision))
     mlir = os.path.join(work, name + ".mlir")
     exported.write(mlir)
     exported_at = time.time()
@@ -111,13 +138,14 @@ def run(args):
 
     with open(args.manifest) as f:
         manifest = json.load(f)
-    spec = deterministic(getattr(zoo, args.model)())
+    spec = make_spec(args.model, args.precision)
     step = CompiledStep(args.library, manifest)
     rank, b = step.rank(), manifest["batch"]
     values = initial_values(spec.model, optimizer())
     for s in range(args.steps):
         x, y = global_batch(spec, manifest, s)
-        values["input"] = x[rank * b:(rank + 1) * b].numpy()
+        values["input"] = to_numpy(x[rank * b:(rank + 1) * b].to(
+            spec.input_dtype))
         values["target"] = y[rank * b:(rank + 1) * b].numpy()
         outputs = step(values)
         outputs.pop("loss")
@@ -125,13 +153,15 @@ def run(args):
     step.close()
     names = [n for n, _ in spec.model.named_parameters()] + [
         n for n, v in spec.model.named_buffers() if v.is_floating_point()]
+    types = {e["name"]: e["dtype"] for e in manifest["inputs"]}
     np.savez(os.path.join(args.work, "%s.rank%d.npz" % (args.model, rank)),
-             **{n: values[n] for n in names})
+             **{n: from_numpy(values[n], types[n]) for n in names})
     return 0
 
 
-def eager(spec, dtype, ranks, batch_size, steps):
-    """Data-parallel eager steps in `dtype`: rank gradients averaged,
+def eager(spec, dtype, ranks, batch_size, steps, autocast=None):
+    """Data-parallel eager steps in `dtype` (under torch.autocast in
+    `autocast`, 'bf16' or 'f16', if given): rank gradients averaged,
     torch.optim.SGD; returns rank 0's parameters and buffers."""
     model = copy.deepcopy(spec.model).to(dtype)
     params = {n: p.detach().clone().requires_grad_(True)
@@ -148,8 +178,9 @@ def eager(spec, dtype, ranks, batch_size, steps):
             state = dict(params)
             state.update(buffers[r])
             part = slice(r * batch_size, (r + 1) * batch_size)
-            loss = spec.loss_fn(functional_call(model, state, (x[part],)),
-                                y[part])
+            with autocasting(autocast):
+                loss = spec.loss_fn(functional_call(model, state,
+                                                    (x[part],)), y[part])
             for acc, g in zip(grads, torch.autograd.grad(
                     loss, list(params.values()))):
                 acc += g
@@ -195,27 +226,32 @@ def numerics(args):
     for name in args.models:
         manifest, library, _, _ = export_and_compile(
             name, args.work, args.bin, args.batch, args.ranks,
-            "dense-numerics")
+            "dense-numerics", precision=args.precision)
         subprocess.run(["timeout", "600", args.mpiexec, "-n",
                         str(args.ranks), sys.executable, __file__, "run",
                         "--model", name, "--manifest", manifest,
                         "--library", library, "--steps", str(args.steps),
-                        "--work", args.work], check=True)
+                        "--work", args.work, "--precision", args.precision],
+                       check=True)
         compiled = dict(np.load(os.path.join(args.work,
                                              "%s.rank0.npz" % name)))
-        spec = deterministic(getattr(zoo, name)())
+        # The reference is float64 from the same (rounded) initial values;
+        # eager PyTorch runs in the precision the step was exported in.
+        spec = make_spec(name, args.precision)
         reference = eager(spec, torch.float64, args.ranks, args.batch,
                           args.steps)
-        float32 = eager(spec, torch.float32, args.ranks, args.batch,
-                        args.steps)
+        dtype = MODEL_DTYPES.get(args.precision, torch.float32)
+        eager_values = eager(spec, dtype, args.ranks, args.batch,
+                             args.steps, AUTOCAST.get(args.precision))
         ours, ours_at = worst_error(compiled, reference)
-        theirs, theirs_at = worst_error(float32, reference)
+        theirs, theirs_at = worst_error(eager_values, reference)
         ratio = ours / max(theirs, 1e-30)
         ok = ours <= 2.0 * theirs + 1e-7
-        print("%-20s %d ranks, %d steps: compiled %.3g (%s), eager float32 "
+        print("%-20s %s, %d ranks, %d steps: compiled %.3g (%s), eager "
               "%.3g (%s), ratio %.2f %s" % (
-                  name, args.ranks, args.steps, ours, ours_at, theirs,
-                  theirs_at, ratio, "ok" if ok else "FAIL"), flush=True)
+                  name, args.precision, args.ranks, args.steps, ours,
+                  ours_at, theirs, theirs_at, ratio,
+                  "ok" if ok else "FAIL"), flush=True)
         if not ok:
             failed.append(name)
     if failed:
@@ -252,6 +288,7 @@ def main():
     p.add_argument("--ranks", type=int, default=1)
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--precision", choices=PRECISIONS, default="f32")
     p.add_argument("models", nargs="+")
     p = sub.add_parser("drift")
     p.add_argument("--image", type=int, default=32)
@@ -264,6 +301,7 @@ def main():
     p.add_argument("--library", required=True)
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--work", required=True)
+    p.add_argument("--precision", choices=PRECISIONS, default="f32")
     args = parser.parse_args()
     return {"build": build, "numerics": numerics, "drift": drift,
             "run": run}[args.command](args)

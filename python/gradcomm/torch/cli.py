@@ -34,6 +34,17 @@ def load_factory(spec):
     return factory
 
 
+def convert_model(spec, dtype):
+    """The spec's model in `dtype` ('bf16', 'f16'), and its input too when
+    that is floating point (a 16-bit model takes 16-bit inputs)."""
+    import torch
+
+    torch_dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
+    spec.model.to(torch_dtype)
+    if spec.input_dtype.is_floating_point:
+        spec.input_dtype = torch_dtype
+
+
 def parse(argv):
     parser = argparse.ArgumentParser(
         prog="gradcomm-export",
@@ -62,6 +73,15 @@ def parse(argv):
                         help="all-reduce kind for gradients and the loss")
     parser.add_argument("--function", default="step",
                         help="name of the exported function")
+    parser.add_argument("--dtype", choices=["f32", "bf16", "f16"],
+                        default="f32",
+                        help="convert the model (and a floating-point "
+                        "input) to this type first: its parameters, "
+                        "gradients and optimizer state are then 16-bit")
+    parser.add_argument("--autocast", choices=["bf16", "f16"],
+                        help="run the forward pass under torch.autocast "
+                        "('cpu') in this type: float32 master weights and "
+                        "gradients, 16-bit matrix products")
     parser.add_argument("--local-loss", action="store_true",
                         help="return each rank's own loss instead of "
                         "all-reducing it (a step for the asynchronous "
@@ -81,12 +101,19 @@ def main(argv=None):
             raise ExportError("%s returned %s, not a gradcomm.torch.export."
                               "StepSpec" % (args.factory,
                                             type(spec).__name__))
+        if args.dtype != "f32":
+            if args.autocast:
+                raise ExportError("--dtype %s and --autocast: choose one (a "
+                                  "16-bit model has no float32 weights to "
+                                  "autocast)" % args.dtype)
+            convert_model(spec, args.dtype)
         optimizer = optim.make(args.optimizer, args.momentum,
                                args.weight_decay, args.nesterov,
                                tuple(args.betas), args.eps)
         exported = export_step(spec, args.batch, args.ranks, optimizer,
                                args.lr, args.lr_input, args.reduction,
-                               args.function, args.local_loss)
+                               args.function, args.local_loss,
+                               args.autocast)
         exported.write(args.output)
         print("gradcomm-export: wrote %s (%d inputs, %d outputs) in %.2f s"
               % (args.output, len(exported.manifest["inputs"]),

@@ -3,14 +3,17 @@ MLIR: forward, loss, torch.autograd.grad through functional_call, one
 shard.all_reduce per parameter gradient (and the loss), and the optimizer
 update, all on tensors (linalg/tensor/arith/math). See docs/export.md."""
 
+import contextlib
 import json
 import re
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from gradcomm.mlir import Builder, ExportError, Tensor
-from gradcomm.torch.graph import GraphConverter, element_type, trace
+from gradcomm.torch.graph import (HALF_DTYPES, GraphConverter,
+                                  check_half_supported, element_type, trace)
 
 try:  # torch >= 2.0
     from torch.func import functional_call
@@ -101,8 +104,12 @@ def _all_reduce(builder, value, reduction, runtime_name=None):
     return Tensor(name, value.shape, value.dtype)
 
 
+AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
+
+
 def export_step(spec, batch, ranks, optimizer, lr=0.01, lr_input=False,
-                reduction="average", function="step", local_loss=False):
+                reduction="average", function="step", local_loss=False,
+                autocast=None):
     """Exports the per-rank step for `ranks` ranks of `batch` samples each.
 
     reduction: 'average' all-reduces the local mean-loss gradients with
@@ -110,7 +117,12 @@ def export_step(spec, batch, ranks, optimizer, lr=0.01, lr_input=False,
     `sum`. Both give the gradient of the global-batch mean loss, and the
     returned loss is the mean of the ranks' losses, or with local_loss this
     rank's own mean loss (no all-reduce: the asynchronous strategies'
-    steps then never wait for another rank)."""
+    steps then never wait for another rank).
+
+    Parameters, buffers and the input keep their dtypes (float32, bfloat16
+    or float16). autocast ('bf16' or 'f16') runs the forward pass under
+    torch.autocast('cpu'): matrix products and convolutions in that type,
+    master weights and their gradients in float32."""
     if reduction not in ("average", "sum"):
         raise ExportError("reduction must be 'average' or 'sum'")
     if local_loss and reduction != "average":
@@ -122,6 +134,9 @@ def export_step(spec, batch, ranks, optimizer, lr=0.01, lr_input=False,
     if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", function):
         raise ExportError("function name %r is not a C identifier" %
                           (function,))
+    if autocast is not None and autocast not in AUTOCAST_DTYPES:
+        raise ExportError("autocast must be one of %s, got %r" % (
+            ", ".join(sorted(AUTOCAST_DTYPES)), autocast))
     model = spec.model
     model.train()
     params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
@@ -130,6 +145,9 @@ def export_step(spec, batch, ranks, optimizer, lr=0.01, lr_input=False,
     buffers = list(model.named_buffers())
     for name, value in params + buffers:
         element_type(value.dtype, "'%s'" % name)
+    if autocast is not None or spec.input_dtype in HALF_DTYPES or any(
+            v.dtype in HALF_DTYPES for _, v in params + buffers):
+        check_half_supported("mixed precision")
     param_names = [n for n, _ in params]
     buffer_names = [n for n, _ in buffers]
     scale = 1.0 / ranks if reduction == "sum" else 1.0
@@ -137,7 +155,8 @@ def export_step(spec, batch, ranks, optimizer, lr=0.01, lr_input=False,
     def forward_backward(param_values, buffer_values, x, y):
         state = dict(zip(param_names, param_values))
         state.update(zip(buffer_names, buffer_values))
-        loss = spec.loss_fn(functional_call(model, state, (x,)), y)
+        with autocasting(autocast):
+            loss = spec.loss_fn(functional_call(model, state, (x,)), y)
         if loss.dim() != 0:
             raise ExportError("the loss must be a scalar, got shape %s" %
                               list(loss.shape))
@@ -185,7 +204,7 @@ def export_step(spec, batch, ranks, optimizer, lr=0.01, lr_input=False,
     sig = _Signature()
     builder = Builder()
     param_args = [
-        sig.add_arg(n, "parameter", p.shape, "f32",
+        sig.add_arg(n, "parameter", p.shape, element_type(p.dtype, n),
                     ' {gradcomm.name = "%s"}' % n) for n, p in params]
     buffer_args = [sig.add_arg(n, "buffer", b.shape,
                                element_type(b.dtype, n)) for n, b in buffers]
@@ -194,7 +213,7 @@ def export_step(spec, batch, ranks, optimizer, lr=0.01, lr_input=False,
         for state_name, value in zip(state_names, optimizer.initial_state(p)):
             state_args.append(sig.add_arg(
                 "%s.%s" % (n, state_name), "optimizer_state", value.shape,
-                "f32"))
+                element_type(value.dtype, "%s.%s" % (n, state_name))))
     x_arg = sig.add_arg("input", "input", x.shape,
                         element_type(x.dtype, "the input"))
     y_arg = sig.add_arg("target", "target", y.shape,
@@ -241,6 +260,7 @@ def export_step(spec, batch, ranks, optimizer, lr=0.01, lr_input=False,
 
     manifest = {
         "function": function, "ranks": ranks, "batch": batch,
+        "autocast": autocast,
         "reduction": reduction, "local_loss": bool(local_loss),
         "optimizer": optimizer.name,
         "lr": None if lr_input else float(lr),
@@ -274,17 +294,39 @@ def render(sig, builder, ranks, function, model):
     return "\n".join(lines) + "\n"
 
 
+def autocasting(dtype):
+    """torch.autocast on the CPU in `dtype` ('bf16', 'f16'), or nothing."""
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast("cpu", dtype=AUTOCAST_DTYPES[dtype])
+
+
+def to_numpy(tensor):
+    """A tensor as the numpy array gradcomm.runner takes: bfloat16, which
+    numpy lacks, as its raw bits (uint16)."""
+    tensor = tensor.detach()
+    if tensor.dtype == torch.bfloat16:
+        return tensor.view(torch.int16).numpy().view(np.uint16).copy()
+    return tensor.numpy().copy()
+
+
+def from_numpy(array, dtype):
+    """gradcomm.runner's array of element type `dtype` as float64."""
+    if dtype == "bf16":
+        bits = np.asarray(array, dtype=np.uint16).astype(np.uint32) << 16
+        return bits.view(np.float32).astype(np.float64)
+    return np.asarray(array, dtype=np.float64)
+
+
 def initial_values(model, optimizer):
     """The first step's parameters, buffers and optimizer state as numpy
     arrays, keyed by the names export_step gives its arguments."""
-    values = {n: p.detach().numpy().copy()
-              for n, p in model.named_parameters()}
-    values.update({n: b.detach().numpy().copy()
-                   for n, b in model.named_buffers()})
+    values = {n: to_numpy(p) for n, p in model.named_parameters()}
+    values.update({n: to_numpy(b) for n, b in model.named_buffers()})
     for n, p in model.named_parameters():
         for state, value in zip(optimizer.state_names(),
                                 optimizer.initial_state(p)):
-            values["%s.%s" % (n, state)] = value.numpy()
+            values["%s.%s" % (n, state)] = to_numpy(value)
     return values
 
 
@@ -294,6 +336,9 @@ def export_function(fn, args, function="fn", model=None):
     that are not training steps. Tensors that require grad may be
     differentiated inside fn; dropout adds a last argument `dropout_seed`
     (tensor<i64>). Returns (text, manifest)."""
+    if any(isinstance(a, torch.Tensor) and a.dtype in HALF_DTYPES
+           for a in args):
+        check_half_supported("mixed precision")
     gm = trace(fn, args, model)
     sig = _Signature()
     builder = Builder()

@@ -7,7 +7,7 @@ import operator
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from gradcomm.mlir import ExportError, Tensor
+from gradcomm.mlir import HALF_TYPES, ExportError, Tensor
 from gradcomm.torch.ops import CONVERTERS
 
 # Ops whose result shares storage with an argument: an in-place update of
@@ -20,14 +20,45 @@ VIEW_OPS = {
     "diagonal", "narrow",
 }
 
-DTYPES = {torch.float32: "f32", torch.int64: "i64", torch.bool: "i1"}
+DTYPES = {torch.float32: "f32", torch.int64: "i64", torch.bool: "i1",
+          torch.bfloat16: "bf16", torch.float16: "f16"}
+HALF_DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
 
 
 def element_type(dtype, what):
     if dtype not in DTYPES:
-        raise ExportError("%s has dtype %s; GradComm exports float32, int64 "
-                          "and bool tensors" % (what, dtype))
+        raise ExportError("%s has dtype %s; GradComm exports float32, "
+                          "bfloat16, float16, int64 and bool tensors" %
+                          (what, dtype))
     return DTYPES[dtype]
+
+
+def check_half_supported(what):
+    """16-bit export needs each node's traced output types, which torch
+    1.13's make_fx does not record."""
+    if int(torch.__version__.split(".")[0]) < 2:
+        raise ExportError("%s: exporting bfloat16 or float16 needs torch >= "
+                          "2.0 (torch %s records no traced types)" %
+                          (what, torch.__version__))
+
+
+def traced_dtypes(node):
+    """The element types of a node's flattened traced outputs (None where
+    an output is not a tensor), or None when the trace recorded none."""
+    meta = node.meta.get("val", node.meta.get("tensor_meta"))
+    if meta is None:
+        return None
+    flat, _ = torch.utils._pytree.tree_flatten(meta)
+    return [DTYPES.get(m.dtype) if hasattr(m, "dtype") else None
+            for m in flat]
+
+
+def _has_half(value):
+    if isinstance(value, Tensor):
+        return value.dtype in HALF_TYPES
+    if isinstance(value, (list, tuple)):
+        return any(_has_half(v) for v in value)
+    return isinstance(value, torch.dtype) and value in HALF_DTYPES
 
 
 class _ModuleStack:
@@ -227,6 +258,7 @@ class GraphConverter:
         self.dropout_count = 0
         self.refused = []  # OpErrors, in graph order
         self.stand_ins = set()  # nodes whose value is a stand-in
+        self.widened = {}  # SSA name of a 16-bit tensor -> its f32 copy
 
     def check(self):
         """Raises one ExportError listing every refused node, grouped by op
@@ -293,6 +325,16 @@ class GraphConverter:
         kwargs = {k: v for k, v in kwargs.items()
                   if k not in ("layout", "device", "pin_memory",
                                "memory_format", "non_blocking")}
+        # bf16 and f16 are storage types: a node that reads or makes one
+        # computes in f32 and rounds each 16-bit output once, as PyTorch's
+        # CPU kernels do (docs/export.md, "Mixed precision").
+        half_outputs = None
+        traced = traced_dtypes(node) or []
+        if _has_half(list(args)) or _has_half(list(kwargs.values())) or \
+                any(t in HALF_TYPES for t in traced):
+            half_outputs = traced
+            args = self._widened(args)
+            kwargs = {k: self._widened(v) for k, v in kwargs.items()}
         ctx = Context(self, node, list(args))
         fn = CONVERTERS.get(name)
         try:
@@ -301,6 +343,8 @@ class GraphConverter:
                     ctx.fail("no converter for this op (see docs/export.md, "
                              "'Adding an op')")
                 result = fn(ctx, *args, **kwargs)
+                if half_outputs is not None:
+                    result = self._rounded(ctx, result, half_outputs)
             except OpError:
                 raise
             except ExportError as error:  # from the builder: add the place
@@ -333,12 +377,54 @@ class GraphConverter:
                     target.target) in VIEW_OPS:
                 ctx.fail("in-place update of a view (%s) is not supported"
                          % target.name)
+            before = env[target]
+            if isinstance(before, Tensor) and before.dtype in HALF_TYPES \
+                    and value.dtype == "f32":
+                value = self.builder.round_to_half(value, before.dtype)
             env[target] = value
+
+    def _widened(self, value):
+        """`value` (an argument) with 16-bit tensors widened to f32 (once
+        per tensor) and 16-bit dtype arguments replaced by float32."""
+        if isinstance(value, Tensor):
+            if value.dtype not in HALF_TYPES:
+                return value
+            if value.name not in self.widened:
+                self.widened[value.name] = self.builder.widen_half(value)
+            return self.widened[value.name]
+        if isinstance(value, (list, tuple)):
+            return type(value)(self._widened(v) for v in value)
+        if isinstance(value, torch.dtype) and value in HALF_DTYPES:
+            return torch.float32
+        return value
+
+    def _rounded(self, ctx, result, dtypes):
+        """The converter's f32 outputs rounded to the traced 16-bit types."""
+        flat = list(result) if isinstance(result, (list, tuple)) else \
+            [result]
+        if len(flat) != len(dtypes):
+            ctx.fail("the converter returned %d outputs, the trace %d" %
+                     (len(flat), len(dtypes)))
+        rounded = []
+        for value, dtype in zip(flat, dtypes):
+            if dtype in HALF_TYPES and isinstance(value, Tensor):
+                if value.dtype != "f32":
+                    ctx.fail("a %s output computed as %s" % (dtype,
+                                                             value.dtype))
+                value = self.builder.round_to_half(value, dtype)
+            rounded.append(value)
+        if isinstance(result, (list, tuple)):
+            return type(result)(rounded)
+        return rounded[0]
 
     def constant(self, tensor, node):
         dtype = element_type(tensor.dtype, "constant " + node.name)
         if tensor.numel() > 1 << 20:
             raise ExportError("constant %s has %d elements; pass it as a "
                               "buffer instead" % (node.name, tensor.numel()))
+        if dtype in HALF_TYPES:  # exact in f32, rounded back exactly
+            values = tensor.detach().float().reshape(-1).tolist()
+            return self.builder.round_to_half(self.builder.dense_constant(
+                values, tuple(tensor.shape), "f32"), dtype)
         values = tensor.detach().reshape(-1).tolist()
         return self.builder.dense_constant(values, tuple(tensor.shape), dtype)

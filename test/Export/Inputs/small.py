@@ -69,3 +69,10 @@ def unused():
 
 def not_a_spec():
     return 42
+
+
+def tiny_double():
+    """Tiny in float64: refused with the types the exporter takes."""
+    spec = tiny()
+    spec.model.double()
+    return spec

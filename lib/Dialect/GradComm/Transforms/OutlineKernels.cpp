@@ -13,6 +13,7 @@
 #include "gradcomm/Dialect/GradComm/IR/GradCommAttributes.h"
 #include "gradcomm/Dialect/GradComm/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -307,9 +308,16 @@ private:
         capture(value);
     }
 
+    // A 16-bit float scalar crosses the call as i16: LLVM's x86 backend
+    // carries a bf16 argument in a float register and rounds it there with
+    // a call to libgcc's __truncsfbf2, which GCC 12 (Debian 12) lacks.
+    Type i16 = IntegerType::get(parent.getContext(), 16);
+    auto passesAsBits = [](Value value) {
+      return value.getType().isBF16() || value.getType().isF16();
+    };
     SmallVector<Type> types;
     for (Value value : captured)
-      types.push_back(value.getType());
+      types.push_back(passesAsBits(value) ? i16 : value.getType());
     Operation *first = group.front();
     OpBuilder builder(parent);
     bool isLoopNest = isa<linalg::LinalgOp>(first);
@@ -331,7 +339,11 @@ private:
     OpBuilder inside = OpBuilder::atBlockBegin(body);
     IRMapping mapping;
     for (auto [value, argument] : llvm::zip(captured, body->getArguments()))
-      mapping.map(value, argument);
+      mapping.map(value, passesAsBits(value) ? arith::BitcastOp::create(
+                                                   inside, value.getLoc(),
+                                                   value.getType(), argument)
+                                                   .getResult()
+                                             : Value(argument));
     // Producers in program order, so each clone finds its operands mapped.
     SmallVector<Operation *> producers(cloned.begin(), cloned.end());
     llvm::sort(producers, [](Operation *a, Operation *b) {
@@ -344,7 +356,14 @@ private:
     func::ReturnOp::create(inside, first->getLoc());
 
     OpBuilder atOp(first);
-    func::CallOp::create(atOp, first->getLoc(), kernel, captured.getArrayRef());
+    SmallVector<Value> operands;
+    for (Value value : captured)
+      operands.push_back(
+          passesAsBits(value)
+              ? arith::BitcastOp::create(atOp, value.getLoc(), i16, value)
+                    .getResult()
+              : value);
+    func::CallOp::create(atOp, first->getLoc(), kernel, operands);
     for (Operation *op : llvm::reverse(group))
       op->erase();
     for (Operation *producer : llvm::reverse(producers))

@@ -423,6 +423,11 @@ def OutlineKernelsPass
     it, LLVM vectorizes a kernel's loops only behind run-time overlap
     checks, or not at all.
 
+    A bf16 or f16 scalar argument is passed as its bits (`i16`, with an
+    `arith.bitcast` on each side): LLVM's x86 backend keeps a bf16 argument
+    in a float register and rounds it with a call to `__truncsfbf2`, which
+    GCC 12's libgcc does not have.
+
     ```mlir
     func.func @step(%a: memref<64xf32>, %b: memref<64xf32>) {
       linalg.generic ... ins(%a : memref<64xf32>) outs(%b : memref<64xf32>)
@@ -440,7 +445,8 @@ def OutlineKernelsPass
     }
     ```
   }];
-  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect"];
   let options = [
     Option<"minOps", "min-ops", "int64_t", "0",
            "Only outline from functions with at least this many structured "
@@ -466,6 +472,50 @@ def FinalizeKernelsPass
     ```
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def LowerBf16Pass : Pass<"gradcomm-lower-bf16"> {
+  let summary = "Lower bf16 conversions and bf16 loads and stores to integer "
+                "ops, so no bf16 value reaches LLVM";
+  let description = [{
+    bfloat16 is a storage type in compiled steps: values are widened to f32
+    to compute and rounded back once per operation (docs/export.md, "Mixed
+    precision"; `arith-emulate-unsupported-floats` does the same for
+    arithmetic written directly on bf16). Runs after the memref-to-LLVM
+    conversion, before arith-to-LLVM, and rewrites:
+
+    - every scalar `arith.extf` from bf16 to f32: the 16 bits become the
+      high half of the f32 (exact);
+    - every scalar `arith.truncf` from f32 to bf16: round to nearest, ties
+      to even, on the f32 bits (`(bits + 0x7fff + lsb) >> 16`); a NaN
+      becomes the quiet NaN 0x7fc0, as PyTorch's `round_to_nearest_even`
+      does;
+    - every `llvm.load` of a bf16 and `llvm.store` of one: they move an
+      `i16`, with an `arith.bitcast` beside them.
+
+    So LLVM sees only integers where bf16 values are computed, loaded or
+    stored, and the bitcasts fold away. Without that, LLVM's x86 backend
+    keeps bf16 values in float registers: a select or a vector element of
+    bf16 (which the loop vectorizer makes of the rounding's integer select)
+    is rounded back with a call to libgcc's `__truncsfbf2`, which GCC 12
+    (Debian 12) does not have. Upstream's `arith-expand{include-bf16}`
+    computes the same values but leaves such selects. Other bf16
+    conversions (from f64, with a rounding mode, on vectors) are left as
+    they are.
+
+    ```mlir
+    %h = arith.truncf %x : f32 to bf16
+    llvm.store %h, %p : bf16, !llvm.ptr
+    // becomes
+    %bits = arith.bitcast %x : f32 to i32
+    %lsb = arith.andi (arith.shrui %bits, 16), 1
+    %rounded = arith.shrui (arith.addi %bits, (arith.addi %lsb, 0x7fff)), 16
+    %nan = arith.cmpf uno, %x, %x : f32
+    %h = arith.bitcast (arith.select %nan, 0x7fc0, (arith.trunci %rounded))
+    llvm.store (arith.bitcast %h : bf16 to i16), %p : i16, !llvm.ptr
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
 def InterchangeReductionsPass
