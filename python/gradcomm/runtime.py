@@ -113,6 +113,9 @@ _SIGNATURES = {
     "gradcomm_elastic_average_f32": [ctypes.c_char_p, ctypes.c_void_p,
                                      ctypes.c_int64, ctypes.c_float,
                                      ctypes.c_int64],
+    "gradcomm_elastic_average_wire_f32": [ctypes.c_char_p, ctypes.c_void_p,
+                                          ctypes.c_int64, ctypes.c_float,
+                                          ctypes.c_int64, ctypes.c_int],
     "gradcomm_elastic_average_async_f32": [ctypes.c_char_p, ctypes.c_void_p,
                                            ctypes.c_int64, ctypes.c_float,
                                            ctypes.c_int64],
@@ -138,6 +141,10 @@ _SIGNATURES = {
     "gradcomm_gossip_exchange_start_f32": [
         ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int,
         ctypes.c_float, ctypes.c_uint64, ctypes.c_int64,
+        ctypes.POINTER(ctypes.c_void_p)],
+    "gradcomm_gossip_exchange_wire_start_f32": [
+        ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int,
+        ctypes.c_float, ctypes.c_uint64, ctypes.c_int64, ctypes.c_int,
         ctypes.POINTER(ctypes.c_void_p)],
     "gradcomm_local_topk_all_gather_start_f32": [
         ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,

@@ -8,7 +8,8 @@
 // collective op: dense (blocking, started, 16-bit wire, batched), ScaleCom
 // (blocking, started, chunk selection), the dense and the compressed
 // reduce-scatter, local top-k, gossip (blocking and
-// started), synchronous EASGD, the consensus distance, the agreement's
+// started, float32 and 16-bit wires), synchronous EASGD (both wires),
+// the consensus distance, the agreement's
 // refusals (a mismatch, one rank's bad argument, a non-finite input),
 // checkpoints and the counters' dump. Results are checked against
 // references computed here, and written to one file per rank:
@@ -253,6 +254,16 @@ void checkGossipAndElastic(int rank, int size, Results &results) {
                                               1, &request));
   CHECK_OK(gradcomm_wait(&request));
   results.add(x);
+  // The 16-bit wire's exchange (its own packets and mix), both forms.
+  CHECK_OK(gradcomm_gossip_exchange_wire_f32("gossip16", x.data(), kCount,
+                                             GRADCOMM_SCHEDULE_RING, 0.5f, 1, 1,
+                                             GRADCOMM_WIRE_BF16));
+  results.add(x);
+  CHECK_OK(gradcomm_gossip_exchange_wire_start_f32(
+      "gossip16", x.data(), kCount, GRADCOMM_SCHEDULE_RING, 0.5f, 1, 1,
+      GRADCOMM_WIRE_F16, &request));
+  CHECK_OK(gradcomm_wait(&request));
+  results.add(x);
 
   double distance = -1;
   CHECK_OK(gradcomm_consensus_distance_f32(x.data(), kCount, &distance));
@@ -267,6 +278,16 @@ void checkGossipAndElastic(int rank, int size, Results &results) {
   std::vector<float> center(kCount);
   CHECK_OK(gradcomm_state_read("easgd", center.data(), kCount));
   results.add(center); // the same on every rank: compared across ranks below
+  CHECK_OK(gradcomm_elastic_average_wire_f32("easgd16", replica.data(), kCount,
+                                             0.9f / static_cast<float>(size), 1,
+                                             GRADCOMM_WIRE_BF16));
+  CHECK_OK(gradcomm_elastic_average_wire_start_f32(
+      "easgd16", replica.data(), kCount, 0.9f / static_cast<float>(size), 1,
+      GRADCOMM_WIRE_BF16, &request));
+  CHECK_OK(gradcomm_wait(&request));
+  results.add(replica);
+  CHECK_OK(gradcomm_state_read("easgd16", center.data(), kCount));
+  results.add(center);
 }
 
 void checkAgreement(int rank, Results &results) {

@@ -254,3 +254,130 @@ TEST(Wire, LocalTopkValuesTravelInSixteenBits) {
       EXPECT_EQ(bytes * 2, f32Bytes) << "wire " << wire;
     }
 }
+
+namespace {
+
+/// 1 plus a quarter of the wire type's last place at 1: rounds to 1.
+float quarterAboveOne(gradcomm_wire wire) {
+  return wire == GRADCOMM_WIRE_BF16 ? 1.0f + std::ldexp(1.0f, -9)
+                                    : 1.0f + std::ldexp(1.0f, -12);
+}
+
+/// One gossip exchange of `x` on a fresh state (matching schedule, mixing
+/// 1/2, step 0), blocking or started; returns the value bytes it counted.
+uint64_t gossipStep(const std::string &name, std::vector<float> &x,
+                    gradcomm_wire wire, bool started) {
+  const int64_t count = static_cast<int64_t>(x.size());
+  if (started) {
+    gradcomm_request request = nullptr;
+    EXPECT_EQ(gradcomm_gossip_exchange_wire_start_f32(
+                  name.c_str(), x.data(), count, GRADCOMM_SCHEDULE_MATCHING,
+                  0.5f, 3, 1, wire, &request),
+              GRADCOMM_OK)
+        << gradcomm_last_error();
+    EXPECT_EQ(gradcomm_wait(&request), GRADCOMM_OK);
+  } else {
+    EXPECT_EQ(gradcomm_gossip_exchange_wire_f32(name.c_str(), x.data(), count,
+                                                GRADCOMM_SCHEDULE_MATCHING,
+                                                0.5f, 3, 1, wire),
+              GRADCOMM_OK)
+        << gradcomm_last_error();
+  }
+  gradcomm_op_stats stats{};
+  EXPECT_EQ(gradcomm_stats_get(name.c_str(), &stats), GRADCOMM_OK);
+  return stats.value_bytes_sent;
+}
+
+} // namespace
+
+/// Gossip's replica on a 16-bit wire: small integers mix as in float32;
+/// the peer's 1 + a quarter place arrives as 1, so the mix is 1 + an
+/// eighth (exact in float32); half the bytes; started = blocking.
+TEST(Wire, GossipReplicasTravelInSixteenBits) {
+  World world;
+  const int64_t count = 300;
+  int peer = -1;
+  ASSERT_EQ(gradcomm_gossip_peer(GRADCOMM_SCHEDULE_MATCHING, 3, 0, world.rank,
+                                 world.size, &peer),
+            GRADCOMM_OK);
+  for (gradcomm_wire wire : kSixteenBits)
+    for (bool started : {false, true}) {
+      const std::string suffix =
+          std::to_string(wire) + (started ? ".started" : "");
+      std::vector<float> ints(count), reference(count);
+      for (int64_t i = 0; i < count; ++i)
+        ints[i] = reference[i] = static_cast<float>(world.rank * 4 + i % 7);
+      uint64_t bytes =
+          gossipStep("wire.gossip.ints." + suffix, ints, wire, started);
+      gossipStep("wire.gossip.ref." + suffix, reference, GRADCOMM_WIRE_F32,
+                 started);
+      EXPECT_EQ(ints, reference) << "wire " << wire;
+      EXPECT_EQ(bytes, peer < 0 ? 0u : 2u * count) << "wire " << wire;
+
+      std::vector<float> x(count, quarterAboveOne(wire));
+      gossipStep("wire.gossip.round." + suffix, x, wire, started);
+      const float eighth = (quarterAboveOne(wire) - 1.0f) / 2.0f;
+      EXPECT_EQ(x, std::vector<float>(count, peer < 0 ? quarterAboveOne(wire)
+                                                      : 1.0f + eighth))
+          << "wire " << wire << " peer " << peer;
+    }
+  // binary16 cannot carry 70000: non-finite on every rank.
+  std::vector<float> x(16, 1.0f);
+  if (world.rank == 0)
+    x[5] = 70000.0f;
+  EXPECT_EQ(gradcomm_gossip_exchange_wire_f32("wire.gossip.overflow", x.data(),
+                                              16, GRADCOMM_SCHEDULE_MATCHING,
+                                              0.5f, 3, 1, GRADCOMM_WIRE_F16),
+            GRADCOMM_ERR_NON_FINITE);
+}
+
+/// EASGD's differences on a 16-bit wire. Replicas start at 0 (the center
+/// too), then every rank moves to 1 + a quarter place: each difference
+/// travels as 1, so the center moves by alpha * n exactly, where float32
+/// would move it by alpha * n * (1 + a quarter place). Half the exchange's
+/// bytes; started = blocking.
+TEST(Wire, ElasticAverageDifferencesTravelInSixteenBits) {
+  World world;
+  const int64_t count = 64;
+  const float alpha = 0.5f / static_cast<float>(world.size);
+  for (gradcomm_wire wire : kSixteenBits)
+    for (bool started : {false, true}) {
+      const std::string name =
+          "wire.easgd." + std::to_string(wire) + (started ? ".started" : "");
+      std::vector<float> x(count, 0.0f);
+      for (float value : {0.0f, quarterAboveOne(wire)}) {
+        std::fill(x.begin(), x.end(), value);
+        if (started) {
+          gradcomm_request request = nullptr;
+          ASSERT_EQ(
+              gradcomm_elastic_average_wire_start_f32(
+                  name.c_str(), x.data(), count, alpha, 1, wire, &request),
+              GRADCOMM_OK)
+              << gradcomm_last_error();
+          ASSERT_EQ(gradcomm_wait(&request), GRADCOMM_OK);
+        } else {
+          ASSERT_EQ(gradcomm_elastic_average_wire_f32(name.c_str(), x.data(),
+                                                      count, alpha, 1, wire),
+                    GRADCOMM_OK)
+              << gradcomm_last_error();
+        }
+      }
+      std::vector<float> center(count);
+      ASSERT_EQ(gradcomm_state_read(name.c_str(), center.data(), count),
+                GRADCOMM_OK);
+      const float moved = 0.0f + alpha * static_cast<float>(world.size);
+      EXPECT_EQ(center, std::vector<float>(count, moved)) << "wire " << wire;
+      // The replica's own pull is float32's: x - alpha (x - c).
+      const float value = quarterAboveOne(wire);
+      EXPECT_EQ(x, std::vector<float>(count, value - alpha * (value - 0.0f)));
+      gradcomm_op_stats stats{};
+      ASSERT_EQ(gradcomm_stats_get(name.c_str(), &stats), GRADCOMM_OK);
+      // The center's float32 mean, then two 16-bit exchanges, each the
+      // ring all-reduce's 2 (n - 1) / n of its bytes.
+      const uint64_t n = static_cast<uint64_t>(world.size);
+      auto ring = [n](uint64_t bytes) { return 2u * bytes * (n - 1) / n; };
+      EXPECT_EQ(stats.value_bytes_sent,
+                ring(4u * count) + 2u * ring(2u * count))
+          << "wire " << wire;
+    }
+}

@@ -43,6 +43,7 @@ the GradComm runtime over MPICH in the same process).
                         gossip (synchronous and one-sided) as above
 """
 
+import copy
 import math
 import os
 import sys
@@ -689,9 +690,81 @@ def test_sixteen_bits():
                            "bytes (%d vs %d)" % (stats["bf16"], stats["f32"]))
     failures += expect_error(ValueError, lambda: ddp.ScaleComState(
         make_model(), wire="f8"), "an unknown wire")
-    failures += expect_error(TypeError, lambda: ddp.GossipAverager(
-        make_model().to(torch.bfloat16), prefix="bf16-gossip/").step(),
-        "a bf16 model in an averager")
+    return failures + test_sixteen_bit_averagers()
+
+
+def perturbed_model(rank):
+    """make_model() moved by a rank-dependent step (what a local SGD step
+    does), so the replicas differ."""
+    model = make_model()
+    with torch.no_grad():
+        for i, p in enumerate(model.parameters()):
+            p.add_(torch.sin(torch.arange(p.numel(), dtype=torch.float32)
+                             .reshape(p.shape) + 3 * rank + i) * 0.01)
+    return model
+
+
+def test_sixteen_bit_averagers():
+    """GossipAverager and ElasticAverager on bf16 and fp16 models, one step:
+    a replica travels in its own type. Gossip's mix is float32's on the
+    same values, rounded once, so it equals the float32 averager on a
+    float32 copy of the model, narrowed, bit for bit, with half the value
+    bytes. EASGD's differences are rounded to 16 bits before the sum:
+    within 16-bit rounding of float32's, its center float32."""
+    rank, size, failures = dist.get_rank(), dist.get_world_size(), 0
+    for dtype in (torch.bfloat16, torch.float16):
+        base = perturbed_model(rank).to(dtype)
+        reference = copy.deepcopy(base).float()
+        for label, make in (
+                ("gossip", lambda model, prefix: ddp.GossipAverager(
+                    model, schedule="ring", mixing=0.5, prefix=prefix)),
+                ("easgd", lambda model, prefix: ddp.ElasticAverager(
+                    model, prefix=prefix))):
+            model, wide = copy.deepcopy(base), copy.deepcopy(reference)
+            narrow = make(model, "%s-%s/" % (label, dtype))
+            full = make(wide, "%s-%s-f32/" % (label, dtype))
+            narrow.step()  # gossip's exchange, EASGD's center and exchange
+            full.step()
+            got = [p.detach() for p in model.parameters()]
+            want = [p.detach().to(dtype) for p in wide.parameters()]
+            first = next(model.parameters())
+            sent = narrow.rt.stats(narrow.state_name(first)).value_bytes_sent
+            wide_sent = full.rt.stats(
+                full.state_name(next(wide.parameters()))).value_bytes_sent
+            types = all(p.dtype == dtype for p in got)
+            if label == "gossip":
+                ok = types and same_bits(got, want)
+                detail = "bit-identical to float32's, narrowed"
+            else:
+                worst = max(relative(a.float(), b.float())
+                            for a, b in zip(got, want))
+                center = narrow.center(first)
+                ok = types and worst <= 0.02 and \
+                    center.dtype == torch.float32
+                detail = "worst relative %.2g to float32's, float32 " \
+                    "center" % worst
+            failures += report(ok, "%s averager, %s model: %s" % (
+                label, dtype, detail))
+            if size > 1:
+                # EASGD's first call also sets the center to the replicas'
+                # mean, in float32: E + E / 2 against 2 E.
+                ok = 0 < 2 * sent == wide_sent if label == "gossip" else \
+                    0 < 4 * sent == 3 * wide_sent
+                failures += report(ok or sent == wide_sent == 0,
+                                   "%s averager, %s model: the exchange "
+                                   "sends half the value bytes (%d vs %d)"
+                                   % (label, dtype, sent, wide_sent))
+    # The one-sided forms keep float32 mailboxes and centers.
+    model = perturbed_model(rank).to(torch.bfloat16)
+    averager = ddp.GossipAverager(model, mixing=0.5, asynchronous=True,
+                                  prefix="async-bf16/")
+    for _ in range(2):
+        averager.step()
+        dist.barrier()
+    failures += report(all(p.dtype == torch.bfloat16 and
+                           torch.isfinite(p.float()).all()
+                           for p in model.parameters()),
+                       "asynchronous gossip on a bf16 model")
     return failures
 
 

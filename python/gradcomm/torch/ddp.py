@@ -47,12 +47,10 @@ def _check_tensor(tensor, what, backend="cpu", sixteen_bits=False):
     on the runtime's backend."""
     if tensor.dtype not in _WIRE_OF_DTYPE or (
             tensor.dtype != torch.float32 and not sixteen_bits):
-        raise TypeError("gradcomm: %s is %s; %s" % (
-            what, tensor.dtype, "the hooks take float32, bfloat16 and "
-            "float16 buckets" if sixteen_bits else "the averagers take "
-            "float32 parameters"))
+        raise TypeError("gradcomm: %s is %s; GradComm takes float32, "
+                        "bfloat16 and float16 tensors" % (what, tensor.dtype))
     if tensor.dtype != torch.float32 and backend != "cpu":
-        raise TypeError("gradcomm: %s is %s: 16-bit buckets run on the "
+        raise TypeError("gradcomm: %s is %s: 16-bit tensors run on the "
                         "runtime's CPU backend only" % (what, tensor.dtype))
     if not tensor.is_contiguous():
         raise TypeError("gradcomm: %s is not contiguous" % what)
@@ -663,37 +661,68 @@ class GossipAverager(_State):
         self.schedule, self.mixing = schedule, mixing
         self.seed, self.period = seed, period
         self.asynchronous = asynchronous
+        self.replicas = {}  # float32 copies of 16-bit parameters
 
     def step(self):
         self.synchronize()  # no hook's communication may still run
         with torch.no_grad():
             arguments = []
             for parameter in self.parameters:
-                _check_tensor(parameter.data, "parameter '%s'" %
-                              self.names[id(parameter)], self.backend)
-                arguments.append((
-                    self.state_name(parameter), parameter.data.data_ptr(),
+                work, wire = _float32_replica(self, parameter)
+                arguments.append(((
+                    self.state_name(parameter), work.data_ptr(),
                     parameter.numel(), ASYNC_SCHEDULES[self.schedule],
-                    self.mixing, self.seed, self.period))
+                    self.mixing, self.seed, self.period), wire, parameter,
+                    work))
             if self.asynchronous:
-                for call in arguments:
+                # The one-sided mailboxes hold float32 replicas.
+                for call, _, parameter, work in arguments:
                     self.rt.call("gradcomm_gossip_async_f32", *call)
+                    _narrow_back(parameter, work)
             elif self.backend != "cpu":
-                for call in arguments:
+                for call, _, _, _ in arguments:
                     self.rt.call("gradcomm_gossip_exchange_f32", *call)
             else:
                 # Every parameter's exchange in flight at once: one
                 # latency per step, not one per parameter.
                 started = []
                 try:
-                    for call in arguments:
+                    for call, wire, parameter, work in arguments:
                         request = ctypes.c_void_p()
-                        self.rt.call("gradcomm_gossip_exchange_start_f32",
-                                     *call, ctypes.byref(request))
-                        started.append((request, None, None))
+                        self.rt.call("gradcomm_gossip_exchange_wire_start_f32",
+                                     *call, WIRES[wire],
+                                     ctypes.byref(request))
+                        started.append((request, parameter.data,
+                                        work if work is not parameter.data
+                                        else None))
                 finally:
                     _waiter(self.rt, started)()
         self.steps += 1
+
+
+def _float32_replica(averager, parameter):
+    """(the float32 tensor the runtime averages, the wire its values travel
+    in): a float32 parameter itself on its own wire; a bfloat16 or float16
+    one as a float32 copy (kept per parameter) on the wire of its type,
+    which carries its values exactly and costs half the bytes."""
+    data = parameter.data
+    _check_tensor(data, "parameter '%s'" % averager.names[id(parameter)],
+                  averager.backend, sixteen_bits=True)
+    if data.dtype == torch.float32:
+        return data, "f32"
+    work = averager.replicas.get(id(parameter))
+    if work is None:
+        work = averager.replicas[id(parameter)] = torch.empty(
+            data.shape, dtype=torch.float32)
+    work.copy_(data)
+    return work, _WIRE_OF_DTYPE[data.dtype]
+
+
+def _narrow_back(parameter, work):
+    """The averaged float32 copy back into a 16-bit parameter (nearest
+    even)."""
+    if work is not parameter.data:
+        parameter.data.copy_(work)
 
 
 class ElasticAverager(_State):
@@ -728,6 +757,7 @@ class ElasticAverager(_State):
         self.parameters = [p for p in getattr(model, "module", model)
                            .parameters()]
         self.alpha, self.period = float(alpha), int(period)
+        self.replicas = {}  # float32 copies of 16-bit parameters
         self.function = {
             (False, "rank0"): "gradcomm_elastic_average_f32",
             (True, "rank0"): "gradcomm_elastic_average_async_f32",
@@ -738,16 +768,23 @@ class ElasticAverager(_State):
         self.synchronize()  # no hook's communication may still run
         with torch.no_grad():
             for parameter in self.parameters:
-                _check_tensor(parameter.data, "parameter '%s'" %
-                              self.names[id(parameter)], self.backend)
-                self.rt.call(self.function, self.state_name(parameter),
-                             parameter.data.data_ptr(), parameter.numel(),
-                             self.alpha, self.period)
+                work, wire = _float32_replica(self, parameter)
+                arguments = (self.state_name(parameter), work.data_ptr(),
+                             parameter.numel(), self.alpha, self.period)
+                if self.function == "gradcomm_elastic_average_f32":
+                    # The differences travel in the parameter's own type.
+                    self.rt.call("gradcomm_elastic_average_wire_f32",
+                                 *arguments, WIRES[wire])
+                else:  # one-sided: the centers' windows are float32
+                    self.rt.call(self.function, *arguments)
+                _narrow_back(parameter, work)
         self.steps += 1
 
     def center(self, parameter):
-        """The center of `parameter` as this rank sees it (a new tensor)."""
-        out = torch.empty_like(parameter.data)
+        """The center of `parameter` as this rank sees it (a new float32
+        tensor: the center stays float32 for 16-bit parameters too)."""
+        out = torch.empty(parameter.shape, dtype=torch.float32,
+                          device=parameter.device)
         self.rt.call("gradcomm_state_read", self.state_name(parameter),
                      out.data_ptr(), out.numel())
         return out

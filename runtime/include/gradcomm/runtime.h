@@ -653,6 +653,21 @@ gradcomm_status gradcomm_gossip_exchange_start_f32(
     const char *state, float *x, int64_t count, gradcomm_schedule schedule,
     float mixing, uint64_t seed, int64_t period, gradcomm_request *request);
 
+/// gradcomm_gossip_exchange_f32 and its started form with the replica
+/// travelling as `wire` (gradcomm_wire): each rank's x is rounded to the
+/// 16-bit type (to nearest even) just before it is sent, and the peer's
+/// copy widened before the mix, which stays float32. For a model whose
+/// parameters are bfloat16 (float16) the wire of their own type is exact
+/// and halves the bytes. A 16-bit wire: CPU backend; with binary16 a value
+/// above 65504 counts as non-finite.
+gradcomm_status gradcomm_gossip_exchange_wire_f32(
+    const char *state, float *x, int64_t count, gradcomm_schedule schedule,
+    float mixing, uint64_t seed, int64_t period, gradcomm_wire wire);
+gradcomm_status gradcomm_gossip_exchange_wire_start_f32(
+    const char *state, float *x, int64_t count, gradcomm_schedule schedule,
+    float mixing, uint64_t seed, int64_t period, gradcomm_wire wire,
+    gradcomm_request *request);
+
 /// (1/n) sum_i ||x_i - mean(x)||^2 over the ranks (collective).
 gradcomm_status gradcomm_consensus_distance_f32(const float *x, int64_t count,
                                                 double *distance);
@@ -686,6 +701,21 @@ gradcomm_status gradcomm_elastic_average_start_f32(const char *state, float *x,
                                                    int64_t count, float alpha,
                                                    int64_t period,
                                                    gradcomm_request *request);
+
+/// gradcomm_elastic_average_f32 and its started form with the differences
+/// x - c travelling as `wire` (gradcomm_wire): rounded to the 16-bit type
+/// before the all-reduce, which sums in float32 (Wire: n - 1 16-bit
+/// roundings at n ranks); the center and the update stay float32, and the
+/// center's first value (the replicas' mean) is reduced in float32. A
+/// 16-bit wire: CPU backend; with binary16 a difference above
+/// 65504 / (2 n) counts as non-finite.
+gradcomm_status gradcomm_elastic_average_wire_f32(const char *state, float *x,
+                                                  int64_t count, float alpha,
+                                                  int64_t period,
+                                                  gradcomm_wire wire);
+gradcomm_status gradcomm_elastic_average_wire_start_f32(
+    const char *state, float *x, int64_t count, float alpha, int64_t period,
+    gradcomm_wire wire, gradcomm_request *request);
 
 /*===----------------------------------------------------------------------===*
  * Asynchronous gossip and EASGD (docs/gossip.md): MPI-3 one-sided

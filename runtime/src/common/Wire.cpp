@@ -7,6 +7,7 @@
 #include "Wire.h"
 #include "Backend.h"
 #include "HalfFloat.h"
+#include "Kernels.h"
 
 #include <algorithm>
 #include <cstring>
@@ -137,5 +138,76 @@ gradcomm_status gradcomm::startDenseAllReduceWire(const Call &call, float *data,
     if (average)
       divideByGroupSize(data, count);
   });
+  return GRADCOMM_OK;
+}
+
+namespace {
+
+/// This rank's replica narrowed, and room for the peer's: what a 16-bit
+/// gossip exchange sends and receives.
+struct GossipPackets {
+  std::vector<uint16_t> mine, theirs;
+};
+
+/// Narrows x into packets.mine and posts its exchange with `peer`
+/// (receive first, as the float32 exchange does).
+gradcomm_status postGossipWire(const Call &call, const float *x, int64_t count,
+                               int peer, gradcomm_wire wire,
+                               GossipPackets &packets, Transfer transfers[2]) {
+  packets.mine.resize(static_cast<size_t>(count));
+  packets.theirs.resize(static_cast<size_t>(count));
+  narrowToWire(wire, x, packets.mine.data(), count);
+  Transport &on = transport();
+  GRADCOMM_RETURN_IF_ERROR(
+      call.transport(on,
+                     on.startReceive(packets.theirs.data(), count,
+                                     wireElement(wire), peer, transfers[0]),
+                     "receive"));
+  return call.transport(on,
+                        on.startSend(packets.mine.data(), count,
+                                     wireElement(wire), peer, transfers[1]),
+                        "send");
+}
+
+/// x mixed with the peer's widened copy.
+void mixWire(float *x, const GossipPackets &packets, int64_t count,
+             float mixing, gradcomm_wire wire) {
+  static thread_local std::vector<float> peer;
+  peer.resize(static_cast<size_t>(count));
+  widenFromWire(wire, packets.theirs.data(), peer.data(), count);
+  cpu::mix(x, peer.data(), count, mixing);
+}
+
+} // namespace
+
+gradcomm_status gradcomm::gossipWire(const Call &call, float *x, int64_t count,
+                                     int peer, float mixing,
+                                     gradcomm_wire wire) {
+  static thread_local GossipPackets packets;
+  Transfer transfers[2];
+  GRADCOMM_RETURN_IF_ERROR(
+      postGossipWire(call, x, count, peer, wire, packets, transfers));
+  GRADCOMM_RETURN_IF_ERROR(
+      waitYielding(call, transfers[0], "receive (16-bit values)", peer));
+  GRADCOMM_RETURN_IF_ERROR(
+      waitYielding(call, transfers[1], "send (16-bit values)", peer));
+  mixWire(x, packets, count, mixing, wire);
+  return GRADCOMM_OK;
+}
+
+gradcomm_status gradcomm::startGossipWire(const Call &call, float *x,
+                                          int64_t count, int peer, float mixing,
+                                          gradcomm_wire wire,
+                                          gradcomm_request_s &request) {
+  // Several exchanges may be in flight: each request keeps its packets.
+  auto packets = std::make_shared<GossipPackets>();
+  request.transfers.resize(2);
+  request.what = "receive/send (started 16-bit gossip exchange)";
+  request.peer = peer;
+  GRADCOMM_RETURN_IF_ERROR(postGossipWire(call, x, count, peer, wire, *packets,
+                                          request.transfers.data()));
+  request.finish = [x, count, mixing, wire, packets] {
+    mixWire(x, *packets, count, mixing, wire);
+  };
   return GRADCOMM_OK;
 }

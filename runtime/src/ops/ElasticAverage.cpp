@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Backend.h"
+#include "Wire.h"
 
 #include <climits>
 #include <vector>
@@ -25,8 +26,9 @@ namespace {
 /// `*skipped`: the non-finite policy skipped it (nothing changed).
 gradcomm_status beginElasticAverage(const Call &call, const char *stateName,
                                     const float *x, int64_t count, float alpha,
-                                    int64_t period, State *&state,
-                                    bool *exchange, bool *skipped) {
+                                    int64_t period, gradcomm_wire wire,
+                                    State *&state, bool *exchange,
+                                    bool *skipped) {
   *exchange = *skipped = false;
   GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
   const Context &ctx = context();
@@ -34,17 +36,18 @@ gradcomm_status beginElasticAverage(const Call &call, const char *stateName,
     GRADCOMM_RETURN_IF_ERROR(
         requireReplica(call, stateName, x, count, INT_MAX, period));
     GRADCOMM_RETURN_IF_ERROR(requireElasticAlpha(call, alpha));
+    GRADCOMM_RETURN_IF_ERROR(requireWire(call, wire));
     GRADCOMM_RETURN_IF_ERROR(requireHostTensors(call, "elastic averaging"));
     return lookupIdleState(call, stateName, count, state);
   }));
-  std::vector<CheckField> fields = {
-      {"count", count},
-      {"alpha", floatBits(alpha)},
-      {"period", period},
-      {"step", static_cast<int64_t>(state->step)}};
-  // The differences are summed over the ranks.
+  std::vector<CheckField> fields = {{"count", count},
+                                    {"alpha", floatBits(alpha)},
+                                    {"period", period},
+                                    {"step", static_cast<int64_t>(state->step)},
+                                    {"wire", wire}};
+  // The differences are summed over the ranks (in the wire's type).
   gradcomm_status agreed = checkConsistencyOfInput(
-      call, x, count, inputLimit(/*summed=*/true), fields);
+      call, x, count, wireInputLimit(wire, /*summed=*/true), fields);
   if ((*skipped = skippedNonFinite(agreed, stateName)))
     return GRADCOMM_OK; // replica, center and counter as they were
   GRADCOMM_RETURN_IF_ERROR(agreed);
@@ -65,9 +68,11 @@ gradcomm_status beginElasticAverage(const Call &call, const char *stateName,
   state->step += 1;
   *exchange = step % period == 0;
   if (*exchange) {
+    const uint64_t wireBytes =
+        wireValueBytes(wire) * static_cast<uint64_t>(count);
     stats.messages += 1;
-    stats.value_bytes_sent += allReduceBytes(bytes, ctx.size);
-    stats.value_bytes_received += allReduceBytes(bytes, ctx.size);
+    stats.value_bytes_sent += allReduceBytes(wireBytes, ctx.size);
+    stats.value_bytes_received += allReduceBytes(wireBytes, ctx.size);
   }
   return GRADCOMM_OK;
 }
@@ -91,28 +96,87 @@ void applyElasticUpdate(float *x, float *center, const float *sum,
   }
 }
 
+/// The blocking form, the differences travelling as `wire`.
+gradcomm_status elasticAverage(const Call &call, const char *stateName,
+                               float *x, int64_t count, float alpha,
+                               int64_t period, gradcomm_wire wire) {
+  const double start = now();
+  State *state = nullptr;
+  bool exchange = false, skipped = false;
+  GRADCOMM_RETURN_IF_ERROR(beginElasticAverage(call, stateName, x, count, alpha,
+                                               period, wire, state, &exchange,
+                                               &skipped));
+  if (skipped)
+    return GRADCOMM_OK;
+  if (exchange) {
+    static thread_local std::vector<float> sum;
+    sum.resize(count);
+    differences(x, state->data(), count, sum.data());
+    GRADCOMM_RETURN_IF_ERROR(allReduceSumWire(call, sum.data(), count, wire));
+    applyElasticUpdate(x, state->data(), sum.data(), count, alpha);
+  }
+  opStats(stateName).seconds += now() - start;
+  return GRADCOMM_OK;
+}
+
+/// The started form, the differences travelling as `wire`.
+gradcomm_status startElasticAverage(const Call &call, const char *stateName,
+                                    float *x, int64_t count, float alpha,
+                                    int64_t period, gradcomm_wire wire,
+                                    gradcomm_request *request) {
+  GRADCOMM_RETURN_IF_ERROR(requireStartable(call, request,
+                                            StartedForm::ElasticAverage,
+                                            "gradcomm_elastic_average_f32"));
+  const double start = now();
+  State *state = nullptr;
+  bool exchange = false, skipped = false;
+  GRADCOMM_RETURN_IF_ERROR(beginElasticAverage(call, stateName, x, count, alpha,
+                                               period, wire, state, &exchange,
+                                               &skipped));
+  auto started = std::make_unique<gradcomm_request_s>();
+  started->opName = stateName;
+  started->skipped = skipped;
+  if (exchange && !skipped) {
+    // The differences go into the request's own buffer: several calls
+    // may be in flight.
+    auto sum = std::make_shared<std::vector<float>>(count);
+    differences(x, state->data(), count, sum->data());
+    started->what = "all-reduce (started elastic average)";
+    std::function<void()> widen;
+    GRADCOMM_RETURN_IF_ERROR(startAllReduceSumWire(call, sum->data(), count,
+                                                   wire, *started, &widen));
+    started->finish = [name = started->opName, state, x, count, alpha, sum,
+                       widen, start] {
+      if (widen)
+        widen();
+      applyElasticUpdate(x, state->data(), sum->data(), count, alpha);
+      opStats(name.c_str()).seconds += now() - start;
+    };
+    // The center is read by the update at the wait.
+    state->inFlight = true;
+    alsoRelease(*started, [state] { state->inFlight = false; });
+  }
+  *request = trackRequest(std::move(started));
+  return GRADCOMM_OK;
+}
+
 } // namespace
 
 gradcomm_status gradcomm_elastic_average_f32(const char *stateName, float *x,
                                              int64_t count, float alpha,
                                              int64_t period) {
   return guarded("elastic_average_f32", stateName, [&](const Call &call) {
-    const double start = now();
-    State *state = nullptr;
-    bool exchange = false, skipped = false;
-    GRADCOMM_RETURN_IF_ERROR(beginElasticAverage(
-        call, stateName, x, count, alpha, period, state, &exchange, &skipped));
-    if (skipped)
-      return GRADCOMM_OK;
-    if (exchange) {
-      static thread_local std::vector<float> sum;
-      sum.resize(count);
-      differences(x, state->data(), count, sum.data());
-      GRADCOMM_RETURN_IF_ERROR(allReduceSum(call, sum.data(), count));
-      applyElasticUpdate(x, state->data(), sum.data(), count, alpha);
-    }
-    opStats(stateName).seconds += now() - start;
-    return GRADCOMM_OK;
+    return elasticAverage(call, stateName, x, count, alpha, period,
+                          GRADCOMM_WIRE_F32);
+  });
+}
+
+gradcomm_status gradcomm_elastic_average_wire_f32(const char *stateName,
+                                                  float *x, int64_t count,
+                                                  float alpha, int64_t period,
+                                                  gradcomm_wire wire) {
+  return guarded("elastic_average_wire_f32", stateName, [&](const Call &call) {
+    return elasticAverage(call, stateName, x, count, alpha, period, wire);
   });
 }
 
@@ -121,35 +185,17 @@ gradcomm_status gradcomm_elastic_average_start_f32(const char *stateName,
                                                    float alpha, int64_t period,
                                                    gradcomm_request *request) {
   return guarded("elastic_average_start_f32", stateName, [&](const Call &call) {
-    GRADCOMM_RETURN_IF_ERROR(requireStartable(call, request,
-                                              StartedForm::ElasticAverage,
-                                              "gradcomm_elastic_average_f32"));
-    const double start = now();
-    State *state = nullptr;
-    bool exchange = false, skipped = false;
-    GRADCOMM_RETURN_IF_ERROR(beginElasticAverage(
-        call, stateName, x, count, alpha, period, state, &exchange, &skipped));
-    auto started = std::make_unique<gradcomm_request_s>();
-    started->opName = stateName;
-    started->skipped = skipped;
-    if (exchange && !skipped) {
-      // The differences go into the request's own buffer: several calls
-      // may be in flight.
-      auto sum = std::make_shared<std::vector<float>>(count);
-      differences(x, state->data(), count, sum->data());
-      started->what = "all-reduce (started elastic average)";
-      GRADCOMM_RETURN_IF_ERROR(
-          startAllReduceSum(call, sum->data(), count, started->transfers));
-      started->finish = [name = started->opName, state, x, count, alpha, sum,
-                         start] {
-        applyElasticUpdate(x, state->data(), sum->data(), count, alpha);
-        opStats(name.c_str()).seconds += now() - start;
-      };
-      // The center is read by the update at the wait.
-      state->inFlight = true;
-      alsoRelease(*started, [state] { state->inFlight = false; });
-    }
-    *request = trackRequest(std::move(started));
-    return GRADCOMM_OK;
+    return startElasticAverage(call, stateName, x, count, alpha, period,
+                               GRADCOMM_WIRE_F32, request);
   });
+}
+
+gradcomm_status gradcomm_elastic_average_wire_start_f32(
+    const char *stateName, float *x, int64_t count, float alpha, int64_t period,
+    gradcomm_wire wire, gradcomm_request *request) {
+  return guarded("elastic_average_wire_start_f32", stateName,
+                 [&](const Call &call) {
+                   return startElasticAverage(call, stateName, x, count, alpha,
+                                              period, wire, request);
+                 });
 }

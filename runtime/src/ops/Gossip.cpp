@@ -11,6 +11,7 @@
 
 #include "Backend.h"
 #include "Schedule.h"
+#include "Wire.h"
 
 #include <climits>
 #include <memory>
@@ -63,7 +64,7 @@ namespace {
 gradcomm_status beginGossip(const Call &call, const char *stateName, float *x,
                             int64_t count, gradcomm_schedule schedule,
                             float mixing, uint64_t seed, int64_t period,
-                            int *peer) {
+                            gradcomm_wire wire, int *peer) {
   *peer = -1;
   GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
   const Context &ctx = context();
@@ -74,20 +75,24 @@ gradcomm_status beginGossip(const Call &call, const char *stateName, float *x,
     GRADCOMM_RETURN_IF_ERROR(
         validateSchedule(call, schedule, ctx.size, /*pairing=*/true));
     GRADCOMM_RETURN_IF_ERROR(requireMixing(call, mixing));
+    GRADCOMM_RETURN_IF_ERROR(requireWire(call, wire));
+    if (wire != GRADCOMM_WIRE_F32)
+      GRADCOMM_RETURN_IF_ERROR(requireHostTensors(call, "a 16-bit wire"));
     return lookupState(call, stateName, 0, state);
   }));
   // A replica holding NaN/Inf would spread it to its peer: under the
   // error and skip policies the exchange does not happen on any rank.
-  std::vector<CheckField> fields = {
-      {"count", count},
-      {"schedule", schedule},
-      {"mixing", floatBits(mixing)},
-      {"seed", static_cast<int64_t>(seed)},
-      {"period", period},
-      {"step", static_cast<int64_t>(state->step)}};
-  // Mixing is a convex combination: only NaN and Inf count.
+  std::vector<CheckField> fields = {{"count", count},
+                                    {"schedule", schedule},
+                                    {"mixing", floatBits(mixing)},
+                                    {"seed", static_cast<int64_t>(seed)},
+                                    {"period", period},
+                                    {"step", static_cast<int64_t>(state->step)},
+                                    {"wire", wire}};
+  // Mixing is a convex combination: only NaN and Inf count (and, on a
+  // binary16 wire, what it cannot carry).
   gradcomm_status agreed = checkConsistencyOfInput(
-      call, x, count, inputLimit(/*summed=*/false), fields);
+      call, x, count, wireInputLimit(wire, /*summed=*/false), fields);
   if (skippedNonFinite(agreed, stateName))
     return GRADCOMM_OK; // the replica and the step counter as they were
   GRADCOMM_RETURN_IF_ERROR(agreed);
@@ -105,12 +110,64 @@ gradcomm_status beginGossip(const Call &call, const char *stateName, float *x,
   return GRADCOMM_OK;
 }
 
-void countExchange(const char *stateName, int64_t count, double start) {
+void countExchange(const char *stateName, int64_t count, gradcomm_wire wire,
+                   double start) {
   gradcomm_op_stats &stats = opStats(stateName);
+  const uint64_t bytes = wireValueBytes(wire) * static_cast<uint64_t>(count);
   stats.messages += 1;
-  stats.value_bytes_sent += sizeof(float) * count;
-  stats.value_bytes_received += sizeof(float) * count;
+  stats.value_bytes_sent += bytes;
+  stats.value_bytes_received += bytes;
   stats.seconds += now() - start;
+}
+
+/// The blocking exchange, its values travelling as `wire`.
+gradcomm_status gossipExchange(const Call &call, const char *stateName,
+                               float *x, int64_t count,
+                               gradcomm_schedule schedule, float mixing,
+                               uint64_t seed, int64_t period,
+                               gradcomm_wire wire) {
+  int peer = -1;
+  GRADCOMM_RETURN_IF_ERROR(beginGossip(call, stateName, x, count, schedule,
+                                       mixing, seed, period, wire, &peer));
+  if (peer < 0)
+    return GRADCOMM_OK;
+  const double start = now();
+  GRADCOMM_RETURN_IF_ERROR(
+      wire == GRADCOMM_WIRE_F32
+          ? backend().gossip(call, x, count, peer, mixing)
+          : gossipWire(call, x, count, peer, mixing, wire));
+  countExchange(stateName, count, wire, start);
+  return GRADCOMM_OK;
+}
+
+/// The started exchange, its values travelling as `wire`.
+gradcomm_status startGossipExchange(const Call &call, const char *stateName,
+                                    float *x, int64_t count,
+                                    gradcomm_schedule schedule, float mixing,
+                                    uint64_t seed, int64_t period,
+                                    gradcomm_wire wire,
+                                    gradcomm_request *request) {
+  GRADCOMM_RETURN_IF_ERROR(requireStartable(call, request, StartedForm::Gossip,
+                                            "gradcomm_gossip_exchange_f32"));
+  int peer = -1;
+  GRADCOMM_RETURN_IF_ERROR(beginGossip(call, stateName, x, count, schedule,
+                                       mixing, seed, period, wire, &peer));
+  auto started = std::make_unique<gradcomm_request_s>();
+  started->opName = stateName;
+  // Nothing to exchange this time: a request that completes at once.
+  started->skipped = peer < 0;
+  if (peer >= 0) {
+    const double start = now();
+    GRADCOMM_RETURN_IF_ERROR(
+        wire == GRADCOMM_WIRE_F32
+            ? backend().startGossip(call, x, count, peer, mixing, *started)
+            : startGossipWire(call, x, count, peer, mixing, wire, *started));
+    alsoFinish(*started, [name = started->opName, count, wire, start] {
+      countExchange(name.c_str(), count, wire, start);
+    });
+  }
+  *request = trackRequest(std::move(started));
+  return GRADCOMM_OK;
 }
 
 } // namespace
@@ -121,15 +178,17 @@ gradcomm_status gradcomm_gossip_exchange_f32(const char *stateName, float *x,
                                              float mixing, uint64_t seed,
                                              int64_t period) {
   return guarded("gossip_exchange_f32", stateName, [&](const Call &call) {
-    int peer = -1;
-    GRADCOMM_RETURN_IF_ERROR(beginGossip(call, stateName, x, count, schedule,
-                                         mixing, seed, period, &peer));
-    if (peer < 0)
-      return GRADCOMM_OK;
-    const double start = now();
-    GRADCOMM_RETURN_IF_ERROR(backend().gossip(call, x, count, peer, mixing));
-    countExchange(stateName, count, start);
-    return GRADCOMM_OK;
+    return gossipExchange(call, stateName, x, count, schedule, mixing, seed,
+                          period, GRADCOMM_WIRE_F32);
+  });
+}
+
+gradcomm_status gradcomm_gossip_exchange_wire_f32(
+    const char *stateName, float *x, int64_t count, gradcomm_schedule schedule,
+    float mixing, uint64_t seed, int64_t period, gradcomm_wire wire) {
+  return guarded("gossip_exchange_wire_f32", stateName, [&](const Call &call) {
+    return gossipExchange(call, stateName, x, count, schedule, mixing, seed,
+                          period, wire);
   });
 }
 
@@ -137,26 +196,20 @@ gradcomm_status gradcomm_gossip_exchange_start_f32(
     const char *stateName, float *x, int64_t count, gradcomm_schedule schedule,
     float mixing, uint64_t seed, int64_t period, gradcomm_request *request) {
   return guarded("gossip_exchange_start_f32", stateName, [&](const Call &call) {
-    GRADCOMM_RETURN_IF_ERROR(requireStartable(
-        call, request, StartedForm::Gossip, "gradcomm_gossip_exchange_f32"));
-    int peer = -1;
-    GRADCOMM_RETURN_IF_ERROR(beginGossip(call, stateName, x, count, schedule,
-                                         mixing, seed, period, &peer));
-    auto started = std::make_unique<gradcomm_request_s>();
-    started->opName = stateName;
-    // Nothing to exchange this time: a request that completes at once.
-    started->skipped = peer < 0;
-    if (peer >= 0) {
-      const double start = now();
-      GRADCOMM_RETURN_IF_ERROR(
-          backend().startGossip(call, x, count, peer, mixing, *started));
-      alsoFinish(*started, [name = started->opName, count, start] {
-        countExchange(name.c_str(), count, start);
-      });
-    }
-    *request = trackRequest(std::move(started));
-    return GRADCOMM_OK;
+    return startGossipExchange(call, stateName, x, count, schedule, mixing,
+                               seed, period, GRADCOMM_WIRE_F32, request);
   });
+}
+
+gradcomm_status gradcomm_gossip_exchange_wire_start_f32(
+    const char *stateName, float *x, int64_t count, gradcomm_schedule schedule,
+    float mixing, uint64_t seed, int64_t period, gradcomm_wire wire,
+    gradcomm_request *request) {
+  return guarded(
+      "gossip_exchange_wire_start_f32", stateName, [&](const Call &call) {
+        return startGossipExchange(call, stateName, x, count, schedule, mixing,
+                                   seed, period, wire, request);
+      });
 }
 
 /// Sums `count` (<= INT_MAX) doubles across ranks in place, under the
