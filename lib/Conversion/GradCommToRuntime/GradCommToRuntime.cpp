@@ -68,8 +68,12 @@ enum class RuntimeFn {
   AllGather,
   LocalTopkAllGather,
   GossipExchange,
+  GossipExchangeBF16,
+  GossipExchangeF16,
   GossipAsync,
   ElasticAverage,
+  ElasticAverageBF16,
+  ElasticAverageF16,
   ElasticAverageAsync,
   ElasticAverageSharded,
   Check,
@@ -137,11 +141,21 @@ const RuntimeFnSpec kRuntimeFns[] = {
     {RuntimeFn::GossipExchange, "gradcomm_rt_gossip_exchange_f32", true,
      Kind::I32, {Kind::Str, Kind::BufF32, Kind::I32, Kind::F32, Kind::I64,
                  Kind::I64}},
+    {RuntimeFn::GossipExchangeBF16, "gradcomm_rt_gossip_exchange_bf16", true,
+     Kind::I32, {Kind::Str, Kind::BufBF16, Kind::I32, Kind::F32, Kind::I64,
+                 Kind::I64}},
+    {RuntimeFn::GossipExchangeF16, "gradcomm_rt_gossip_exchange_f16", true,
+     Kind::I32, {Kind::Str, Kind::BufF16, Kind::I32, Kind::F32, Kind::I64,
+                 Kind::I64}},
     {RuntimeFn::GossipAsync, "gradcomm_rt_gossip_async_f32", true,
      Kind::I32, {Kind::Str, Kind::BufF32, Kind::I32, Kind::F32, Kind::I64,
                  Kind::I64}},
     {RuntimeFn::ElasticAverage, "gradcomm_rt_elastic_average_f32", true,
      Kind::I32, {Kind::Str, Kind::BufF32, Kind::F32, Kind::I64}},
+    {RuntimeFn::ElasticAverageBF16, "gradcomm_rt_elastic_average_bf16", true,
+     Kind::I32, {Kind::Str, Kind::BufBF16, Kind::F32, Kind::I64}},
+    {RuntimeFn::ElasticAverageF16, "gradcomm_rt_elastic_average_f16", true,
+     Kind::I32, {Kind::Str, Kind::BufF16, Kind::F32, Kind::I64}},
     {RuntimeFn::ElasticAverageAsync, "gradcomm_rt_elastic_average_async_f32",
      true, Kind::I32, {Kind::Str, Kind::BufF32, Kind::F32, Kind::I64}},
     {RuntimeFn::ElasticAverageSharded,
@@ -659,9 +673,12 @@ struct GossipExchangePattern : public RuntimePattern<GossipExchangeOp> {
     RuntimeCalls rt = calls(rewriter, op);
     // Mixed in place: the input's buffer when nothing reads it later.
     Value x = rt.buffer(adaptor.getInput(), /*readOnly=*/false);
-    RuntimeFn fn = op.getMode() == ExchangeMode::Async
-                       ? RuntimeFn::GossipAsync
-                       : RuntimeFn::GossipExchange;
+    // A 16-bit replica (sync only: the verifier) is exchanged in its bits.
+    Type element = elementTypeOf(op.getInput());
+    RuntimeFn fn = op.getMode() == ExchangeMode::Async ? RuntimeFn::GossipAsync
+                   : element.isBF16() ? RuntimeFn::GossipExchangeBF16
+                   : element.isF16()  ? RuntimeFn::GossipExchangeF16
+                                      : RuntimeFn::GossipExchange;
     if (failed(
             rt.callChecked(fn, {rt.string(op.getState()), rt.unranked(x),
                                 rt.i32(static_cast<int32_t>(op.getSchedule())),
@@ -683,7 +700,10 @@ struct ElasticAveragePattern : public RuntimePattern<ElasticAverageOp> {
     // Pulled toward the center in place: the input's buffer when nothing
     // reads it later.
     Value x = rt.buffer(adaptor.getInput(), /*readOnly=*/false);
-    RuntimeFn fn = RuntimeFn::ElasticAverage;
+    Type element = elementTypeOf(op.getInput());
+    RuntimeFn fn = element.isBF16()  ? RuntimeFn::ElasticAverageBF16
+                   : element.isF16() ? RuntimeFn::ElasticAverageF16
+                                     : RuntimeFn::ElasticAverage;
     if (op.getMode() == ExchangeMode::Async)
       fn = op.getCenter() == CenterPlacement::Sharded
                ? RuntimeFn::ElasticAverageSharded

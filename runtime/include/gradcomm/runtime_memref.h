@@ -122,6 +122,26 @@ _mlir_ciface_gradcomm_rt_elastic_average_f32(const char *state,
                                              gradcomm_unranked_memref *x,
                                              float alpha, int64_t period);
 
+/// A bf16 or f16 replica of compiled code (host memory): widened into
+/// float32, exchanged (gossip) or pulled toward its float32 center (EASGD)
+/// with the values travelling in its own 16 bits
+/// (gradcomm_gossip_exchange_wire_f32, gradcomm_elastic_average_wire_f32),
+/// narrowed back into `x`.
+int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_bf16(
+    const char *state, gradcomm_unranked_memref *x, int32_t schedule,
+    float mixing, int64_t seed, int64_t period);
+int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_f16(
+    const char *state, gradcomm_unranked_memref *x, int32_t schedule,
+    float mixing, int64_t seed, int64_t period);
+int32_t
+_mlir_ciface_gradcomm_rt_elastic_average_bf16(const char *state,
+                                              gradcomm_unranked_memref *x,
+                                              float alpha, int64_t period);
+int32_t
+_mlir_ciface_gradcomm_rt_elastic_average_f16(const char *state,
+                                             gradcomm_unranked_memref *x,
+                                             float alpha, int64_t period);
+
 int32_t _mlir_ciface_gradcomm_rt_gossip_async_f32(const char *state,
                                                   gradcomm_unranked_memref *x,
                                                   int32_t schedule,

@@ -582,9 +582,10 @@ namespace {
 
 /// The view of a replica `x` (validated on every rank), for the exchange
 /// ops; also refuses a negative seed.
+template <typename T>
 gradcomm_status unpackReplica(const char *operation, const char *state,
                               gradcomm_unranked_memref *x, int64_t seed,
-                              View<float> &view) {
+                              View<T> &view) {
   return guarded(operation, state, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
     // A bad descriptor on one rank fails every rank.
@@ -628,6 +629,82 @@ int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_start_f32(
       state, view.data, view.count, static_cast<gradcomm_schedule>(schedule),
       mixing, static_cast<uint64_t>(seed), period, &request));
   return keepRequest("gossip_exchange_start_f32", state, request);
+}
+
+namespace {
+
+/// A 16-bit replica of compiled code through the float32 entry point
+/// `exchange(x, count)`: widened into scratch, its values travelling in
+/// their own 16 bits (`wire`), narrowed back.
+template <typename Exchange>
+gradcomm_status exchange16(const char *operation, const char *state,
+                           gradcomm_unranked_memref *x, int64_t seed,
+                           gradcomm_wire wire, Exchange exchange) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
+  GRADCOMM_RETURN_IF_ERROR(requireHostHalf(operation, state));
+  View<uint16_t> view;
+  GRADCOMM_RETURN_IF_ERROR(unpackReplica(operation, state, x, seed, view));
+  std::vector<float> &wide = widenedScratch().grad;
+  wide.resize(view.count);
+  widenFromWire(wire, view.data, wide.data(), view.count);
+  GRADCOMM_RETURN_IF_ERROR(exchange(wide.data(), view.count));
+  narrowToWire(wire, wide.data(), view.data, view.count);
+  return GRADCOMM_OK;
+}
+
+gradcomm_status gossip16(const char *operation, const char *state,
+                         gradcomm_unranked_memref *x, int32_t schedule,
+                         float mixing, int64_t seed, int64_t period,
+                         gradcomm_wire wire) {
+  return exchange16(
+      operation, state, x, seed, wire, [&](float *data, int64_t count) {
+        return gradcomm_gossip_exchange_wire_f32(
+            state, data, count, static_cast<gradcomm_schedule>(schedule),
+            mixing, static_cast<uint64_t>(seed), period, wire);
+      });
+}
+
+gradcomm_status elasticAverage16(const char *operation, const char *state,
+                                 gradcomm_unranked_memref *x, float alpha,
+                                 int64_t period, gradcomm_wire wire) {
+  return exchange16(operation, state, x, /*seed=*/0, wire,
+                    [&](float *data, int64_t count) {
+                      return gradcomm_elastic_average_wire_f32(
+                          state, data, count, alpha, period, wire);
+                    });
+}
+
+} // namespace
+
+int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_bf16(
+    const char *state, gradcomm_unranked_memref *x, int32_t schedule,
+    float mixing, int64_t seed, int64_t period) {
+  return gossip16("gossip_exchange_bf16", state, x, schedule, mixing, seed,
+                  period, GRADCOMM_WIRE_BF16);
+}
+
+int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_f16(
+    const char *state, gradcomm_unranked_memref *x, int32_t schedule,
+    float mixing, int64_t seed, int64_t period) {
+  return gossip16("gossip_exchange_f16", state, x, schedule, mixing, seed,
+                  period, GRADCOMM_WIRE_F16);
+}
+
+int32_t
+_mlir_ciface_gradcomm_rt_elastic_average_bf16(const char *state,
+                                              gradcomm_unranked_memref *x,
+                                              float alpha, int64_t period) {
+  return elasticAverage16("elastic_average_bf16", state, x, alpha, period,
+                          GRADCOMM_WIRE_BF16);
+}
+
+int32_t
+_mlir_ciface_gradcomm_rt_elastic_average_f16(const char *state,
+                                             gradcomm_unranked_memref *x,
+                                             float alpha, int64_t period) {
+  return elasticAverage16("elastic_average_f16", state, x, alpha, period,
+                          GRADCOMM_WIRE_F16);
 }
 
 int32_t _mlir_ciface_gradcomm_rt_gossip_async_f32(const char *state,

@@ -82,3 +82,28 @@ func.func @mixed(%g: tensor<16xf32>) -> tensor<16xbf16> {
       : tensor<16xf32>, tensor<4xi64>
   return %r : tensor<16xbf16>
 }
+
+// -----
+
+// A 16-bit replica (a bf16 or f16 model's weight): gossip and EASGD call
+// the 16-bit entry points, which exchange it in its own bits; EASGD's
+// center stays f32.
+
+shard.grid @grid(shape = 4)
+gradcomm.state @w_gossip
+gradcomm.state @v_easgd : tensor<8x8xf32>
+
+// CHECK-DAG:   func.func private @gradcomm_rt_gossip_exchange_bf16(!llvm.ptr, memref<*xbf16>, i32, f32, i64, i64) -> i32 attributes {llvm.emit_c_interface}
+// CHECK-DAG:   func.func private @gradcomm_rt_elastic_average_f16(!llvm.ptr, memref<*xf16>, f32, i64) -> i32 attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func.func @exchanges
+// CHECK:       call @gradcomm_rt_gossip_exchange_bf16(
+// CHECK:       call @gradcomm_rt_elastic_average_f16(
+// CHECK-NOT:   gradcomm.
+func.func @exchanges(%w: tensor<64xbf16>, %v: tensor<8x8xf16>)
+    -> (tensor<64xbf16>, tensor<8x8xf16>) {
+  %x = gradcomm.gossip_exchange %w state @w_gossip on @grid grid_axes = [0]
+      schedule = ring mixing = 0.5 seed = 0 period = 1 : tensor<64xbf16>
+  %y = gradcomm.elastic_average %v state @v_easgd on @grid grid_axes = [0]
+      alpha = 0.2 period = 1 : tensor<8x8xf16>
+  return %x, %y : tensor<64xbf16>, tensor<8x8xf16>
+}

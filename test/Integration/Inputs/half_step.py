@@ -9,7 +9,14 @@ steps:
     f32 error-feedback memory equal those of the runtime's own
     gradcomm_scalecom_recipe_f32 with the same options and wire, run beside
     it on the widened gradient; and the compressed steps differ from dense.
-Usage: half_step.py dense|scalecom bf16|f16 <libstep.so>
+A 16-bit model's step (Inputs/half-replica-step.mlir: bf16 or f16 weight
+and gradient), compiled with gossip (matching, mixing 1/2) or EASGD (alpha
+1/4): the weight after each step, and the center, equal those of the
+runtime's own gradcomm_gossip_exchange_wire_f32 or
+gradcomm_elastic_average_wire_f32 run beside it on the widened local
+update, bit for bit, with as many value bytes sent (16 bits each); and
+the exchange changed the weight, over the same 4 steps.
+Usage: half_step.py dense|scalecom|gossip|easgd bf16|f16 <libstep.so>
 """
 
 import ctypes
@@ -22,7 +29,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "..", "..", "python"))
 
 from gradcomm.runner import CompiledStep  # noqa: E402
-from gradcomm.runtime import WIRES, RecipeOptions  # noqa: E402
+from gradcomm.runtime import WIRES, OpStats, RecipeOptions  # noqa: E402
 
 STEPS = 4
 SHAPE = (64, 32)
@@ -58,8 +65,81 @@ def gradient(rank, step, kind):
     return narrow(rng.standard_normal(SHAPE).astype(np.float32), kind)
 
 
+def same_state(lib, rank, name):
+    """Whether the step's f32 state `name` (N values) equals the reference
+    state's, bit for bit."""
+    values = []
+    for state in (name, b"reference"):
+        value = np.zeros(N, np.float32)
+        if lib.gradcomm_state_read(state,
+                                   value.ctypes.data_as(ctypes.c_void_p),
+                                   ctypes.c_int64(N)) != 0:
+            fail(rank, "no state %s" % state.decode())
+        values.append(value)
+    return np.array_equal(values[0], values[1])
+
+
+def exchange_reference(lib, mode, kind, x):
+    """The runtime's own 16-bit-wire exchange of x (float32, in place) on
+    the reference state, with the options the step was compiled with."""
+    pointer = x.ctypes.data_as(ctypes.c_void_p)
+    if mode == "gossip":  # GRADCOMM_SCHEDULE_MATCHING = 0, seed 0
+        return lib.gradcomm_gossip_exchange_wire_f32(
+            b"reference", pointer, ctypes.c_int64(N), 0, ctypes.c_float(0.5),
+            ctypes.c_uint64(0), ctypes.c_int64(1), WIRES[kind])
+    return lib.gradcomm_elastic_average_wire_f32(
+        b"reference", pointer, ctypes.c_int64(N), ctypes.c_float(0.25),
+        ctypes.c_int64(1), WIRES[kind])
+
+
+def replica_step(mode, kind, library):
+    """gossip or easgd on a 16-bit weight (half-replica-step.mlir)."""
+    manifest = {
+        "function": "step",
+        "inputs": [{"name": "w", "shape": list(SHAPE), "dtype": kind},
+                   {"name": "g", "shape": list(SHAPE), "dtype": kind}],
+        # A new buffer: the 16-bit update is not written over w.
+        "outputs": [{"name": "w", "shape": list(SHAPE), "dtype": kind}],
+    }
+    step = CompiledStep(library, manifest)
+    rank = step.rank()
+    lib = step.library
+    w = narrow(np.linspace(-1, 1, N, dtype=np.float32).reshape(SHAPE), kind)
+    reference = w.copy()
+    for t in range(STEPS):
+        g = gradient(rank, t, kind)
+        w = step({"w": w, "g": g})["w"]
+        local = narrow(widen(reference, kind) - widen(g, kind), kind)
+        x = np.ascontiguousarray(widen(local, kind))
+        if exchange_reference(lib, mode, kind, x) != 0:
+            fail(rank, "the runtime's %s call failed" % mode)
+        reference = narrow(x, kind)
+        if not np.array_equal(w, reference):
+            fail(rank, "step %d: the weights differ from the runtime's %s"
+                 % (t, mode))
+        if np.array_equal(w, local):
+            fail(rank, "step %d: the %s exchange changed nothing" % (t, mode))
+    # The same bytes as the reference's 16-bit wire: the step's values
+    # travelled in 16 bits too.
+    sent = []
+    for name in (b"w_" + mode.encode(), b"reference"):
+        stats = OpStats()
+        if lib.gradcomm_stats_get(name, ctypes.byref(stats)) != 0:
+            fail(rank, "no counters for %s" % name.decode())
+        sent.append(stats.value_bytes_sent)
+    if sent[0] != sent[1] or sent[0] == 0:
+        fail(rank, "the step sent %d value bytes, the 16-bit reference %d"
+             % tuple(sent))
+    if mode == "easgd" and not same_state(lib, rank, b"w_easgd"):
+        fail(rank, "the f32 center differs from the runtime's")
+    step.close()
+    print("rank %d: %s %s ok" % (rank, mode, kind), flush=True)
+
+
 def main():
     mode, kind, library = sys.argv[1], sys.argv[2], sys.argv[3]
+    if mode in ("gossip", "easgd"):
+        return replica_step(mode, kind, library)
     manifest = {
         "function": "step",
         "inputs": [{"name": "w", "shape": list(SHAPE), "dtype": "f32"},
@@ -103,18 +183,8 @@ def main():
         if not np.array_equal(w, reference):
             fail(rank, "step %d: the weights differ from the reference by %g"
                  % (t, np.abs(w - reference).max()))
-        if mode == "scalecom":
-            memories = []
-            for name in (b"w_grad", b"reference"):
-                memory = np.zeros(N, np.float32)
-                if lib.gradcomm_state_read(
-                        name, memory.ctypes.data_as(ctypes.c_void_p),
-                        ctypes.c_int64(N)) != 0:
-                    fail(rank, "no state %s" % name.decode())
-                memories.append(memory)
-            if not np.array_equal(memories[0], memories[1]):
-                fail(rank, "step %d: the memory differs from the runtime's"
-                     % t)
+        if mode == "scalecom" and not same_state(lib, rank, b"w_grad"):
+            fail(rank, "step %d: the memory differs from the runtime's" % t)
     if mode == "scalecom" and not dense_differs:
         fail(rank, "ScaleCom with k = 40 of 2048 gave the dense result")
     step.close()

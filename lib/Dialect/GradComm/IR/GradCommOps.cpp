@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/SmallSet.h"
 
 #include <cmath>
@@ -322,8 +323,22 @@ LocalTopkAllGatherOp::verifySymbolUses(SymbolTableCollection &symbolTables) {
 // GossipExchangeOp
 //===----------------------------------------------------------------------===//
 
+/// A gossip or elastic-averaging input: f32, or bf16/f16 when the exchange
+/// is synchronous (the runtime widens it and sends it in its own 16 bits;
+/// the one-sided windows of `mode = async` hold f32).
+static LogicalResult verifyReplicaType(Operation *op, Type type,
+                                       ExchangeMode mode) {
+  Type element = mlir::getElementTypeOrSelf(type);
+  if (mode == ExchangeMode::Async && (element.isBF16() || element.isF16()))
+    return op->emitOpError()
+           << "a " << element
+           << " input needs 'mode = sync' (the one-sided windows of "
+              "'mode = async' hold f32)";
+  return verifyDenseType(op, "input", type, /*allowHalf=*/true);
+}
+
 LogicalResult GossipExchangeOp::verify() {
-  if (failed(verifyDenseType(*this, "input", getInput().getType())))
+  if (failed(verifyReplicaType(*this, getInput().getType(), getMode())))
     return failure();
   double mixing = getMixing().convertToDouble();
   if (!(mixing > 0.0 && mixing < 1.0))
@@ -359,7 +374,7 @@ GossipExchangeOp::verifySymbolUses(SymbolTableCollection &symbolTables) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult ElasticAverageOp::verify() {
-  if (failed(verifyDenseType(*this, "input", getInput().getType())))
+  if (failed(verifyReplicaType(*this, getInput().getType(), getMode())))
     return failure();
   double alpha = getAlpha().convertToDouble();
   if (!(alpha > 0.0 && alpha <= 1.0))

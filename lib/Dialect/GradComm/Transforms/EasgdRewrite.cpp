@@ -90,10 +90,13 @@ EasgdRewritePass::plan(shard::AllReduceOp op, const RewriteDecision &decision,
   return ExchangeBuilder([=](OpBuilder &b, Location loc, Value updated,
                              StringRef parameter, SymbolTable &symbolTable) {
     OpBuilder declarationBuilder(b.getContext());
+    // The center is f32 whatever the replica's type (bf16, f16).
+    auto centerType =
+        cast<RankedTensorType>(updated.getType()).clone(b.getF32Type());
     auto state =
         StateOp::create(declarationBuilder, loc,
                         sanitizeSymbolName((parameter + "_easgd").str()),
-                        TypeAttr::get(updated.getType()));
+                        TypeAttr::get(centerType));
     insertDeclaration(symbolTable, state);
     auto average = ElasticAverageOp::create(
         b, loc, updated.getType(), updated,
@@ -116,13 +119,17 @@ EasgdRewritePass::plan(shard::AllReduceOp op, const RewriteDecision &decision,
 void EasgdRewritePass::runOnOperation() {
   if (failed(validateOptions()))
     return signalPassFailure();
-  LocalStepRewrite rewrite{kPass, Policy::Easgd,
-                           RewriteFilter{minElements, include, exclude}, report,
-                           [&](shard::AllReduceOp op,
-                               const RewriteDecision &decision,
-                               int64_t groupSize, std::string &reason) {
-                             return plan(op, decision, groupSize, reason);
-                           }};
+  LocalStepRewrite rewrite{
+      kPass, Policy::Easgd,
+      // A bf16/f16 replica's differences travel in 16
+      // bits (sync only); its center is f32.
+      RewriteFilter{minElements, include, exclude,
+                    /*halfGradients=*/mode == ExchangeMode::Sync},
+      report,
+      [&](shard::AllReduceOp op, const RewriteDecision &decision,
+          int64_t groupSize, std::string &reason) {
+        return plan(op, decision, groupSize, reason);
+      }};
   if (failed(rewriteToLocalSteps(getOperation(), rewrite)))
     signalPassFailure();
 }

@@ -109,7 +109,10 @@ void GossipRewritePass::runOnOperation() {
   if (failed(validateOptions()))
     return signalPassFailure();
   LocalStepRewrite rewrite{
-      kPass, Policy::Gossip, RewriteFilter{minElements, include, exclude},
+      kPass, Policy::Gossip,
+      // A bf16/f16 replica is exchanged in its own 16 bits (sync only).
+      RewriteFilter{minElements, include, exclude,
+                    /*halfGradients=*/mode == ExchangeMode::Sync},
       report,
       [&](shard::AllReduceOp op, const RewriteDecision &decision,
           int64_t groupSize,
