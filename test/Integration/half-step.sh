@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A mixed-precision step (Inputs/half-step.mlir: f32 master weights, a bf16
-# or f16 gradient) compiled dense and with ScaleCom, and a 16-bit model's
-# step (Inputs/half-replica-step.mlir) compiled with gossip and EASGD, run
-# on 2 ranks; Inputs/half_step.py says what is checked.
+# or f16 gradient) compiled dense, with ScaleCom and with local top-k, and a
+# 16-bit model's step (Inputs/half-replica-step.mlir) compiled with gossip
+# and EASGD, run on 2 ranks; Inputs/half_step.py says what is checked.
 # Usage: half-step.sh <gradcomm-compile> <mpiexec> <inputs dir> <work dir>
 set -euo pipefail
 compile=$1 mpiexec=$2 inputs=$3 work=$4
@@ -13,7 +13,8 @@ rm -rf "$work" && mkdir -p "$work" && cd "$work"
 # point, and runs Inputs/half_step.py on it at 2 ranks.
 run_step() {
   local policy=$1 type=$2 input=$3
-  sed -e "s/TYPE/$type/g" -e "s/POLICY/$policy/" "$input" >"$policy-$type.mlir"
+  sed -e "s/TYPE/$type/g" -e "s/POLICY/${policy/local-topk/scalecom}/" \
+    "$input" >"$policy-$type.mlir"
   "$compile" "$policy-$type.mlir" -o "lib$policy-$type.so" --emit=shared \
     --strategy="$policy" "${options[@]}" 2>"$policy-$type.log" ||
     { cat "$policy-$type.log"; exit 1; }
@@ -27,6 +28,8 @@ for type in bf16 f16; do
   run_step dense "$type" "$inputs/half-step.mlir"
   options=(--warmup-steps=1 --report)
   run_step scalecom "$type" "$inputs/half-step.mlir"
+  options=(--report)
+  run_step local-topk "$type" "$inputs/half-step.mlir"
   # A 16-bit weight (Inputs/half-replica-step.mlir) gossiped and averaged
   # elastically, the replica travelling in its own 16 bits.
   options=(--schedule=matching --mixing=0.5 --report)

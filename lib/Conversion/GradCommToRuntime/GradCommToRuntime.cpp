@@ -67,6 +67,8 @@ enum class RuntimeFn {
   ScaleComReduceScatter,
   AllGather,
   LocalTopkAllGather,
+  LocalTopkAllGatherBF16,
+  LocalTopkAllGatherF16,
   GossipExchange,
   GossipExchangeBF16,
   GossipExchangeF16,
@@ -137,6 +139,12 @@ const RuntimeFnSpec kRuntimeFns[] = {
      {Kind::Str, Kind::BufF32, Kind::BufF32}},
     {RuntimeFn::LocalTopkAllGather, "gradcomm_rt_local_topk_all_gather_f32",
      true, Kind::I32, {Kind::Str, Kind::BufF32, Kind::BufF32, Kind::I64,
+                       Kind::I32}},
+    {RuntimeFn::LocalTopkAllGatherBF16,
+     "gradcomm_rt_local_topk_all_gather_bf16", true, Kind::I32,
+     {Kind::Str, Kind::BufBF16, Kind::BufBF16, Kind::I64, Kind::I32}},
+    {RuntimeFn::LocalTopkAllGatherF16, "gradcomm_rt_local_topk_all_gather_f16",
+     true, Kind::I32, {Kind::Str, Kind::BufF16, Kind::BufF16, Kind::I64,
                        Kind::I32}},
     {RuntimeFn::GossipExchange, "gradcomm_rt_gossip_exchange_f32", true,
      Kind::I32, {Kind::Str, Kind::BufF32, Kind::I32, Kind::F32, Kind::I64,
@@ -646,6 +654,13 @@ struct MemoryUpdatePattern : public RuntimePattern<MemoryUpdateOp> {
 // Baseline, gossip, dense all-reduce
 //===----------------------------------------------------------------------===//
 
+/// The local top-k entry point for a gradient of `element` type.
+RuntimeFn localTopkFn(Type element) {
+  return element.isBF16()  ? RuntimeFn::LocalTopkAllGatherBF16
+         : element.isF16() ? RuntimeFn::LocalTopkAllGatherF16
+                           : RuntimeFn::LocalTopkAllGather;
+}
+
 struct LocalTopkPattern : public RuntimePattern<LocalTopkAllGatherOp> {
   using RuntimePattern::RuntimePattern;
   LogicalResult
@@ -655,7 +670,7 @@ struct LocalTopkPattern : public RuntimePattern<LocalTopkAllGatherOp> {
     Value grad = rt.buffer(adaptor.getInput(), /*readOnly=*/true);
     Value out = rt.allocate(op.getResult().getType());
     if (failed(
-            rt.callChecked(RuntimeFn::LocalTopkAllGather,
+            rt.callChecked(localTopkFn(elementTypeOf(op.getInput())),
                            {rt.string(op.getState()), rt.unranked(grad),
                             rt.unranked(out), rt.i64(op.getKAttr().getInt()),
                             rt.i32(static_cast<int32_t>(op.getReduction()))})))

@@ -113,6 +113,17 @@ int32_t _mlir_ciface_gradcomm_rt_local_topk_all_gather_f32(
     const char *state, gradcomm_unranked_memref *grad,
     gradcomm_unranked_memref *out, int64_t k, int32_t reduction);
 
+/// A bf16 or f16 gradient's local top-k step (host memory): widened into
+/// float32, each rank's k values travelling in the gradient's own 16 bits
+/// (gradcomm_local_topk_all_gather_wire_f32), the sum narrowed into `out`;
+/// the error feedback stays float32.
+int32_t _mlir_ciface_gradcomm_rt_local_topk_all_gather_bf16(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *out, int64_t k, int32_t reduction);
+int32_t _mlir_ciface_gradcomm_rt_local_topk_all_gather_f16(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *out, int64_t k, int32_t reduction);
+
 int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_f32(
     const char *state, gradcomm_unranked_memref *x, int32_t schedule,
     float mixing, int64_t seed, int64_t period);

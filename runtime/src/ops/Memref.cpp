@@ -633,6 +633,47 @@ int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_start_f32(
 
 namespace {
 
+gradcomm_status localTopk16(const char *operation, const char *state,
+                            gradcomm_unranked_memref *grad,
+                            gradcomm_unranked_memref *out, int64_t k,
+                            gradcomm_wire wire, int32_t reduction) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
+  GRADCOMM_RETURN_IF_ERROR(requireHostHalf(operation, state));
+  View<uint16_t> g, o;
+  GRADCOMM_RETURN_IF_ERROR(guarded(operation, state, [&](const Call &call) {
+    return validateCollectively(
+        call, [&] { return unpackGradAndOut(call, grad, out, g, o); });
+  }));
+  Widened &wide = widenedScratch();
+  wide.grad.resize(g.count);
+  wide.out.resize(o.count);
+  widenFromWire(wire, g.data, wide.grad.data(), g.count);
+  GRADCOMM_RETURN_IF_ERROR(gradcomm_local_topk_all_gather_wire_f32(
+      state, wide.grad.data(), wide.out.data(), g.count, k, wire,
+      static_cast<gradcomm_reduction>(reduction), nullptr));
+  narrowToWire(wire, wide.out.data(), o.data, o.count);
+  return GRADCOMM_OK;
+}
+
+} // namespace
+
+int32_t _mlir_ciface_gradcomm_rt_local_topk_all_gather_bf16(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *out, int64_t k, int32_t reduction) {
+  return localTopk16("local_topk_all_gather_bf16", state, grad, out, k,
+                     GRADCOMM_WIRE_BF16, reduction);
+}
+
+int32_t _mlir_ciface_gradcomm_rt_local_topk_all_gather_f16(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *out, int64_t k, int32_t reduction) {
+  return localTopk16("local_topk_all_gather_f16", state, grad, out, k,
+                     GRADCOMM_WIRE_F16, reduction);
+}
+
+namespace {
+
 /// A 16-bit replica of compiled code through the float32 entry point
 /// `exchange(x, count)`: widened into scratch, its values travelling in
 /// their own 16 bits (`wire`), narrowed back.

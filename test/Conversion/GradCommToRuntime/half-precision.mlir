@@ -107,3 +107,22 @@ func.func @exchanges(%w: tensor<64xbf16>, %v: tensor<8x8xf16>)
       alpha = 0.2 period = 1 : tensor<8x8xf16>
   return %x, %y : tensor<64xbf16>, tensor<8x8xf16>
 }
+
+// -----
+
+// Local top-k on a 16-bit gradient: the 16-bit entry point (its k values
+// travel in 16 bits; the memory is f32).
+
+shard.grid @grid(shape = 4)
+gradcomm.state @g_grad : tensor<256xf32>
+
+// CHECK-DAG:   func.func private @gradcomm_rt_local_topk_all_gather_bf16(!llvm.ptr, memref<*xbf16>, memref<*xbf16>, i64, i32) -> i32 attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func.func @local_topk
+// CHECK:       call @gradcomm_rt_local_topk_all_gather_bf16(
+// CHECK-NOT:   gradcomm.
+func.func @local_topk(%g: tensor<256xbf16>) -> tensor<256xbf16> {
+  %r = gradcomm.local_topk_all_gather %g state @g_grad on @grid
+      grid_axes = [0] k = 8 reduction = average
+      : tensor<256xbf16> -> tensor<256xbf16>
+  return %r : tensor<256xbf16>
+}

@@ -1,8 +1,8 @@
 // RUN: gradcomm-opt %s --gradcomm-scalecom -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: gradcomm-opt %s --gradcomm-scalecom="compressor=local-topk" -split-input-file 2>&1 | FileCheck %s --check-prefix=LOCAL
 
-// 16-bit gradients (mixed precision): ScaleCom's fused step compresses
-// bf16 and f16 all-reduces. The memory is f32 of the gradient's shape, the
+// 16-bit gradients (mixed precision): ScaleCom's fused step, and local
+// top-k, compress bf16 and f16 all-reduces. The memory is f32 of the gradient's shape, the
 // selected values f32 until they travel (in the gradient's 16 bits, chosen
 // by the lowering), the result the gradient's type.
 
@@ -17,7 +17,15 @@ shard.grid @grid(shape = 4)
 // CHECK:      gradcomm.cltk_compress %{{.*}} state @half_arg2_grad {{.*}} : tensor<2048xbf16> -> tensor<21xf32>, tensor<21xi64>
 // CHECK-NEXT: gradcomm.sparse_all_reduce {{.*}} -> tensor<2048xbf16>
 // CHECK-NOT:  shard.all_reduce
-// LOCAL-COUNT-2: warning: gradcomm-scalecom: '{{b?}}f16' gradient left dense: scalecom supports f32 only
+// Local top-k takes them too (its k values travel in 16 bits); its memory
+// is f32 as well.
+// LOCAL:      gradcomm.state @half_arg0_grad : tensor<2048xf32>
+// LOCAL-LABEL: func @half
+// LOCAL-NOT:  shard.all_reduce
+// LOCAL:      gradcomm.local_topk_all_gather %{{.*}} state @half_arg0_grad {{.*}} : tensor<2048xf16> -> tensor<2048xf16>
+// LOCAL:      gradcomm.local_topk_all_gather %{{.*}} state @half_arg2_grad {{.*}} : tensor<2048xbf16> -> tensor<2048xbf16>
+// LOCAL-NOT:  shard.all_reduce
+// LOCAL:      return
 func.func @half(%w: tensor<2048xf16>, %g: tensor<2048xf16>,
                 %wb: tensor<2048xbf16>, %gb: tensor<2048xbf16>) -> (tensor<2048xf16>, tensor<2048xbf16>) {
   %r = shard.all_reduce %g on @grid grid_axes = [0] reduction = average

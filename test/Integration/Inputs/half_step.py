@@ -8,7 +8,9 @@ steps:
   - scalecom (k = 40 of 2048, one dense warm-up step): the update and the
     f32 error-feedback memory equal those of the runtime's own
     gradcomm_scalecom_recipe_f32 with the same options and wire, run beside
-    it on the widened gradient; and the compressed steps differ from dense.
+    it on the widened gradient; and the compressed steps differ from dense;
+  - local-topk (k = 40): the same against the runtime's own
+    gradcomm_local_topk_all_gather_wire_f32 (update and f32 memory).
 A 16-bit model's step (Inputs/half-replica-step.mlir: bf16 or f16 weight
 and gradient), compiled with gossip (matching, mixing 1/2) or EASGD (alpha
 1/4): the weight after each step, and the center, equal those of the
@@ -16,7 +18,7 @@ runtime's own gradcomm_gossip_exchange_wire_f32 or
 gradcomm_elastic_average_wire_f32 run beside it on the widened local
 update, bit for bit, with as many value bytes sent (16 bits each); and
 the exchange changed the weight, over the same 4 steps.
-Usage: half_step.py dense|scalecom|gossip|easgd bf16|f16 <libstep.so>
+Usage: half_step.py dense|scalecom|local-topk|gossip|easgd bf16|f16 <libstep.so>
 """
 
 import ctypes
@@ -168,10 +170,16 @@ def main():
         else:
             wide = np.ascontiguousarray(widen(g, kind))
             out = np.zeros(SHAPE, np.float32)
-            status = lib.gradcomm_scalecom_recipe_f32(
-                b"reference", wide.ctypes.data_as(ctypes.c_void_p),
-                out.ctypes.data_as(ctypes.c_void_p), ctypes.c_int64(N),
-                ctypes.byref(options), 1)
+            if mode == "scalecom":
+                status = lib.gradcomm_scalecom_recipe_f32(
+                    b"reference", wide.ctypes.data_as(ctypes.c_void_p),
+                    out.ctypes.data_as(ctypes.c_void_p), ctypes.c_int64(N),
+                    ctypes.byref(options), 1)
+            else:  # local top-k, k = 40, average, the 16-bit wire
+                status = lib.gradcomm_local_topk_all_gather_wire_f32(
+                    b"reference", wide.ctypes.data_as(ctypes.c_void_p),
+                    out.ctypes.data_as(ctypes.c_void_p), ctypes.c_int64(N),
+                    ctypes.c_int64(40), WIRES[kind], 1, None)
             if status != 0:
                 fail(rank, "the runtime's recipe call failed: %d" % status)
             update = widen(narrow(out, kind), kind)
@@ -183,10 +191,10 @@ def main():
         if not np.array_equal(w, reference):
             fail(rank, "step %d: the weights differ from the reference by %g"
                  % (t, np.abs(w - reference).max()))
-        if mode == "scalecom" and not same_state(lib, rank, b"w_grad"):
+        if mode != "dense" and not same_state(lib, rank, b"w_grad"):
             fail(rank, "step %d: the memory differs from the runtime's" % t)
-    if mode == "scalecom" and not dense_differs:
-        fail(rank, "ScaleCom with k = 40 of 2048 gave the dense result")
+    if mode != "dense" and not dense_differs:
+        fail(rank, "%s with k = 40 of 2048 gave the dense result" % mode)
     step.close()
     print("rank %d: %s %s ok" % (rank, mode, kind), flush=True)
 

@@ -304,7 +304,8 @@ MemoryUpdateOp::verifySymbolUses(SymbolTableCollection &symbolTables) {
 
 LogicalResult LocalTopkAllGatherOp::verify() {
   Type inputType = getInput().getType();
-  if (failed(verifyDenseType(*this, "input", inputType)))
+  // A 16-bit gradient's k values travel in 16 bits; the memory is f32.
+  if (failed(verifyDenseType(*this, "input", inputType, /*allowHalf=*/true)))
     return failure();
   if (getResult().getType() != inputType)
     return emitOpError() << "'result' type " << getResult().getType()

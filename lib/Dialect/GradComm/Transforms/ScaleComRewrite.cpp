@@ -298,9 +298,10 @@ ScaleComRewritePass::makePlan(Operation *op, const PolicyOverrides &overrides,
 }
 
 FailureOr<Decision> ScaleComRewritePass::decide(Operation *op) {
-  // 16-bit gradients go through the cltk compressor's fused step only.
+  // 16-bit gradient all-reduces: cltk's fused step, or local top-k, each
+  // sending its values in 16 bits.
   RewriteFilter filter{minElements, include, exclude,
-                       /*halfGradients=*/compressor == "cltk"};
+                       /*halfGradients=*/true};
   FailureOr<RewriteDecision> shared =
       decideRewrite(op, Policy::ScaleCom, filter, kPass);
   if (failed(shared))
