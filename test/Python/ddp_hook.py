@@ -765,6 +765,17 @@ def test_sixteen_bit_averagers():
                            torch.isfinite(p.float()).all()
                            for p in model.parameters()),
                        "asynchronous gossip on a bf16 model")
+    # Checkpoints record each parameter's type: a bf16 model's state
+    # restores into a bf16 model, not into a float32 one.
+    saved = ddp.ScaleComState(make_model().to(torch.bfloat16),
+                              prefix="ckpt/").state_dict()
+    ddp.ScaleComState(make_model().to(torch.bfloat16),
+                      prefix="ckpt/").load_state_dict(saved)
+    failures += report(saved["dtypes"]["0.weight"] == "bfloat16",
+                       "a checkpoint records the parameters' types")
+    failures += expect_error(ValueError, lambda: ddp.ScaleComState(
+        make_model(), prefix="ckpt/").load_state_dict(saved),
+        "a bf16 model's state restored into a float32 model")
     return failures
 
 

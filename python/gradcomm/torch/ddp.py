@@ -211,6 +211,9 @@ class _State:
         self.backend = self.rt.backend()
         self.overlap = overlap
         self.names = _parameter_names(model)
+        # For checkpoints: the type each parameter trains in.
+        self.model_parameters = list(getattr(model, "module", model)
+                                     .named_parameters())
         self.prefix = prefix
         self.steps = 0
         # The wire values travel in; None: the bucket's type.
@@ -268,7 +271,12 @@ class _State:
             with open("%s.rank%d" % (path, self.rt.rank()), "rb") as f:
                 data = f.read()
         return {"format": "gradcomm-runtime-state", "rank": self.rt.rank(),
-                "size": self.size, "step": self.steps, "runtime": data}
+                "size": self.size, "step": self.steps, "runtime": data,
+                "dtypes": self._dtypes()}
+
+    def _dtypes(self):
+        return {name: str(p.dtype).replace("torch.", "")
+                for name, p in self.model_parameters}
 
     def load_state_dict(self, state):
         if state.get("format") != "gradcomm-runtime-state":
@@ -278,6 +286,16 @@ class _State:
             raise ValueError("state of rank %d of %d loaded on rank %d of %d"
                              % (state["rank"], state["size"], self.rt.rank(),
                                 self.size))
+        # The memories are float32 whatever the model's type, but a state
+        # saved for a bf16 model and restored into a float32 one (or back)
+        # is a change of recipe, not a resume: refused, with the parameter.
+        saved, now = state.get("dtypes"), self._dtypes()
+        for name, dtype in sorted((saved or {}).items()):
+            if name in now and now[name] != dtype:
+                raise ValueError(
+                    "state saved for parameter '%s' in %s, restored into a "
+                    "model where it is %s: convert the model back to %s, or "
+                    "start a fresh state" % (name, dtype, now[name], dtype))
         with tempfile.TemporaryDirectory() as directory:
             path = os.path.join(directory, "state")
             with open("%s.rank%d" % (path, self.rt.rank()), "wb") as f:
