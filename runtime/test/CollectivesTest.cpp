@@ -334,27 +334,42 @@ TEST(Stats, ScaleComBytesFollowTheCostModel) {
   ASSERT_OK(gradcomm_stats_get(name.c_str(), &stats));
   const uint64_t n = world.size;
   EXPECT_EQ(stats.calls, 3u);
-  // 40 int32 indices (160 bytes) fit in the agreement's payload: no
-  // broadcast of their own, one message (the values) per call.
+  // 40 indices as 16-bit gaps (80 bytes; no gap of 65535 fits in 4000
+  // elements) fit in the agreement's payload: no broadcast of their own,
+  // one message (the values) per call.
   EXPECT_EQ(stats.messages, 3u);
-  // k int32 indices shared by the leader (the tensor has fewer than 2^31
-  // elements): (n - 1) / n of 4k bytes, folded or not; k values
-  // all-reduced: 2 (n - 1) / n of 4k bytes. Independent of the tensor size.
-  EXPECT_EQ(stats.index_bytes_sent, 3 * (4 * k * (n - 1) / n));
-  EXPECT_EQ(stats.index_bytes_received, 3 * (4 * k * (n - 1) / n));
+  // k indices shared by the leader: (n - 1) / n of 2k bytes, folded or
+  // not; k values all-reduced: 2 (n - 1) / n of 4k bytes.
+  EXPECT_EQ(stats.index_bytes_sent, 3 * (2 * k * (n - 1) / n));
+  EXPECT_EQ(stats.index_bytes_received, 3 * (2 * k * (n - 1) / n));
   EXPECT_EQ(stats.value_bytes_sent, 3 * (2 * 4 * k * (n - 1) / n));
   EXPECT_GE(stats.seconds, 0.0);
 
-  // 100 indices (400 bytes) do not fit: a broadcast and an all-reduce.
-  const std::string larger = name + "_k100";
+  // 200 indices (400 bytes) do not fit: a broadcast and an all-reduce.
+  const std::string larger = name + "_k200";
   std::vector<float> grad = gradient(42, world.rank, 0, count), out(count);
   ASSERT_OK(gradcomm_scalecom_f32(larger.c_str(), grad.data(), out.data(),
-                                  count, 100, GRADCOMM_SELECT_EXACT, 0, 1.0f,
+                                  count, 200, GRADCOMM_SELECT_EXACT, 0, 1.0f,
                                   GRADCOMM_REDUCE_AVERAGE));
   gradcomm_op_stats largerStats;
   ASSERT_OK(gradcomm_stats_get(larger.c_str(), &largerStats));
   EXPECT_EQ(largerStats.messages, 2u);
-  EXPECT_EQ(largerStats.index_bytes_sent, 4 * 100 * (n - 1) / n);
+  EXPECT_EQ(largerStats.index_bytes_sent, 2 * 200 * (n - 1) / n);
+
+  // A tensor of 2^17 elements has room for one escaped gap (two words
+  // more); one index alone travels as an int32, which is smaller.
+  for (int64_t kBig : {int64_t(1), int64_t(1000)}) {
+    const int64_t big = int64_t(1) << 17;
+    const std::string wide = name + "_big" + std::to_string(kBig);
+    std::vector<float> g = gradient(43, world.rank, 0, big), o(big);
+    ASSERT_OK(gradcomm_scalecom_f32(wide.c_str(), g.data(), o.data(), big, kBig,
+                                    GRADCOMM_SELECT_EXACT, 0, 1.0f,
+                                    GRADCOMM_REDUCE_AVERAGE));
+    gradcomm_op_stats wideStats;
+    ASSERT_OK(gradcomm_stats_get(wide.c_str(), &wideStats));
+    const uint64_t message = kBig == 1 ? 4 : 2 * (kBig + 2);
+    EXPECT_EQ(wideStats.index_bytes_sent, message * (n - 1) / n) << kBig;
+  }
 
   // Chunk selection sends each index's offset inside its chunk: 1 byte for
   // chunks of 100, 2 bytes for chunks of 1000.
@@ -382,7 +397,7 @@ TEST(Stats, ScaleComBytesFollowTheCostModel) {
     EXPECT_TRUE(contains(json, "\"" + name + "\": {\"calls\": 3"));
     EXPECT_TRUE(contains(json, "\"rank\": " + std::to_string(world.size - 1)));
     EXPECT_TRUE(contains(json, "\"index_bytes_sent\": " +
-                                   std::to_string(4 * k * (n - 1) / n * 3)));
+                                   std::to_string(2 * k * (n - 1) / n * 3)));
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (world.rank == 0)

@@ -9,6 +9,7 @@
 
 #include "Kernels.h"
 #include "HalfFloat.h"
+#include "IndexCoding.h"
 #include "Schedule.h"
 #include "TestUtil.h"
 
@@ -269,6 +270,96 @@ TEST(GatherAndUpdate, ElementwiseLowPassForm) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Index coding
+//===----------------------------------------------------------------------===//
+
+/// Encodes, checks the size, decodes: the same indices.
+std::vector<uint8_t> roundTrip(const IndexCoding &coding,
+                               const std::vector<int64_t> &indices) {
+  std::vector<uint8_t> bytes(coding.bytes(), 0xAB);
+  encodeIndices(coding, indices.data(), bytes.data());
+  std::vector<int64_t> decoded(coding.k, -1);
+  decodeIndices(coding, bytes.data(), decoded.data());
+  EXPECT_EQ(decoded, indices);
+  return bytes;
+}
+
+TEST(IndexCoding, GapsHalveAnExactSelection) {
+  // The MLP's first layer at ratio 100: 200704 elements, k = 2007.
+  const int64_t count = 784 * 256, k = count / 100;
+  IndexCoding coding = smallestIndexCoding(count, k, 4, 0);
+  ASSERT_TRUE(coding.gaps);
+  EXPECT_EQ(coding.escapes, 3);
+  EXPECT_EQ(coding.bytes(), 2 * (k + 6));
+  for (int seed = 0; seed < 20; ++seed) {
+    std::vector<float> m(count, 0.0f), g = gradient(seed, 0, 0, count);
+    roundTrip(coding, runExact(m, g, k));
+  }
+}
+
+TEST(IndexCoding, EscapesFillTheMessageExactly) {
+  // Three gaps of 65535 or more (the most (count - k) / 65535 allows),
+  // then k - 3 neighbours: every word of the message is used.
+  const int64_t k = 100, count = 3 * 65535 + k;
+  IndexCoding coding = smallestIndexCoding(count, k, 4, 0);
+  ASSERT_TRUE(coding.gaps);
+  ASSERT_EQ(coding.escapes, 3);
+  std::vector<int64_t> indices;
+  for (int64_t j = 0; j < 3; ++j)
+    indices.push_back((j + 1) * 65535 + j);
+  while (static_cast<int64_t>(indices.size()) < k)
+    indices.push_back(indices.back() + 1);
+  ASSERT_EQ(indices.back(), count - 1);
+  std::vector<uint8_t> bytes = roundTrip(coding, indices);
+  uint16_t first;
+  std::memcpy(&first, bytes.data(), 2);
+  EXPECT_EQ(first, 0xFFFF);
+  // Gap 0 at the very first index, the largest gap (count - k) alone.
+  roundTrip(coding, [&] {
+    std::vector<int64_t> edge(k);
+    std::iota(edge.begin(), edge.end(), int64_t(0));
+    edge.back() = count - 1;
+    return edge;
+  }());
+}
+
+TEST(IndexCoding, UnusedWordsAreZero) {
+  // Room for one escape that this selection does not use: the last two
+  // words are zero whatever the buffer held (roundTrip fills it with 0xAB),
+  // so the same selection gives the same bytes.
+  const int64_t count = 70000, k = 10;
+  IndexCoding coding = smallestIndexCoding(count, k, 4, 0);
+  ASSERT_TRUE(coding.gaps);
+  ASSERT_EQ(coding.bytes(), 2 * (k + 2));
+  std::vector<int64_t> indices(k);
+  std::iota(indices.begin(), indices.end(), int64_t(5));
+  std::vector<uint8_t> bytes = roundTrip(coding, indices);
+  std::vector<uint8_t> expected(coding.bytes(), 0);
+  expected[0] = 5; // the first gap; the others are 0 (neighbours)
+  EXPECT_EQ(bytes, expected);
+}
+
+TEST(IndexCoding, FixedWidthWhereGapsAreNotSmaller) {
+  // One index of a large tensor: the escape room outweighs int32.
+  IndexCoding one = smallestIndexCoding(1 << 20, 1, 4, 0);
+  EXPECT_FALSE(one.gaps);
+  EXPECT_EQ(one.bytes(), 4);
+  // Chunk selection keeps its per-chunk offsets.
+  IndexCoding chunks = smallestIndexCoding(4000, 40, 1, 100);
+  EXPECT_FALSE(chunks.gaps);
+  EXPECT_EQ(chunks.bytes(), 40);
+  std::vector<int64_t> offsets(40);
+  for (int64_t j = 0; j < 40; ++j)
+    offsets[j] = j * 100 + (j * 37) % 100;
+  roundTrip(chunks, offsets);
+  // Beyond 2^31 elements an escaped gap would not fit in 32 bits.
+  EXPECT_FALSE(smallestIndexCoding(int64_t(1) << 32, 1 << 20, 8, 0).gaps);
+  // The CUDA backend's coding is always fixed.
+  EXPECT_FALSE(fixedIndexCoding(2007, 4, 0).gaps);
+  EXPECT_EQ(fixedIndexCoding(2007, 4, 0).bytes(), 4 * 2007);
+}
+
 TEST(Mix, HalfMixingGivesBothSidesTheSameBits) {
   std::vector<float> a = gradient(8, 0, 0, 100), b = gradient(8, 1, 0, 100);
   std::vector<float> a2 = a, b2 = b;
@@ -424,6 +515,35 @@ TEST(HalfFloat, BfloatArraysMatchTheScalarConversion) {
   EXPECT_EQ(toBfloat16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);
   EXPECT_EQ(toBfloat16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);
   EXPECT_EQ(toBfloat16(std::numeric_limits<float>::max()), 0x7f80);
+}
+
+TEST(HalfFloat, StreamingSizesMatchTheScalarConversion) {
+  // At kStreamingBytes and more the conversions take their streaming-store
+  // paths; both output offsets 0 and 1 run the alignment prologue, and a
+  // count that is no multiple of 16 the scalar tail.
+  using namespace gradcomm::half;
+  const int64_t n = kStreamingBytes / 2 + 13;
+  std::vector<float> patterns = conversionInputs();
+  std::vector<float> in(n + 1);
+  for (int64_t i = 0; i <= n; ++i)
+    in[i] = patterns[i % patterns.size()];
+  std::vector<uint16_t> narrow(n + 1);
+  std::vector<float> wide(n + 1);
+  for (int64_t offset : {0, 1}) {
+    narrowBfloat16(in.data() + offset, narrow.data() + offset, n);
+    widenBfloat16(narrow.data() + offset, wide.data() + offset, n);
+    for (int64_t i = offset; i < n + offset; ++i) {
+      ASSERT_EQ(narrow[i], toBfloat16(in[i])) << i;
+      ASSERT_TRUE(sameOrBothNan(wide[i], fromBfloat16(narrow[i]))) << i;
+    }
+    narrowHalf(in.data() + offset, narrow.data() + offset, n);
+    widenHalf(narrow.data() + offset, wide.data() + offset, n);
+    for (int64_t i = offset; i < n + offset; ++i) {
+      if (!std::isnan(in[i]))
+        ASSERT_EQ(narrow[i], toHalf(in[i])) << i;
+      ASSERT_TRUE(sameOrBothNan(wide[i], fromHalf(narrow[i]))) << i;
+    }
+  }
 }
 
 TEST(HalfFloat, HalfArraysMatchTheScalarConversion) {

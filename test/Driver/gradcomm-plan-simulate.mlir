@@ -60,10 +60,13 @@
 
 // The exact selection's passes (40 B per element more at the default
 // 20 GB/s: 2.1 ms for the 1M + 4096 elements) on top of the chunk path,
-// whose indices travel as 1-byte offsets inside their chunks (exact: 4
-// bytes).
+// whose indices travel as 1-byte offsets inside their chunks (exact:
+// 16-bit gaps, 2 bytes and room for the escapes).
 // EXACT: ranks scalecom-r100 scalecom-r100-exact
-// EXACT-NEXT: 2 51.125 53.256
+// EXACT-NEXT: 2 51.125 53.239
+// EXACT:      MB sent per rank per step
+// EXACT-NEXT: ranks
+// EXACT-NEXT: 2 0.0483 0.0536
 
 // Sharded training: the reduce-scatter by recursive halving (log2 n
 // latencies, (n - 1) / n of the buffer), 2 ranks: 50 ms + (10 us + 8 KiB *

@@ -27,8 +27,8 @@
 // CHECK:      cluster: 4 ranks, latency 10.00 us, link 1.000 GB/s, memory 10.000 GB/s
 // At 8 Gbit/s ScaleCom's exact selection (60 B per element at 10 GB/s:
 // 6.29 ms for #1) costs as much as dense's transfer saves, so policy=auto
-// keeps #1 dense. #0's 41 int32 indices (164 B) ride in the agreement's
-// payload, so its ScaleCom is the agreement, the value all-reduce by
+// keeps #1 dense. #0's 41 indices, as 16-bit gaps (82 B), ride in the
+// agreement's payload, so its ScaleCom is the agreement, the value all-reduce by
 // recursive doubling (2 * (10 us + 164 ns)) and the kernels (4096 * 60 B
 // at 10 GB/s = 24.576 us): 0.0658 ms, fewer latencies than dense's
 // 0.0855. At 1 Gbit/s (SLOW) dense's #1 takes 50 ms and both are
@@ -53,12 +53,13 @@
 // SLOW:      policy=auto (dense or ScaleCom per tensor): 0.13x dense
 
 // Measured kernel times (gradcomm-calibrate's kernel_* keys) replace the
-// byte estimates: exact ScaleCom on #1 = the index broadcast (its 41944 B
-// do not fit in the agreement; binomial tree, 2 * (10 us + 41944 B * 1 ns)
-// = 103.888 us) + the value all-reduce (40 us + 1.5 * 41.944 us =
-// 102.916 us) + 3 ns * 1048576 (3.145728 ms) + the agreement (20.928 us)
-// = 3.3735 ms.
-// KERNELS: #1 1048576 6.3524 3.3735
+// byte estimates: exact ScaleCom on #1 = the index broadcast (10486
+// indices as 16-bit gaps with room for 15 escapes: 2 * (10486 + 30) =
+// 21032 B, which do not fit in the agreement; binomial tree,
+// 2 * (10 us + 21032 B * 1 ns) = 62.064 us) + the value all-reduce
+// (40 us + 1.5 * 41.944 us = 102.916 us) + 3 ns * 1048576 (3.145728 ms)
+// + the agreement (20.928 us) = 3.3316 ms.
+// KERNELS: #1 1048576 6.3524 3.3316
 
 // One rank: nothing to communicate, only the kernels.
 // ONE: cluster: 1 ranks

@@ -327,7 +327,16 @@ Prediction predictCompressedStep(const ClusterModel &model, int64_t elements,
                        : ratio <= 256   ? 1
                        : ratio <= 65536 ? 2
                                         : indexBytes(elements);
-  const double indices = k * width, values = 4.0 * k;
+  double indices = k * width;
+  // An exact selection travels as 16-bit gaps when that is smaller: k
+  // words plus room for (elements - k) / 65535 escaped gaps of 2 words
+  // (the runtime's smallestIndexCoding, src/kernels/IndexCoding.h).
+  if (exactSelection && elements <= (int64_t(1) << 31)) {
+    const double escapes =
+        static_cast<double>((elements - static_cast<int64_t>(k)) / 65535);
+    indices = std::min(indices, 2.0 * (k + 2.0 * escapes));
+  }
+  const double values = 4.0 * k;
   Prediction p;
   // Indices that fit in the agreement's payload travel in it: no
   // broadcast of their own.

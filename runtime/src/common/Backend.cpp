@@ -79,6 +79,10 @@ int gradcomm::wireIndexBytes(const CompressStep &step) {
              : indexBytes(step.count);
 }
 
+IndexCoding Backend::indexCoding(const CompressStep &step) const {
+  return fixedIndexCoding(step.k, wireIndexBytes(step), step.chunkSize);
+}
+
 gradcomm_status Backend::compressAndUpdate(const Call &call,
                                            const CompressStep &step,
                                            const Prepared &prepared, float beta,

@@ -48,9 +48,8 @@ struct CompressStep {
   gradcomm_wire wire = GRADCOMM_WIRE_F32;
 };
 
-/// Bytes per index on the wire, on every backend: the offset inside its
-/// chunk (1 or 2 bytes) for chunk selection, int32 below 2^31 elements,
-/// else int64.
+/// Bytes per index in a fixed-width coding: the offset inside its chunk (1
+/// or 2 bytes) for chunk selection, int32 below 2^31 elements, else int64.
 int wireIndexBytes(const CompressStep &step);
 
 /// What a backend prepared before a compressing step's agreement.
@@ -123,8 +122,10 @@ public:
                                       int peer, float mixing,
                                       gradcomm_request_s &request) const = 0;
 
-  // ScaleCom. The leader's indices travel wireIndexBytes(step) bytes each
-  // on both backends.
+  // ScaleCom. The leader's indices travel as indexCoding(step) says.
+  /// Fixed width (wireIndexBytes) by default; the CPU backend sends an
+  /// exact selection's indices as 16-bit gaps when that is smaller.
+  virtual IndexCoding indexCoding(const CompressStep &step) const;
   /// Before the agreement: the non-finite scan (of m + g on the CPU, where
   /// it rides along the leader's selection; of g on CUDA) and, when the
   /// indices fold into the agreement, the leader's selection.

@@ -10,6 +10,7 @@
 #define GRADCOMM_RUNTIME_INTERNAL_H
 
 #include "CudaBackendTable.h"
+#include "IndexCoding.h"
 #include "Transport.h"
 #include "gradcomm/runtime.h"
 
@@ -563,18 +564,9 @@ int indexBytes(int64_t bound);
 /// chunks of at most 256, 2 for at most 65536, else indexBytes(bound).
 int chunkIndexBytes(int64_t bound, int64_t chunkSize);
 
-/// The ScaleCom indices as they travel: `width` bytes each (1, 2, 4 or 8)
-/// of index j minus j * chunkSize (the offset inside chunk j; the index
-/// itself with chunkSize 0). encodeIndices writes k * width bytes;
-/// decodeIndices reads them back.
-void encodeIndices(const int64_t *indices, int64_t k, int width,
-                   int64_t chunkSize, uint8_t *bytes);
-void decodeIndices(const uint8_t *bytes, int64_t k, int width,
-                   int64_t chunkSize, int64_t *indices);
-
-/// Broadcasts `count` indices from `root`, encoded as encodeIndices does.
-gradcomm_status broadcastIndices(const Call &call, int64_t *data, int64_t count,
-                                 int root, int width, int64_t chunkSize);
+/// Broadcasts coding.k indices from `root`, encoded as encodeIndices does.
+gradcomm_status broadcastIndices(const Call &call, int64_t *data, int root,
+                                 const IndexCoding &coding);
 
 /// The watchdog fired: records and prints GRADCOMM_ERR_TIMEOUT, aborts.
 [[noreturn]] void timedOut(const Call &call, const char *what, int peer,

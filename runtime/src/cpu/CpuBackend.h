@@ -53,6 +53,7 @@ public:
                               int peer, float mixing,
                               gradcomm_request_s &request) const override;
 
+  IndexCoding indexCoding(const CompressStep &step) const override;
   gradcomm_status prepareCompress(const Call &call, const CompressStep &step,
                                   Prepared &prepared) const override;
   gradcomm_status scalecom(const Call &call, const CompressStep &step,

@@ -27,6 +27,13 @@ bool isLeader(const CompressStep &step) {
   return context().rank == step.leader;
 }
 
+/// An exact selection's k indices as 16-bit gaps when that is smaller than
+/// int32s: about half the index bytes at ratios up to about 65535 / 2.
+IndexCoding indexCodingOf(const CompressStep &step) {
+  return smallestIndexCoding(step.count, step.k, wireIndexBytes(step),
+                             step.chunkSize);
+}
+
 /// The leader's indices to every rank, into `state.indices`. With `update`
 /// (the fused step) a chunk leader that selects here also applies the
 /// memory update, fills `values` and zeroes `out` (when not null) in the
@@ -35,11 +42,10 @@ gradcomm_status exchangeIndices(const Call &call, const CompressStep &step,
                                 const Prepared &prepared, bool update,
                                 float beta, float *out, bool *updated) {
   State &state = step.state;
-  const int width = wireIndexBytes(step);
+  const IndexCoding coding = indexCodingOf(step);
   *updated = false;
   if (prepared.foldsIndices()) {
-    decodeIndices(prepared.received.data(), step.k, width, step.chunkSize,
-                  state.indices.data());
+    decodeIndices(coding, prepared.received.data(), state.indices.data());
     return GRADCOMM_OK;
   }
   if (isLeader(step) && step.selection == GRADCOMM_SELECT_CHUNK) {
@@ -53,8 +59,7 @@ gradcomm_status exchangeIndices(const Call &call, const CompressStep &step,
                        state.indices.data());
     }
   }
-  return broadcastIndices(call, state.indices.data(), step.k, step.leader,
-                          width, step.chunkSize);
+  return broadcastIndices(call, state.indices.data(), step.leader, coding);
 }
 
 /// The fused step's part before the value reduction: the indices, then
@@ -106,11 +111,11 @@ gradcomm_status CpuBackend::prepareCompress(const Call &,
   // collective fewer per call, which is what a small tensor's call costs.
   // Every rank decides the same way once they agree on count, k, selection
   // and chunk size, which the same agreement checks.
-  const int width = wireIndexBytes(step);
+  const IndexCoding coding = indexCodingOf(step);
   if (!context().consistencyCheck ||
-      step.k * width > static_cast<int64_t>(kAgreementPayloadBytes))
+      coding.bytes() > static_cast<int64_t>(kAgreementPayloadBytes))
     return GRADCOMM_OK;
-  prepared.payloadBytes = static_cast<size_t>(step.k * width);
+  prepared.payloadBytes = static_cast<size_t>(coding.bytes());
   // So the leader selects now (a chunk leader then updates in the fused
   // gather's pass, like the other ranks: the same bits as the one-pass
   // kernel).
@@ -118,9 +123,12 @@ gradcomm_status CpuBackend::prepareCompress(const Call &,
     cpu::selectChunk(state.data(), step.grad, step.count, step.chunkSize,
                      state.indices.data());
   if (isLeader(step))
-    encodeIndices(state.indices.data(), step.k, width, step.chunkSize,
-                  prepared.sent.data());
+    encodeIndices(coding, state.indices.data(), prepared.sent.data());
   return GRADCOMM_OK;
+}
+
+IndexCoding CpuBackend::indexCoding(const CompressStep &step) const {
+  return indexCodingOf(step);
 }
 
 gradcomm_status CpuBackend::scalecom(const Call &call, const CompressStep &step,

@@ -98,13 +98,14 @@ gradcomm_status gradcomm::prepareAndAgree(const Call &call,
   return *skipped ? GRADCOMM_OK : agreed;
 }
 
-/// The index broadcast's bytes: as both backends send them
-/// (wireIndexBytes). Indices folded into
-/// the agreement count as the same bytes, in no message of their own.
+/// The index broadcast's bytes: as the backend codes them (indexCoding).
+/// Indices folded into the agreement count as the same bytes, in no
+/// message of their own.
 void gradcomm::countCompress(gradcomm_op_stats &stats, const CompressStep &step,
                              bool foldsIndices) {
   const Context &ctx = context();
-  uint64_t bytes = broadcastBytes(wireIndexBytes(step) * step.k, ctx.size);
+  uint64_t bytes =
+      broadcastBytes(backend().indexCoding(step).bytes(), ctx.size);
   if (!foldsIndices)
     stats.messages += 1;
   stats.index_bytes_sent += bytes;
