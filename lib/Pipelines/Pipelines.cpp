@@ -44,6 +44,8 @@ ScaleComRewritePassOptions ScaleComPipelineOptions::toPassOptions() const {
   options.warmup = warmup;
   options.warmupStartRatio = warmupStartRatio;
   options.clip = clip;
+  options.momentum = momentum;
+  options.nesterov = nesterov;
   options.minElements = minElements;
   options.exclude.assign(exclude.begin(), exclude.end());
   options.include.assign(include.begin(), include.end());

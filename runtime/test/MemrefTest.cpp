@@ -87,18 +87,25 @@ TEST(Memref, ScaleComMatchesThePointerEntryPoint) {
   }
 }
 
-// The compiled recipe call (dense warm-up, then a ramp warm-up with
-// clipping) equals the options struct's entry point; started and waited for
-// too, as gradcomm-overlap-collectives emits it.
+// The compiled recipe call (dense warm-up; a ramp warm-up with clipping;
+// momentum correction, Nesterov, a dense layer with momentum) equals the
+// options struct's entry point; started and waited for too, as
+// gradcomm-overlap-collectives emits it.
 TEST(Memref, ScaleComRecipeMatchesTheOptionsEntryPoint) {
   World world;
   const int64_t count = 600, k = 12;
   struct Case {
     int64_t warmupSteps;
-    float rampFrom, clip;
+    float rampFrom, clip, momentum;
+    int32_t nesterov, dense;
   };
   int number = 0;
-  for (const Case &c : {Case{3, 0.0f, 0.0f}, Case{4, 2.0f, 0.5f}}) {
+  // Every argument must reach the options: one the memref call dropped
+  // (momentum, Nesterov, dense) would change its results from step 1 on.
+  for (const Case &c :
+       {Case{3, 0.0f, 0.0f, 0.0f, 0, 0}, Case{4, 2.0f, 0.5f, 0.0f, 0, 0},
+        Case{2, 0.0f, 0.0f, 0.9f, 0, 0}, Case{2, 0.0f, 0.0f, 0.9f, 1, 0},
+        Case{0, 0.0f, 0.0f, 0.9f, 0, 1}}) {
     const std::string tag = std::to_string(number++);
     const std::string viaMemref = uniqueName("m" + tag);
     const std::string viaStart = uniqueName("s" + tag);
@@ -109,6 +116,9 @@ TEST(Memref, ScaleComRecipeMatchesTheOptionsEntryPoint) {
     o.warmup = c.rampFrom > 0 ? GRADCOMM_WARMUP_RAMP : GRADCOMM_WARMUP_DENSE;
     o.warmup_start_ratio = c.rampFrom > 0 ? c.rampFrom : 4.0f;
     o.clip = c.clip;
+    o.momentum = c.momentum;
+    o.nesterov = c.nesterov;
+    o.dense = c.dense;
     for (uint64_t step = 0; step < 6; ++step) {
       std::vector<float> grad = gradient(51, world.rank, step, count);
       std::vector<float> out1(count), out2(count), out3(count);
@@ -119,10 +129,12 @@ TEST(Memref, ScaleComRecipeMatchesTheOptionsEntryPoint) {
                                sm = unranked(o3);
       ASSERT_OK(_mlir_ciface_gradcomm_rt_scalecom_recipe_f32(
           viaMemref.c_str(), &gm, &om, k, GRADCOMM_SELECT_EXACT, 0, 0.5f,
-          c.warmupSteps, c.rampFrom, c.clip, GRADCOMM_REDUCE_AVERAGE));
+          c.warmupSteps, c.rampFrom, c.clip, c.momentum, c.nesterov, c.dense,
+          GRADCOMM_REDUCE_AVERAGE));
       ASSERT_OK(_mlir_ciface_gradcomm_rt_scalecom_recipe_start_f32(
           viaStart.c_str(), &gm, &sm, k, GRADCOMM_SELECT_EXACT, 0, 0.5f,
-          c.warmupSteps, c.rampFrom, c.clip, GRADCOMM_REDUCE_AVERAGE));
+          c.warmupSteps, c.rampFrom, c.clip, c.momentum, c.nesterov, c.dense,
+          GRADCOMM_REDUCE_AVERAGE));
       ASSERT_OK(_mlir_ciface_gradcomm_rt_wait_f32(viaStart.c_str(), &sm));
       ASSERT_OK(gradcomm_scalecom_recipe_f32(viaPointer.c_str(), grad.data(),
                                              out2.data(), count, &o,

@@ -82,6 +82,14 @@ struct ScaleComPipelineOptions
       *this, "clip",
       llvm::cl::desc("Recipe: local L2 clipping threshold (0: off)"),
       llvm::cl::init(0.0)};
+  Option<double> momentum{
+      *this, "momentum",
+      llvm::cl::desc("Recipe: momentum correction in [0, 1) (0: off; the "
+                     "step must be exported with plain SGD)"),
+      llvm::cl::init(0.0)};
+  Option<bool> nesterov{*this, "nesterov",
+                        llvm::cl::desc("Recipe: Nesterov momentum correction"),
+                        llvm::cl::init(false)};
   Option<int64_t> minElements{
       *this, "min-elements",
       llvm::cl::desc("Tensors with fewer elements stay dense"),

@@ -112,15 +112,15 @@ const RuntimeFnSpec kRuntimeFns[] = {
     {RuntimeFn::ScaleComRecipe, "gradcomm_rt_scalecom_recipe_f32", true,
      Kind::I32, {Kind::Str, Kind::BufF32, Kind::BufF32, Kind::I64, Kind::I32,
                  Kind::I64, Kind::F32, Kind::I64, Kind::F32, Kind::F32,
-                 Kind::I32}},
+                 Kind::F32, Kind::I32, Kind::I32, Kind::I32}},
     {RuntimeFn::ScaleComRecipeBF16, "gradcomm_rt_scalecom_recipe_bf16", true,
      Kind::I32, {Kind::Str, Kind::BufBF16, Kind::BufBF16, Kind::I64, Kind::I32,
                  Kind::I64, Kind::F32, Kind::I64, Kind::F32, Kind::F32,
-                 Kind::I32}},
+                 Kind::F32, Kind::I32, Kind::I32, Kind::I32}},
     {RuntimeFn::ScaleComRecipeF16, "gradcomm_rt_scalecom_recipe_f16", true,
      Kind::I32, {Kind::Str, Kind::BufF16, Kind::BufF16, Kind::I64, Kind::I32,
                  Kind::I64, Kind::F32, Kind::I64, Kind::F32, Kind::F32,
-                 Kind::I32}},
+                 Kind::F32, Kind::I32, Kind::I32, Kind::I32}},
     {RuntimeFn::CltkCompress, "gradcomm_rt_cltk_compress_f32", true,
      Kind::I32, {Kind::Str, Kind::BufF32, Kind::I64, Kind::I32, Kind::I64,
                  Kind::BufF32, Kind::BufI64}},
@@ -546,16 +546,19 @@ struct FusedScaleComPattern : public RuntimePattern<CltkCompressOp> {
     const bool half = isHalf(element);
     RuntimeFn fn = RuntimeFn::ScaleCom;
     if (op.hasRecipe() || half) {
-      // warmup_ramp_from 0: a dense warm-up; clip 0: no clipping.
+      // warmup_ramp_from 0: a dense warm-up; clip and momentum 0: off.
       fn = !half              ? RuntimeFn::ScaleComRecipe
            : element.isBF16() ? RuntimeFn::ScaleComRecipeBF16
                               : RuntimeFn::ScaleComRecipeF16;
+      auto valueOr0 = [](FloatAttr attr) {
+        return attr ? attr.getValueAsDouble() : 0.0;
+      };
       args.push_back(rt.i64(op.getWarmupSteps().value_or(0)));
-      args.push_back(rt.f32(op.getWarmupRampFromAttr()
-                                ? op.getWarmupRampFromAttr().getValueAsDouble()
-                                : 0.0));
-      args.push_back(
-          rt.f32(op.getClipAttr() ? op.getClipAttr().getValueAsDouble() : 0.0));
+      args.push_back(rt.f32(valueOr0(op.getWarmupRampFromAttr())));
+      args.push_back(rt.f32(valueOr0(op.getClipAttr())));
+      args.push_back(rt.f32(valueOr0(op.getMomentumAttr())));
+      args.push_back(rt.i32(op.getNesterov() ? 1 : 0));
+      args.push_back(rt.i32(op.getDense() ? 1 : 0));
     }
     args.push_back(rt.i32(static_cast<int32_t>(reduce.getReduction())));
     if (failed(rt.callChecked(fn, args)))
@@ -575,8 +578,9 @@ struct CltkCompressPattern : public RuntimePattern<CltkCompressOp> {
                   ConversionPatternRewriter &rewriter) const override {
     if (op.hasRecipe())
       return op.emitOpError(
-          "with the training recipe (warmup_steps, warmup_ramp_from, clip) "
-          "lowers only as the fused step: its values must feed one "
+          "with the training recipe (warmup_steps, warmup_ramp_from, clip, "
+          "momentum, dense) lowers only as the fused step: its values must "
+          "feed one "
           "sparse_all_reduce and its indices that op and one memory_update "
           "of the same state and gradient");
     RuntimeCalls rt = calls(rewriter, op);
@@ -1190,12 +1194,18 @@ LogicalResult ConvertGradCommToRuntimePass::prepare() {
           ok = false;
           return;
         }
-        if (compress.getWarmupRampFromAttr() &&
+        const char *notForReduceScatter =
+            compress.getWarmupRampFromAttr() ? "warmup_ramp_from"
+            : compress.getMomentumAttr()     ? "momentum"
+            : compress.getDense()            ? "dense"
+                                             : nullptr;
+        if (notForReduceScatter &&
             llvm::any_of(compress.getValues().getUsers(),
                          llvm::IsaPred<SparseReduceScatterOp>)) {
-          compress.emitOpError(
-              "feeds a sparse_reduce_scatter, whose runtime call has a dense "
-              "warm-up only ('warmup_ramp_from' is not built for it)");
+          compress.emitOpError()
+              << "feeds a sparse_reduce_scatter, whose runtime call has the "
+                 "dense warm-up and clipping only ('"
+              << notForReduceScatter << "' is not built for it)";
           ok = false;
           return;
         }

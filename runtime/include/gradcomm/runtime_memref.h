@@ -45,13 +45,15 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_f32(const char *state,
 
 /// gradcomm_scalecom_recipe_f32 with the options as the compiler has them:
 /// `warmup_ramp_from` 0 is a dense warm-up, else a ramp from that ratio;
-/// `clip` 0 is no clipping; no momentum correction (the compiled step's
-/// optimizer keeps its momentum).
+/// `clip` 0 is no clipping; `momentum` 0 is no momentum correction (else
+/// the compiled step's optimizer is plain SGD); `nesterov` and `dense` are
+/// the options' flags.
 int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_f32(
     const char *state, gradcomm_unranked_memref *grad,
     gradcomm_unranked_memref *out, int64_t k, int32_t selection,
     int64_t chunk_size, float beta, int64_t warmup_steps,
-    float warmup_ramp_from, float clip, int32_t reduction);
+    float warmup_ramp_from, float clip, float momentum, int32_t nesterov,
+    int32_t dense, int32_t reduction);
 
 /// 16-bit gradients of compiled code (bf16 and f16 memrefs; host memory):
 /// widened into float32, the values travelling in the tensor's own 16 bits
@@ -66,12 +68,14 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_bf16(
     const char *state, gradcomm_unranked_memref *grad,
     gradcomm_unranked_memref *out, int64_t k, int32_t selection,
     int64_t chunk_size, float beta, int64_t warmup_steps,
-    float warmup_ramp_from, float clip, int32_t reduction);
+    float warmup_ramp_from, float clip, float momentum, int32_t nesterov,
+    int32_t dense, int32_t reduction);
 int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_f16(
     const char *state, gradcomm_unranked_memref *grad,
     gradcomm_unranked_memref *out, int64_t k, int32_t selection,
     int64_t chunk_size, float beta, int64_t warmup_steps,
-    float warmup_ramp_from, float clip, int32_t reduction);
+    float warmup_ramp_from, float clip, float momentum, int32_t nesterov,
+    int32_t dense, int32_t reduction);
 
 /// gradcomm_reduce_scatter_f32: `shard` holds this rank's
 /// gradcomm_shard_range of `data`.
@@ -185,7 +189,8 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_start_f32(
     const char *state, gradcomm_unranked_memref *grad,
     gradcomm_unranked_memref *out, int64_t k, int32_t selection,
     int64_t chunk_size, float beta, int64_t warmup_steps,
-    float warmup_ramp_from, float clip, int32_t reduction);
+    float warmup_ramp_from, float clip, float momentum, int32_t nesterov,
+    int32_t dense, int32_t reduction);
 int32_t _mlir_ciface_gradcomm_rt_gossip_exchange_start_f32(
     const char *state, gradcomm_unranked_memref *x, int32_t schedule,
     float mixing, int64_t seed, int64_t period);

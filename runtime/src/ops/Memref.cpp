@@ -160,10 +160,10 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_f32(const char *state,
 namespace {
 
 /// The recipe's options from the compiled call's arguments.
-gradcomm_scalecom_options recipeOptions(int64_t k, int32_t selection,
-                                        int64_t chunkSize, float beta,
-                                        int64_t warmupSteps,
-                                        float warmupRampFrom, float clip) {
+gradcomm_scalecom_options
+recipeOptions(int64_t k, int32_t selection, int64_t chunkSize, float beta,
+              int64_t warmupSteps, float warmupRampFrom, float clip,
+              float momentum, int32_t nesterov, int32_t dense) {
   gradcomm_scalecom_options options;
   gradcomm_scalecom_options_init(&options, k);
   options.selection = static_cast<gradcomm_selection>(selection);
@@ -175,6 +175,9 @@ gradcomm_scalecom_options recipeOptions(int64_t k, int32_t selection,
   if (warmupRampFrom > 0.0f)
     options.warmup_start_ratio = warmupRampFrom;
   options.clip = clip;
+  options.momentum = momentum;
+  options.nesterov = nesterov;
+  options.dense = dense;
   return options;
 }
 
@@ -202,10 +205,12 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_f32(
     const char *state, gradcomm_unranked_memref *grad,
     gradcomm_unranked_memref *out, int64_t k, int32_t selection,
     int64_t chunkSize, float beta, int64_t warmupSteps, float warmupRampFrom,
-    float clip, int32_t reduction) {
+    float clip, float momentum, int32_t nesterov, int32_t dense,
+    int32_t reduction) {
   return scalecomRecipe("scalecom_recipe_f32", state, grad, out,
                         recipeOptions(k, selection, chunkSize, beta,
-                                      warmupSteps, warmupRampFrom, clip),
+                                      warmupSteps, warmupRampFrom, clip,
+                                      momentum, nesterov, dense),
                         reduction, nullptr);
 }
 
@@ -278,7 +283,8 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_reduce_scatter_f32(
                                          grad, shard, in, out));
   const gradcomm_scalecom_options options =
       recipeOptions(k, selection, chunkSize, beta, warmupSteps,
-                    /*warmupRampFrom=*/0.0f, clip);
+                    /*warmupRampFrom=*/0.0f, clip, /*momentum=*/0.0f,
+                    /*nesterov=*/0, /*dense=*/0);
   return gradcomm_scalecom_reduce_scatter_recipe_f32(
       state, in.data, out.data, in.count, &options,
       static_cast<gradcomm_reduction>(reduction));
@@ -367,10 +373,12 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_bf16(
     const char *state, gradcomm_unranked_memref *grad,
     gradcomm_unranked_memref *out, int64_t k, int32_t selection,
     int64_t chunkSize, float beta, int64_t warmupSteps, float warmupRampFrom,
-    float clip, int32_t reduction) {
+    float clip, float momentum, int32_t nesterov, int32_t dense,
+    int32_t reduction) {
   return scalecomRecipe16("scalecom_recipe_bf16", state, grad, out,
                           recipeOptions(k, selection, chunkSize, beta,
-                                        warmupSteps, warmupRampFrom, clip),
+                                        warmupSteps, warmupRampFrom, clip,
+                                        momentum, nesterov, dense),
                           GRADCOMM_WIRE_BF16, reduction);
 }
 
@@ -378,10 +386,12 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_f16(
     const char *state, gradcomm_unranked_memref *grad,
     gradcomm_unranked_memref *out, int64_t k, int32_t selection,
     int64_t chunkSize, float beta, int64_t warmupSteps, float warmupRampFrom,
-    float clip, int32_t reduction) {
+    float clip, float momentum, int32_t nesterov, int32_t dense,
+    int32_t reduction) {
   return scalecomRecipe16("scalecom_recipe_f16", state, grad, out,
                           recipeOptions(k, selection, chunkSize, beta,
-                                        warmupSteps, warmupRampFrom, clip),
+                                        warmupSteps, warmupRampFrom, clip,
+                                        momentum, nesterov, dense),
                           GRADCOMM_WIRE_F16, reduction);
 }
 
@@ -444,13 +454,14 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_start_f32(
     const char *state, gradcomm_unranked_memref *grad,
     gradcomm_unranked_memref *out, int64_t k, int32_t selection,
     int64_t chunkSize, float beta, int64_t warmupSteps, float warmupRampFrom,
-    float clip, int32_t reduction) {
+    float clip, float momentum, int32_t nesterov, int32_t dense,
+    int32_t reduction) {
   gradcomm_request request = nullptr;
-  GRADCOMM_RETURN_IF_ERROR(
-      scalecomRecipe("scalecom_recipe_start_f32", state, grad, out,
-                     recipeOptions(k, selection, chunkSize, beta, warmupSteps,
-                                   warmupRampFrom, clip),
-                     reduction, &request));
+  GRADCOMM_RETURN_IF_ERROR(scalecomRecipe(
+      "scalecom_recipe_start_f32", state, grad, out,
+      recipeOptions(k, selection, chunkSize, beta, warmupSteps, warmupRampFrom,
+                    clip, momentum, nesterov, dense),
+      reduction, &request));
   return keepRequest("scalecom_recipe_start_f32", state, request);
 }
 

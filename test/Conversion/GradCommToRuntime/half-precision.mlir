@@ -27,7 +27,7 @@ func.func @dense(%a: tensor<64xbf16>, %b: tensor<8x8xf16>) -> (tensor<64xbf16>, 
 shard.grid @grid(shape = 4)
 gradcomm.state @w_grad : tensor<32x32xf32>
 
-// CHECK-DAG:   func.func private @gradcomm_rt_scalecom_recipe_bf16(!llvm.ptr, memref<*xbf16>, memref<*xbf16>, i64, i32, i64, f32, i64, f32, f32, i32) -> i32 attributes {llvm.emit_c_interface}
+// CHECK-DAG:   func.func private @gradcomm_rt_scalecom_recipe_bf16(!llvm.ptr, memref<*xbf16>, memref<*xbf16>, i64, i32, i64, f32, i64, f32, f32, f32, i32, i32, i32) -> i32 attributes {llvm.emit_c_interface}
 // CHECK-LABEL: func.func @scalecom
 // CHECK:       %[[OUT:.*]] = memref.alloc() : memref<32x32xbf16>
 // CHECK:       call @gradcomm_rt_scalecom_recipe_bf16(

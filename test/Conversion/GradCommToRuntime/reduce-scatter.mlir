@@ -75,9 +75,27 @@ shard.grid @grid(shape = 4)
 gradcomm.state @w_grad : tensor<32x16xf32>
 
 func.func @ramp(%g: tensor<32x16xf32>) -> tensor<8x16xf32> {
-  // expected-error @+1 {{feeds a sparse_reduce_scatter, whose runtime call has a dense warm-up only ('warmup_ramp_from' is not built for it)}}
+  // expected-error @+1 {{feeds a sparse_reduce_scatter, whose runtime call has the dense warm-up and clipping only ('warmup_ramp_from' is not built for it)}}
   %v, %i = gradcomm.cltk_compress %g state @w_grad on @grid grid_axes = [0]
       k = 6 selection = exact {warmup_steps = 10 : i64, warmup_ramp_from = 2.0 : f32}
+      : tensor<32x16xf32> -> tensor<6xf32>, tensor<6xi64>
+  %s = gradcomm.sparse_reduce_scatter %v, %i on @grid grid_axes = [0]
+      reduction = sum scatter_axis = 0
+      : tensor<6xf32>, tensor<6xi64> -> tensor<8x16xf32>
+  gradcomm.memory_update %g, %i state @w_grad beta = 0.5
+      : tensor<32x16xf32>, tensor<6xi64>
+  return %s : tensor<8x16xf32>
+}
+
+// -----
+
+shard.grid @grid(shape = 4)
+gradcomm.state @w_grad : tensor<32x16xf32>
+
+func.func @momentum(%g: tensor<32x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{feeds a sparse_reduce_scatter, whose runtime call has the dense warm-up and clipping only ('momentum' is not built for it)}}
+  %v, %i = gradcomm.cltk_compress %g state @w_grad on @grid grid_axes = [0]
+      k = 6 selection = exact {momentum = 0.9 : f32}
       : tensor<32x16xf32> -> tensor<6xf32>, tensor<6xi64>
   %s = gradcomm.sparse_reduce_scatter %v, %i on @grid grid_axes = [0]
       reduction = sum scatter_axis = 0

@@ -178,6 +178,13 @@ LogicalResult CltkCompressOp::verify() {
                 std::isfinite(clip.getValueAsDouble())))
     return emitOpError() << "'clip' must be finite and > 0, got "
                          << clip.getValueAsDouble();
+  if (FloatAttr momentum = getMomentumAttr();
+      momentum &&
+      !(momentum.getValueAsDouble() > 0.0 && momentum.getValueAsDouble() < 1.0))
+    return emitOpError() << "'momentum' must be in (0, 1), got "
+                         << momentum.getValueAsDouble();
+  if (getNesterov() && !getMomentumAttr())
+    return emitOpError("'nesterov' needs 'momentum'");
 
   std::optional<int64_t> chunkSize;
   if (IntegerAttr chunkSizeAttr = getChunkSizeAttr())

@@ -75,6 +75,12 @@ static BlockArgument findParameter(Value value, Type type, int depth) {
   return nullptr;
 }
 
+/// The function's own return (a use there is a result of the step).
+static bool isFunctionReturn(Operation *op) {
+  return op->hasTrait<OpTrait::ReturnLike>() &&
+         isa_and_nonnull<FunctionOpInterface>(op->getParentOp());
+}
+
 static bool hasParameterName(BlockArgument parameter) {
   auto func = cast<FunctionOpInterface>(parameter.getOwner()->getParentOp());
   return static_cast<bool>(
@@ -97,8 +103,7 @@ GradientUse mlir::gradcomm::analyzeGradient(Value reduced) {
       continue;
     for (OpOperand &use : value.getUses()) {
       Operation *user = use.getOwner();
-      if (user->hasTrait<OpTrait::ReturnLike>() &&
-          isa_and_nonnull<FunctionOpInterface>(user->getParentOp())) {
+      if (isFunctionReturn(user)) {
         if (parameter && hasParameterName(parameter))
           return {true, parameter, &use};
         if (parameter && !unnamed.isGradient)
@@ -122,6 +127,31 @@ GradientUse mlir::gradcomm::analyzeGradient(Value reduced) {
     }
   }
   return unnamed;
+}
+
+int64_t mlir::gradcomm::countReturnedUpdates(Value reduced) {
+  Type type = reduced.getType();
+  SmallVector<Value> worklist = {reduced};
+  llvm::DenseSet<Value> visited;
+  llvm::SmallDenseSet<OpOperand *> returned;
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    if (!visited.insert(value).second)
+      continue;
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      if (isFunctionReturn(user)) {
+        returned.insert(&use);
+        continue;
+      }
+      if (!isElementwiseOp(user) || !useCarriesData(use))
+        continue;
+      for (Value result : user->getResults())
+        if (sameFloatShape(result.getType(), type))
+          worklist.push_back(result);
+    }
+  }
+  return static_cast<int64_t>(returned.size());
 }
 
 std::string mlir::gradcomm::parameterName(BlockArgument parameter) {

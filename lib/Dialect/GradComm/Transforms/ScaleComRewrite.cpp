@@ -56,6 +56,9 @@ struct AutoChoice {
 /// What the pass does with one all-reduce.
 struct Decision {
   bool compress = false;
+  /// Momentum correction of a gradient the policy keeps dense: the recipe's
+  /// dense call (k = N), which keeps its velocity.
+  bool denseWithMomentum = false;
   /// Why it stays dense (when !compress), or policy=auto's reasons.
   std::string reason;
   BlockArgument parameter;
@@ -71,6 +74,9 @@ public:
 private:
   LogicalResult validateOptions();
   FailureOr<Decision> decide(Operation *op);
+  FailureOr<Decision> keepDense(Operation *op, const RewriteDecision &shared,
+                                Decision decision);
+  LogicalResult checkPlainSgd(Operation *op, const Decision &decision);
   FailureOr<AutoChoice> chooseRatio(Operation *op,
                                     const RewriteDecision &shared,
                                     int64_t numElements);
@@ -152,6 +158,18 @@ LogicalResult ScaleComRewritePass::validateOptions() {
     return module.emitError()
            << "gradcomm-scalecom: warm-up and clipping are ScaleCom's recipe; "
               "compressor=local-topk does not take them";
+  if (!(momentum >= 0.0 && momentum < 1.0))
+    return module.emitError()
+           << "gradcomm-scalecom: option 'momentum' must be in [0, 1), got "
+           << formatNumber(momentum);
+  if (nesterov && momentum == 0.0)
+    return module.emitError()
+           << "gradcomm-scalecom: option 'nesterov' needs 'momentum'";
+  if (compressor == "local-topk" && momentum > 0.0)
+    return module.emitError()
+           << "gradcomm-scalecom: momentum correction is ScaleCom's recipe; "
+              "compressor=local-topk does not take it (export the step with "
+              "the optimizer's momentum instead)";
   if (policy != "fixed" && policy != "auto")
     return module.emitError() << "gradcomm-scalecom: option 'policy' must be "
                                  "fixed or auto, got '"
@@ -310,7 +328,7 @@ FailureOr<Decision> ScaleComRewritePass::decide(Operation *op) {
   decision.parameter = shared->use.parameter;
   if (!shared->rewrite) {
     decision.reason = shared->reason;
-    return decision;
+    return keepDense(op, *shared, decision);
   }
   auto type = cast<RankedTensorType>(reducedInput(op).getType());
   if (isa<shard::ReduceScatterOp>(op)) {
@@ -330,6 +348,8 @@ FailureOr<Decision> ScaleComRewritePass::decide(Operation *op) {
       return op->emitError() << kPass
                              << ": warmup=ramp is not built for the compressed "
                                 "reduce-scatter (its warm-up is dense)";
+    if (momentum > 0.0)
+      return keepDense(op, *shared, decision);
   }
   PolicyOverrides overrides = shared->overrides;
   if (cluster) {
@@ -339,7 +359,7 @@ FailureOr<Decision> ScaleComRewritePass::decide(Operation *op) {
       return failure();
     decision.reason = choice->why;
     if (choice->applies && choice->ratio == 0)
-      return decision; // dense
+      return keepDense(op, *shared, decision);
     if (choice->applies)
       overrides.ratio = static_cast<double>(choice->ratio);
   }
@@ -350,6 +370,65 @@ FailureOr<Decision> ScaleComRewritePass::decide(Operation *op) {
   decision.compress = true;
   decision.plan = *plan;
   return decision;
+}
+
+/// A gradient the pass does not compress. Without momentum correction it
+/// stays a dense all-reduce. With it the velocity must live in the runtime
+/// for every gradient (the step's optimizer is plain SGD): a gradient
+/// all-reduce becomes the recipe's dense call; one that cannot is an error.
+FailureOr<Decision>
+ScaleComRewritePass::keepDense(Operation *op, const RewriteDecision &shared,
+                               Decision decision) {
+  if (momentum == 0.0 || !shared.use.isGradient)
+    return decision;
+  auto why = [&]() -> std::optional<std::string> {
+    if (std::optional<std::string> structural = whyNotRewritable(op))
+      return structural;
+    if (isa<shard::ReduceScatterOp>(op))
+      return std::string("it is a reduce-scatter, whose runtime call has no "
+                         "momentum correction");
+    Type element =
+        cast<RankedTensorType>(reducedInput(op).getType()).getElementType();
+    if (!element.isF32() && !element.isBF16() && !element.isF16())
+      return std::string("its element type is not f32, bf16 or f16");
+    return std::nullopt;
+  }();
+  if (why)
+    return op->emitError()
+           << kPass
+           << ": momentum correction needs every gradient's velocity in the "
+              "runtime, but this gradient cannot go through the recipe's "
+              "call: "
+           << *why
+           << "; export the step with the optimizer's own momentum and "
+              "drop 'momentum'";
+  auto type = cast<RankedTensorType>(reducedInput(op).getType());
+  decision.compress = true;
+  decision.denseWithMomentum = true;
+  decision.plan.k = type.getNumElements();
+  decision.plan.beta = beta;
+  decision.plan.selection = Selection::Exact;
+  decision.reason = "left dense (" + decision.reason +
+                    "), through the recipe's dense call for its velocity";
+  return decision;
+}
+
+/// Momentum correction replaces the optimizer's momentum: a step whose
+/// optimizer keeps its own state from the gradient would apply momentum
+/// twice (or Adam's moments to a velocity).
+LogicalResult ScaleComRewritePass::checkPlainSgd(Operation *op,
+                                                 const Decision &decision) {
+  if (momentum == 0.0 || !decision.compress)
+    return success();
+  int64_t updates = countReturnedUpdates(op->getResult(0));
+  if (updates <= 1)
+    return success();
+  return op->emitError()
+         << kPass << ": momentum correction needs a step exported with plain "
+         << "SGD, but this gradient reaches " << updates
+         << " returned values (the optimizer keeps state of its own: a "
+            "momentum buffer or Adam's moments); export with momentum 0, or "
+            "drop 'momentum'";
 }
 
 void ScaleComRewritePass::rewrite(Operation *op, const Decision &decision,
@@ -404,17 +483,23 @@ void ScaleComRewritePass::rewrite(Operation *op, const Decision &decision,
     IntegerAttr chunkAttr =
         plan.chunkSize ? b.getI64IntegerAttr(*plan.chunkSize) : IntegerAttr();
     // The recipe's attributes, where set (docs/scalecom.md, "The recipe").
-    IntegerAttr warmupAttr = recipeWarmupSteps
+    // A dense call has no warm-up to make.
+    const bool dense = decision.denseWithMomentum;
+    IntegerAttr warmupAttr = recipeWarmupSteps && !dense
                                  ? b.getI64IntegerAttr(recipeWarmupSteps)
                                  : IntegerAttr();
-    FloatAttr rampAttr = recipeWarmupSteps && warmup == "ramp"
+    FloatAttr rampAttr = recipeWarmupSteps && !dense && warmup == "ramp"
                              ? b.getF32FloatAttr(warmupStartRatio)
                              : FloatAttr();
     FloatAttr clipAttr = clip > 0.0 ? b.getF32FloatAttr(clip) : FloatAttr();
+    FloatAttr momentumAttr =
+        momentum > 0.0 ? b.getF32FloatAttr(momentum) : FloatAttr();
     auto compress = CltkCompressOp::create(
         b, loc, valuesType, indicesType, input, stateRef, grid, gridAxes,
         b.getI64IntegerAttr(plan.k), SelectionAttr::get(ctx, plan.selection),
-        chunkAttr, warmupAttr, rampAttr, clipAttr);
+        chunkAttr, warmupAttr, rampAttr, clipAttr, momentumAttr,
+        nesterov ? b.getUnitAttr() : UnitAttr(),
+        dense ? b.getUnitAttr() : UnitAttr());
     Operation *reduce;
     if (allReduce)
       reduce = SparseAllReduceOp::create(b, loc, type, compress.getValues(),
@@ -434,7 +519,10 @@ void ScaleComRewritePass::rewrite(Operation *op, const Decision &decision,
                            b.getF64FloatAttr(plan.beta));
   }
 
-  if (report)
+  if (report && decision.denseWithMomentum)
+    op->emitRemark() << "gradcomm-scalecom: " << decision.reason << ", state @"
+                     << state.getSymName();
+  else if (report)
     op->emitRemark() << "gradcomm-scalecom: compressed " << type
                      << " with k = " << plan.k << " of "
                      << type.getNumElements()
@@ -466,7 +554,7 @@ void ScaleComRewritePass::runOnOperation() {
   bool failedAny = false;
   for (Operation *op : reductions) {
     FailureOr<Decision> decision = decide(op);
-    if (failed(decision)) {
+    if (failed(decision) || failed(checkPlainSgd(op, *decision))) {
       failedAny = true;
       continue;
     }

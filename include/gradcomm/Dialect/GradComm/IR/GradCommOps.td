@@ -118,7 +118,16 @@ def GradComm_CltkCompressOp : GradComm_Op<"cltk_compress", [
     * `warmup_steps = W`: in the state's first W steps (every step counts)
       the three ops compute a dense all-reduce of g and leave the memory
       alone, or, with `warmup_ramp_from = s`, send k_t >= k values, with the
-      ratio rising geometrically from s to N / k (exact selection).
+      ratio rising geometrically from s to N / k (exact selection);
+    * `momentum = mu` (momentum correction, deep gradient compression's):
+      the velocity u' = mu u + g (with `nesterov`, g + mu u' is sent) takes
+      g's place in everything above, and u = u' is masked to zero at the
+      sent indices. The velocity is a second runtime state,
+      `<state>.velocity`. The step's optimizer must then be plain SGD: the
+      result already carries the momentum;
+    * `dense`: every step is a dense all-reduce (the memory is never used),
+      so a gradient the policy keeps dense still gets its velocity under
+      `momentum`.
 
     Example:
 
@@ -141,12 +150,16 @@ def GradComm_CltkCompressOp : GradComm_Op<"cltk_compress", [
     OptionalAttr<I64Attr>:$chunk_size,
     OptionalAttr<I64Attr>:$warmup_steps,
     OptionalAttr<F32Attr>:$warmup_ramp_from,
-    OptionalAttr<F32Attr>:$clip
+    OptionalAttr<F32Attr>:$clip,
+    OptionalAttr<F32Attr>:$momentum,
+    UnitAttr:$nesterov,
+    UnitAttr:$dense
   ));
   let extraClassDeclaration = [{
     /// Some part of the training recipe is set (it needs the fused call).
     bool hasRecipe() {
-      return getWarmupStepsAttr() || getWarmupRampFromAttr() || getClipAttr();
+      return getWarmupStepsAttr() || getWarmupRampFromAttr() ||
+             getClipAttr() || getMomentumAttr() || getDense();
     }
   }];
   let results = (outs

@@ -42,6 +42,12 @@ struct GradientUse {
 /// mixed precision widens a bf16 gradient into an f32 update).
 GradientUse analyzeGradient(Value reduced);
 
+/// How many distinct function results `reduced` reaches through elementwise
+/// ops: 1 for plain SGD's parameter update, more when the optimizer also
+/// returns state computed from the gradient (a momentum buffer, Adam's
+/// moments).
+int64_t countReturnedUpdates(Value reduced);
+
 /// The parameter's readable name: its `gradcomm.name` argument attribute, or
 /// "<function>_arg<N>".
 std::string parameterName(BlockArgument parameter);

@@ -20,6 +20,14 @@ def ScaleComRewritePass : Pass<"gradcomm-scalecom", "::mlir::ModuleOp"> {
     what the all-reduce computed (a `sum` stays a sum, an `average` an
     average).
 
+    With `momentum` (momentum correction, docs/scalecom.md "The recipe")
+    the runtime keeps each gradient's velocity: compressed gradients get
+    `momentum` on their `cltk_compress`, and every gradient all-reduce the
+    policy leaves dense becomes the same three ops with `dense` and k = N,
+    so it still gets its velocity. The exported step must be plain SGD.
+    A gradient that cannot take that path (a reduce-scatter, an f64 or
+    `max` all-reduce) is an error, never a silent loss of momentum.
+
     Gradient `shard.reduce_scatter` ops (sharded data parallelism) are
     rewritten the same way, with `gradcomm.sparse_reduce_scatter` in place
     of the sparse all-reduce: the selection runs over the whole local
@@ -107,6 +115,13 @@ def ScaleComRewritePass : Pass<"gradcomm-scalecom", "::mlir::ModuleOp"> {
     Option<"clip", "clip", "double", "0.0",
            "The recipe's local clipping: each gradient is scaled to an L2 "
            "norm of at most this before compression (0: off)">,
+    Option<"momentum", "momentum", "double", "0.0",
+           "The recipe's momentum correction, in [0, 1) (0: off): the "
+           "runtime keeps each gradient's velocity and compresses it; "
+           "gradients left dense get theirs through a dense recipe call. "
+           "Export the step with plain SGD">,
+    Option<"nesterov", "nesterov", "bool", "false",
+           "With momentum: send g + momentum u (Nesterov)">,
     Option<"minElements", "min-elements", "int64_t", "1024",
            "Tensors with fewer elements stay dense">,
     ListOption<"exclude", "exclude", "std::string",
