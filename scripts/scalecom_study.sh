@@ -31,7 +31,10 @@
 # under gradcomm-compile's defaults (the recipe: beta 0.5, 100 dense
 # warm-up steps) and trains each with examples/pytorch/train.py for EPOCHS
 # epochs per seed (the transformer: Adam lr LM_LR, LM_EPOCHS epochs); its
-# rows are the model "<model> (compiled)".
+# rows are the model "<model> (compiled)". The labels scalecom-r100-mc and
+# scalecom-r400-mc (SGD models) export the step with plain SGD instead and
+# compile it with --momentum=0.9: momentum correction, the velocity in the
+# runtime. COMPILED_LABELS picks labels (default: all five).
 #
 # Sizes: MODELS="mlp cnn", SEEDS="1 2 3", EPOCHS=5 (about 50 minutes on 2
 # cores with the ablation); LABELS="dense scalecom-r400" runs only those
@@ -52,6 +55,7 @@ ablation=${ABLATION:-1}
 evaluations=${EVALUATIONS:-5}
 labels=${LABELS:-}  # run only these strategies (labels below); all if empty
 compiled_models=${COMPILED_MODELS:-}
+compiled_labels=${COMPILED_LABELS:-"dense scalecom-r100 scalecom-r400 scalecom-r100-mc scalecom-r400-mc"}
 lm_lr=${LM_LR:-0.003}
 lm_epochs=${LM_EPOCHS:-10}
 
@@ -129,10 +133,21 @@ for model in $compiled_models; do
   fi
   "$build/bin/gradcomm-export" "examples/pytorch/models.py:$model" --batch 32 \
     --ranks 2 "${export_options[@]}" -o "$exported/step.mlir"
-  for entry in dense:0 scalecom-r100:100 scalecom-r400:400; do
-    label=${entry%%:*} ratio=${entry#*:} options=(--strategy=dense)
+  if [ "$model" != transformer ]; then
+    "$build/bin/gradcomm-export" "examples/pytorch/models.py:$model" \
+      --batch 32 --ranks 2 --momentum 0 --lr "$lr" -o "$exported/plain.mlir"
+  fi
+  for label in $compiled_labels; do
+    ratio=${label#scalecom-r} ratio=${ratio%-mc} options=(--strategy=dense)
+    [ "$label" = dense ] && ratio=0
     [ "$ratio" != 0 ] && options=(--strategy=scalecom --ratio="$ratio")
-    "$build/bin/gradcomm-compile" "$exported/step.mlir" --emit=shared \
+    step=step model_options=("${train_options[@]}")
+    if [ "${label%-mc}" != "$label" ]; then
+      [ "$model" = transformer ] && continue # Adam: no momentum correction
+      step=plain options+=(--momentum=0.9)
+      model_options+=(--optimizer-options "")
+    fi
+    "$build/bin/gradcomm-compile" "$exported/$step.mlir" --emit=shared \
       -o "$exported/$label.so" "${options[@]}"
     comm=${label%%-*} warmup=0
     [ "$comm" = scalecom ] && warmup=100 # gradcomm-compile's default
@@ -140,7 +155,7 @@ for model in $compiled_models; do
       log="$out/runs/$model-compiled-$label-seed$seed.json"
       /usr/bin/mpiexec.mpich -n 2 "$python" examples/pytorch/train.py \
         --model "$model" --library "$exported/$label.so" \
-        --manifest "$exported/step.json" "${train_options[@]}" --seed "$seed" \
+        --manifest "$exported/$step.json" "${model_options[@]}" --seed "$seed" \
         --label "$label" --comm "$comm" --ratio "$ratio" \
         --warmup-steps "$warmup" --json "$log" |
         sed "s/^summary /  $model compiled $label seed $seed: /"
@@ -159,5 +174,6 @@ the final test accuracy (10,000 images); bytes are measured by the runtime
 per rank and step, warm-up included; wall time of all runs $elapsed s;
 command: MODELS='$models' SEEDS='$seeds' EPOCHS=$epochs LR=$lr
 LM_EPOCHS=$lm_epochs LM_LR=$lm_lr ABLATION=$ablation
-COMPILED_MODELS='$compiled_models' scripts/scalecom_study.sh" "${logs[@]}"
+COMPILED_MODELS='$compiled_models' COMPILED_LABELS='$compiled_labels'
+scripts/scalecom_study.sh" "${logs[@]}"
 echo "report: $out/report.md"
