@@ -76,7 +76,7 @@ __attribute__((target("avx2"))) inline __m256i toBfloat16Lanes(__m256i bits) {
 __attribute__((target("avx2"))) inline void
 narrowBfloat16Avx2(const float *in, uint16_t *out, int64_t n) {
   int64_t i = 0;
-  // Streaming stores at DRAM sizes: 0.73x of a copy without, 0.77-0.83x
+  // Streaming stores at DRAM sizes: 0.73x of a copy without, 0.77-0.90x
   // with (docs/performance.md).
   const bool streaming = n * int64_t(sizeof(uint16_t)) >= kStreamingBytes;
   if (streaming)
