@@ -35,6 +35,9 @@
 # scalecom-r400-mc (SGD models) export the step with plain SGD instead and
 # compile it with --momentum=0.9: momentum correction, the velocity in the
 # runtime. COMPILED_LABELS picks labels (default: all five).
+# COMPILED_LR_SCHEDULE=cosine (default constant) exports the steps with
+# --lr-input and has train.py decay the rate to 0 over the run, as the hook
+# path's cosine schedule does.
 #
 # Sizes: MODELS="mlp cnn", SEEDS="1 2 3", EPOCHS=5 (about 50 minutes on 2
 # cores with the ablation); LABELS="dense scalecom-r400" runs only those
@@ -56,6 +59,7 @@ evaluations=${EVALUATIONS:-5}
 labels=${LABELS:-}  # run only these strategies (labels below); all if empty
 compiled_models=${COMPILED_MODELS:-}
 compiled_labels=${COMPILED_LABELS:-"dense scalecom-r100 scalecom-r400 scalecom-r100-mc scalecom-r400-mc"}
+compiled_schedule=${COMPILED_LR_SCHEDULE:-constant}
 lm_lr=${LM_LR:-0.003}
 lm_epochs=${LM_EPOCHS:-10}
 
@@ -127,15 +131,24 @@ for model in $compiled_models; do
   exported="$out/compiled/$model"
   mkdir -p "$exported"
   export_options=(--momentum 0.9 --lr "$lr") train_options=(--epochs "$epochs")
+  model_lr=$lr
   if [ "$model" = transformer ]; then
     export_options=(--optimizer adam --lr "$lm_lr")
     train_options=(--epochs "$lm_epochs" --optimizer-options "")
+    model_lr=$lm_lr
   fi
+  lr_input=()
+  if [ "$compiled_schedule" != constant ]; then
+    lr_input=(--lr-input)
+    train_options+=(--lr "$model_lr" --lr-schedule "$compiled_schedule")
+  fi
+  export_options+=("${lr_input[@]}")
   "$build/bin/gradcomm-export" "examples/pytorch/models.py:$model" --batch 32 \
     --ranks 2 "${export_options[@]}" -o "$exported/step.mlir"
   if [ "$model" != transformer ]; then
     "$build/bin/gradcomm-export" "examples/pytorch/models.py:$model" \
-      --batch 32 --ranks 2 --momentum 0 --lr "$lr" -o "$exported/plain.mlir"
+      --batch 32 --ranks 2 --momentum 0 --lr "$lr" "${lr_input[@]}" \
+      -o "$exported/plain.mlir"
   fi
   for label in $compiled_labels; do
     ratio=${label#scalecom-r} ratio=${ratio%-mc} options=(--strategy=dense)
@@ -167,13 +180,13 @@ elapsed=$(($(date +%s) - start))
 "$python" scripts/lib/study_report.py "$out" --context "2 ranks (one per core,
 $(nproc) cores), PyTorch DDP over gloo with GradComm's hooks; SGD lr $lr,
 momentum 0.9 (applied by the hook under momentum correction), cosine decay to
-0 over $epochs epochs, batch 32 per rank (compiled steps: constant lr, the
-momentum in the step; the transformer: Adam lr $lm_lr,
+0 over $epochs epochs, batch 32 per rank (compiled steps: lr schedule
+$compiled_schedule, the momentum in the step unless -mc; the transformer: Adam lr $lm_lr,
 $lm_epochs epochs, 16-character windows); seeds $seeds; mean +- sample sd of
 the final test accuracy (10,000 images); bytes are measured by the runtime
 per rank and step, warm-up included; wall time of all runs $elapsed s;
 command: MODELS='$models' SEEDS='$seeds' EPOCHS=$epochs LR=$lr
 LM_EPOCHS=$lm_epochs LM_LR=$lm_lr ABLATION=$ablation
 COMPILED_MODELS='$compiled_models' COMPILED_LABELS='$compiled_labels'
-scripts/scalecom_study.sh" "${logs[@]}"
+COMPILED_LR_SCHEDULE=$compiled_schedule scripts/scalecom_study.sh" "${logs[@]}"
 echo "report: $out/report.md"

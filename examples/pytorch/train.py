@@ -23,6 +23,7 @@ every rank keep its own clock (asynchronous strategies).
 import argparse
 import gzip
 import json
+import math
 import os
 import sys
 import time
@@ -209,6 +210,14 @@ class TimeBudget:
         return self.next > self.evaluations
 
 
+def learning_rate(args, taken, steps):
+    """The lr of step `taken` (from 0) of `steps`: --lr, or under cosine
+    lr (1 + cos(pi taken / steps)) / 2, CosineAnnealingLR's value."""
+    if args.lr_schedule == "cosine":
+        return args.lr * (1 + math.cos(math.pi * taken / steps)) / 2
+    return args.lr
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="cnn")
@@ -244,6 +253,13 @@ def main():
                         help="--json: the compression ratio compiled in")
     parser.add_argument("--warmup-steps", type=int, default=0,
                         help="--json: the dense warm-up compiled in")
+    parser.add_argument("--lr", type=float, default=None,
+                        help="the learning rate fed to a step exported with "
+                        "--lr-input (its base value under --lr-schedule)")
+    parser.add_argument("--lr-schedule", default="constant",
+                        choices=["constant", "cosine"],
+                        help="with --lr: cosine decays it to 0 over the run, "
+                        "step by step, as torch's CosineAnnealingLR")
     args = parser.parse_args()
     straggler = (-1, 1.0)
     if args.straggler:
@@ -269,6 +285,18 @@ def main():
         images, labels = train_windows[:, :-1], train_windows[:, 1:]
     else:
         images, labels = load(args.data, "train")
+    takes_lr = any(entry["name"] == "lr" for entry in manifest["inputs"])
+    if takes_lr and args.lr is None:
+        parser.error("the step takes its learning rate as an input (exported "
+                     "with --lr-input): give --lr")
+    if not takes_lr and (args.lr is not None or
+                         args.lr_schedule != "constant"):
+        parser.error("--lr and --lr-schedule need a step exported with "
+                     "--lr-input; this one has lr %s built in"
+                     % manifest.get("lr"))
+    if args.time_budget and args.lr_schedule != "constant":
+        parser.error("--lr-schedule needs --epochs (a time budget has no "
+                     "known length)")
     options = dict(kv.split("=") for kv in args.optimizer_options.split(",")
                    if kv)
     optimizer = optim.make(manifest["optimizer"],
@@ -293,6 +321,9 @@ def main():
         if budget:
             budget.slow_down()
         values["input"], values["target"] = images[chosen], labels[chosen]
+        if takes_lr:
+            values["lr"] = np.array(learning_rate(args, taken, schedule.steps),
+                                    np.float32)
         start, start_cpu = time.perf_counter(), time.process_time()
         outputs = step(values)
         seconds = time.perf_counter() - start
@@ -358,6 +389,7 @@ def write_json(args, schedule, ranks, sent, times, train_loss, accuracy):
             "label": args.label, "model": args.model + " (compiled)",
             "comm": args.comm, "seed": args.seed, "ranks": ranks,
             "steps": schedule.steps, "epochs": args.epochs,
+            "lr_schedule": args.lr_schedule,
             "options": dict(ratio=args.ratio, **warmup) if args.ratio
             else None,
             "value_bytes_per_step": sent[0] / schedule.steps,
