@@ -7,6 +7,8 @@
 #include "TestUtil.h"
 #include "gradcomm/runtime_memref.h"
 
+#include <cstring>
+
 using namespace gradcomm::test;
 
 namespace {
@@ -232,3 +234,83 @@ TEST(Memref, ABadDescriptorOnOneRankFailsEveryRank) {
 }
 
 } // namespace
+
+namespace {
+
+/// bfloat16 bits of a float that bfloat16 holds exactly, and back.
+uint16_t toBfloat16(float value) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+float fromBfloat16(uint16_t half) {
+  const uint32_t bits = static_cast<uint32_t>(half) << 16;
+  float value = 0.0f;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
+std::vector<float> widened(const std::vector<uint16_t> &halves) {
+  std::vector<float> values(halves.size());
+  for (size_t i = 0; i < halves.size(); ++i)
+    values[i] = fromBfloat16(halves[i]);
+  return values;
+}
+
+} // namespace
+
+/// The sharded collectives of bf16 tensors match the pointer entry points
+/// with a bfloat16 wire, on small integers (exact in bfloat16 and in any
+/// order of the sums).
+TEST(Memref, ShardedBfloat16MatchesTheWireEntryPoints) {
+  World world;
+  const int64_t count = 64 * world.size, k = 8;
+  const int64_t length = count / world.size;
+  std::vector<uint16_t> data(count);
+  for (int64_t i = 0; i < count; ++i)
+    data[i] = toBfloat16(static_cast<float>((i * 7 + world.rank) % 9) - 4.0f);
+  const std::vector<float> wide = widened(data);
+  std::vector<uint16_t> shard(length);
+  Descriptor<uint16_t, 1> d{data.data(), data.data(), 0, {count}, {1}};
+  Descriptor<uint16_t, 1> s{shard.data(), shard.data(), 0, {length}, {1}};
+  gradcomm_unranked_memref dm = unranked(d), sm = unranked(s);
+
+  std::vector<float> expected(length);
+  ASSERT_OK(_mlir_ciface_gradcomm_rt_reduce_scatter_bf16(
+      "memref.rs16", &dm, &sm, GRADCOMM_REDUCE_SUM));
+  ASSERT_OK(gradcomm_reduce_scatter_wire_f32(
+      "memref.rs16.p", wide.data(), expected.data(), count, GRADCOMM_WIRE_BF16,
+      GRADCOMM_REDUCE_SUM));
+  EXPECT_EQ(widened(shard), expected);
+
+  const std::string viaMemref = uniqueName("m16"), viaPointer = uniqueName("p");
+  gradcomm_scalecom_options o;
+  gradcomm_scalecom_options_init(&o, k);
+  o.warmup_steps = 1;
+  o.wire = GRADCOMM_WIRE_BF16;
+  for (int step = 0; step < 3; ++step) {
+    ASSERT_OK(_mlir_ciface_gradcomm_rt_scalecom_reduce_scatter_bf16(
+        viaMemref.c_str(), &dm, &sm, k, GRADCOMM_SELECT_EXACT, 0, o.beta,
+        o.warmup_steps, 0.0f, GRADCOMM_REDUCE_SUM));
+    ASSERT_OK(gradcomm_scalecom_reduce_scatter_recipe_f32(
+        viaPointer.c_str(), wide.data(), expected.data(), count, &o,
+        GRADCOMM_REDUCE_SUM));
+    EXPECT_EQ(widened(shard), expected) << "step " << step;
+  }
+  EXPECT_EQ(readState(viaMemref, count), readState(viaPointer, count));
+
+  // The all-gather puts every rank's shard back in place.
+  std::vector<uint16_t> whole(count);
+  Descriptor<uint16_t, 1> w{whole.data(), whole.data(), 0, {count}, {1}};
+  gradcomm_unranked_memref wm = unranked(w);
+  std::vector<uint16_t> mine(data.begin() + world.rank * length,
+                             data.begin() + (world.rank + 1) * length);
+  Descriptor<uint16_t, 1> m{mine.data(), mine.data(), 0, {length}, {1}};
+  gradcomm_unranked_memref mm = unranked(m);
+  ASSERT_OK(_mlir_ciface_gradcomm_rt_all_gather_bf16("memref.ag16", &mm, &wm));
+  for (int r = 0; r < world.size; ++r)
+    for (int64_t i = 0; i < length; ++i)
+      ASSERT_EQ(fromBfloat16(whole[r * length + i]),
+                static_cast<float>(((r * length + i) * 7 + r) % 9) - 4.0f);
+}

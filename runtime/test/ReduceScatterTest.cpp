@@ -6,7 +6,9 @@
 // all-reduce's result, and the compressed reduce-scatter's shard that range
 // of gradcomm_scalecom_f32's output, with the same memory. The inputs are
 // small integers and beta 1/2, so every sum is exact in float32 whatever
-// order MPI adds in: the comparisons are bit for bit at 1-4 ranks.
+// order MPI adds in: the comparisons are bit for bit at 1-4 ranks. With a
+// 16-bit wire the inputs are such integers times 1 + a part the 16-bit type
+// cannot hold: rounded before they travel, they sum exactly again.
 //
 //===----------------------------------------------------------------------===//
 
@@ -282,8 +284,8 @@ TEST(ReduceScatter, RecipeRefusesWhatIsNotBuilt) {
                 count, &options, GRADCOMM_REDUCE_SUM),
             GRADCOMM_ERR_UNSUPPORTED);
   EXPECT_TRUE(contains(gradcomm_last_error(),
-                       "momentum correction, a ramp warm-up and a 16-bit "
-                       "wire are not built for it"))
+                       "momentum correction and a ramp warm-up are not built "
+                       "for it"))
       << gradcomm_last_error();
   gradcomm_scalecom_options_init(&options, 4);
   options.warmup = GRADCOMM_WARMUP_RAMP;
@@ -329,5 +331,177 @@ TEST(ReduceScatter, AllGatherUndoesTheReduceScatter) {
         GRADCOMM_ERR_INVALID_ARGUMENT);
     EXPECT_TRUE(contains(gradcomm_last_error(), "do not divide"))
         << gradcomm_last_error();
+  }
+}
+
+namespace {
+
+constexpr gradcomm_wire kSixteenBits[] = {GRADCOMM_WIRE_BF16,
+                                          GRADCOMM_WIRE_F16};
+
+/// A relative part below half the wire type's last place for magnitudes
+/// under 32: x (1 + it) rounds to x in that type.
+float belowHalfAPlace(gradcomm_wire wire) {
+  return wire == GRADCOMM_WIRE_BF16 ? std::ldexp(1.0f, -10)
+                                    : std::ldexp(1.0f, -12);
+}
+
+/// `values` times 1 + belowHalfAPlace(wire).
+std::vector<float> offTheWire(std::vector<float> values, gradcomm_wire wire) {
+  for (float &value : values)
+    value *= 1.0f + belowHalfAPlace(wire);
+  return values;
+}
+
+uint64_t bytesSent(const std::string &name) {
+  gradcomm_op_stats stats{};
+  EXPECT_EQ(gradcomm_stats_get(name.c_str(), &stats), GRADCOMM_OK);
+  return stats.value_bytes_sent;
+}
+
+} // namespace
+
+TEST(ReduceScatter, SixteenBitWireRoundsBeforeTheSum) {
+  World world;
+  const int64_t count = 1001;
+  const Range range = shardOf(count, world.rank, world.size);
+  const uint64_t n = static_cast<uint64_t>(world.size);
+  for (gradcomm_wire wire : kSixteenBits)
+    for (gradcomm_reduction reduction :
+         {GRADCOMM_REDUCE_SUM, GRADCOMM_REDUCE_AVERAGE}) {
+      const std::vector<float> integers = integerGradient(world.rank, 0, count);
+      // The reference: the integers' own reduce-scatter in float32.
+      std::vector<float> expected(range.length);
+      ASSERT_EQ(gradcomm_reduce_scatter_f32("rs.wire.reference",
+                                            integers.data(), expected.data(),
+                                            count, reduction),
+                GRADCOMM_OK);
+      const std::vector<float> data = offTheWire(integers, wire);
+      const std::string name = uniqueName("rs.wire") + std::to_string(wire) +
+                               std::to_string(reduction);
+      std::vector<float> shard(range.length, -1.0f);
+      ASSERT_EQ(gradcomm_reduce_scatter_wire_f32(name.c_str(), data.data(),
+                                                 shard.data(), count, wire,
+                                                 reduction),
+                GRADCOMM_OK)
+          << gradcomm_last_error();
+      EXPECT_EQ(shard, expected) << "wire " << wire;
+      std::vector<float> started(range.length, -1.0f);
+      gradcomm_request request = nullptr;
+      ASSERT_EQ(gradcomm_reduce_scatter_wire_start_f32(
+                    name.c_str(), data.data(), started.data(), count, wire,
+                    reduction, &request),
+                GRADCOMM_OK);
+      ASSERT_EQ(gradcomm_wait(&request), GRADCOMM_OK);
+      EXPECT_EQ(started, expected) << "wire " << wire;
+      // Two bytes a value: (n - 1) / n of the buffer leaves each rank.
+      EXPECT_EQ(bytesSent(name), 2u * (2u * count * (n - 1) / n));
+      // A float32 wire sends the values as they are.
+      if (world.size > 1 || reduction == GRADCOMM_REDUCE_SUM) {
+        std::vector<float> exact(range.length);
+        ASSERT_EQ(gradcomm_reduce_scatter_wire_f32(
+                      "rs.wire.f32", data.data(), exact.data(), count,
+                      GRADCOMM_WIRE_F32, reduction),
+                  GRADCOMM_OK);
+        EXPECT_NE(exact, expected);
+      }
+    }
+  // binary16 overflow of the n-rank sum counts as non-finite.
+  std::vector<float> large(64, 65504.0f / (2 * world.size) * 1.5f);
+  std::vector<float> shard(shardOf(64, world.rank, world.size).length);
+  EXPECT_EQ(gradcomm_reduce_scatter_wire_f32(
+                "rs.wire.overflow", large.data(), shard.data(), 64,
+                GRADCOMM_WIRE_F16, GRADCOMM_REDUCE_SUM),
+            GRADCOMM_ERR_NON_FINITE);
+  EXPECT_EQ(gradcomm_reduce_scatter_wire_f32(
+                "rs.wire.bad", large.data(), shard.data(), 64,
+                static_cast<gradcomm_wire>(7), GRADCOMM_REDUCE_SUM),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+}
+
+namespace {
+
+/// Integers in [-3, 3]: with beta 1 the memory holds sums of a few steps'
+/// values, so every rank's selected values and their n-rank sums stay
+/// small integers, exact in 16 bits in any order.
+std::vector<float> smallIntegers(int rank, int step, int64_t count) {
+  std::vector<float> grad(count);
+  for (int64_t i = 0; i < count; ++i)
+    grad[i] = static_cast<float>((i * 37 + rank * 11 + step * 5) % 7) - 3.0f;
+  return grad;
+}
+
+} // namespace
+
+TEST(ReduceScatter, RecipeSendsItsValuesInTheWire) {
+  World world;
+  const int64_t count = 1024;
+  const Range range = shardOf(count, world.rank, world.size);
+  const uint64_t n = static_cast<uint64_t>(world.size);
+  for (gradcomm_wire wire : kSixteenBits) {
+    gradcomm_scalecom_options options;
+    gradcomm_scalecom_options_init(&options, 40);
+    options.beta = 1.0f;
+    options.warmup_steps = 2;
+    options.wire = wire;
+    const std::string tag = std::to_string(wire);
+    const std::string fused = uniqueName("rs.wire.fused" + tag);
+    const std::string sharded = uniqueName("rs.wire.sharded" + tag);
+    for (int step = 0; step < 5; ++step) {
+      const std::vector<float> grad =
+          offTheWire(smallIntegers(world.rank, step, count), wire);
+      std::vector<float> out(count);
+      ASSERT_EQ(gradcomm_scalecom_recipe_f32(fused.c_str(), grad.data(),
+                                             out.data(), count, &options,
+                                             GRADCOMM_REDUCE_SUM),
+                GRADCOMM_OK)
+          << gradcomm_last_error();
+      std::vector<float> shard(range.length, -1.0f);
+      ASSERT_EQ(gradcomm_scalecom_reduce_scatter_recipe_f32(
+                    sharded.c_str(), grad.data(), shard.data(), count, &options,
+                    GRADCOMM_REDUCE_SUM),
+                GRADCOMM_OK)
+          << gradcomm_last_error();
+      EXPECT_EQ(shard, slice(out, range))
+          << "wire " << wire << " step " << step;
+      EXPECT_EQ(readState(sharded, count), readState(fused, count))
+          << "wire " << wire << " step " << step;
+      // Every value was rounded to its integer before it travelled.
+      for (float value : shard)
+        ASSERT_EQ(value, std::round(value)) << "wire " << wire;
+    }
+    // Two dense steps of `count` values, three of k, two bytes each.
+    const uint64_t dense = 2u * count * (n - 1) / n;
+    const uint64_t sparse = 2u * options.k * (n - 1) / n;
+    EXPECT_EQ(bytesSent(sharded), 2 * dense + 3 * sparse);
+  }
+}
+
+TEST(ReduceScatter, AllGatherInSixteenBits) {
+  World world;
+  const int64_t count = 256 * world.size;
+  const Range range = shardOf(count, world.rank, world.size);
+  const uint64_t n = static_cast<uint64_t>(world.size);
+  for (gradcomm_wire wire : kSixteenBits) {
+    // Integers gather exactly; the part 16 bits cannot hold is dropped.
+    const std::vector<float> whole = integerGradient(0, 1, count);
+    const std::vector<float> shard = offTheWire(slice(whole, range), wire);
+    const std::string name = uniqueName("ag.wire") + std::to_string(wire);
+    std::vector<float> gathered(count, -1.0f);
+    ASSERT_EQ(gradcomm_all_gather_wire_f32(name.c_str(), shard.data(),
+                                           gathered.data(), count, wire),
+              GRADCOMM_OK)
+        << gradcomm_last_error();
+    EXPECT_EQ(gathered, whole) << "wire " << wire;
+    // In place.
+    std::vector<float> inPlace(count, 0.0f);
+    std::copy(shard.begin(), shard.end(), inPlace.begin() + range.begin);
+    ASSERT_EQ(gradcomm_all_gather_wire_f32(name.c_str(),
+                                           inPlace.data() + range.begin,
+                                           inPlace.data(), count, wire),
+              GRADCOMM_OK)
+        << gradcomm_last_error();
+    EXPECT_EQ(inPlace, whole) << "wire " << wire;
+    EXPECT_EQ(bytesSent(name), 2 * (2u * count * (n - 1) / n));
   }
 }

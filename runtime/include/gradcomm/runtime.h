@@ -443,6 +443,22 @@ gradcomm_status gradcomm_reduce_scatter_start_f32(const char *op_name,
                                                   gradcomm_reduction reduction,
                                                   gradcomm_request *request);
 
+/// gradcomm_reduce_scatter_f32 and its started form with the values
+/// travelling as `wire` (gradcomm_wire): `data` and `shard` stay float32,
+/// each value is rounded to the 16-bit type before it is sent and the
+/// transport sums in that type (as gradcomm_dense_all_reduce_wire_f32),
+/// so a value crosses half the bytes. Under the non-finite policy a
+/// binary16 value above 65504 / (2 n) counts as non-finite. CPU backend.
+gradcomm_status gradcomm_reduce_scatter_wire_f32(const char *op_name,
+                                                 const float *data,
+                                                 float *shard, int64_t count,
+                                                 gradcomm_wire wire,
+                                                 gradcomm_reduction reduction);
+gradcomm_status gradcomm_reduce_scatter_wire_start_f32(
+    const char *op_name, const float *data, float *shard, int64_t count,
+    gradcomm_wire wire, gradcomm_reduction reduction,
+    gradcomm_request *request);
+
 /// ScaleCom for sharded training: the step of gradcomm_scalecom_f32 (the
 /// leader's top-k of m + g over the whole local gradient, the same indices
 /// on every rank, the memory update), except that the k selected values
@@ -588,13 +604,23 @@ gradcomm_status gradcomm_scalecom_recipe_start_f32(
 gradcomm_status gradcomm_all_gather_f32(const char *op_name, const float *shard,
                                         float *data, int64_t count);
 
+/// gradcomm_all_gather_f32 with the values travelling as `wire`
+/// (gradcomm_wire): each value of `shard` is rounded to the 16-bit type, so
+/// parameters that are bfloat16 (binary16) arrive exactly, in half the
+/// bytes. CPU backend.
+gradcomm_status gradcomm_all_gather_wire_f32(const char *op_name,
+                                             const float *shard, float *data,
+                                             int64_t count, gradcomm_wire wire);
+
 /// The training recipe's form of gradcomm_scalecom_reduce_scatter_f32
 /// (blocking): steps the options make dense (a dense layer, the dense
 /// warm-up) reduce-scatter g and leave the memory alone; the others are
 /// gradcomm_scalecom_reduce_scatter_f32's step; both on g clipped to
-/// `clip` when it is set; t = t + 1 either way. Momentum correction, a ramp
-/// warm-up and a 16-bit wire are refused (GRADCOMM_ERR_UNSUPPORTED on every
-/// rank). Every rank must pass the same options.
+/// `clip` when it is set; t = t + 1 either way. The values (the k selected
+/// ones, or the dense step's) travel as `options->wire` (16 bits: CPU
+/// backend). Momentum correction and a ramp warm-up are refused
+/// (GRADCOMM_ERR_UNSUPPORTED on every rank). Every rank must pass the same
+/// options.
 gradcomm_status gradcomm_scalecom_reduce_scatter_recipe_f32(
     const char *state, const float *grad, float *shard, int64_t count,
     const gradcomm_scalecom_options *options, gradcomm_reduction reduction);

@@ -98,6 +98,36 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_reduce_scatter_f32(
     int64_t chunk_size, float beta, int64_t warmup_steps, float clip,
     int32_t reduction);
 
+/// The sharded collectives of bf16 and f16 tensors (host memory): widened
+/// into float32 for gradcomm_reduce_scatter_wire_f32,
+/// gradcomm_all_gather_wire_f32 and gradcomm_scalecom_reduce_scatter_recipe_f32
+/// with the values travelling in the tensors' own 16 bits, the result
+/// narrowed back into `shard` (`data` for the all-gather). The
+/// error-feedback memory stays float32.
+int32_t _mlir_ciface_gradcomm_rt_reduce_scatter_bf16(
+    const char *op_name, gradcomm_unranked_memref *data,
+    gradcomm_unranked_memref *shard, int32_t reduction);
+int32_t _mlir_ciface_gradcomm_rt_reduce_scatter_f16(
+    const char *op_name, gradcomm_unranked_memref *data,
+    gradcomm_unranked_memref *shard, int32_t reduction);
+int32_t
+_mlir_ciface_gradcomm_rt_all_gather_bf16(const char *op_name,
+                                         gradcomm_unranked_memref *shard,
+                                         gradcomm_unranked_memref *data);
+int32_t _mlir_ciface_gradcomm_rt_all_gather_f16(const char *op_name,
+                                                gradcomm_unranked_memref *shard,
+                                                gradcomm_unranked_memref *data);
+int32_t _mlir_ciface_gradcomm_rt_scalecom_reduce_scatter_bf16(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *shard, int64_t k, int32_t selection,
+    int64_t chunk_size, float beta, int64_t warmup_steps, float clip,
+    int32_t reduction);
+int32_t _mlir_ciface_gradcomm_rt_scalecom_reduce_scatter_f16(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *shard, int64_t k, int32_t selection,
+    int64_t chunk_size, float beta, int64_t warmup_steps, float clip,
+    int32_t reduction);
+
 /// `values`: k f32, `indices`: k i64.
 int32_t _mlir_ciface_gradcomm_rt_cltk_compress_f32(
     const char *state, gradcomm_unranked_memref *grad, int64_t k,

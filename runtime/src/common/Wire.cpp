@@ -13,6 +13,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <numeric>
 #include <vector>
 
 using namespace gradcomm;
@@ -110,6 +111,38 @@ gradcomm_status gradcomm::startAllReduceSumWire(const Call &call, float *data,
   // it.
   alsoRelease(request, [packed] {});
   *widen = [packed, data, wire] { widenInto(data, *packed, wire); };
+  return GRADCOMM_OK;
+}
+
+gradcomm_status gradcomm::startReduceScatterWire(
+    const Call &call, const float *send, float *receive,
+    const std::vector<int64_t> &counts, gradcomm_wire wire,
+    gradcomm_request_s &request, std::function<void()> *widen) {
+  *widen = nullptr;
+  request.transfers.emplace_back();
+  Transfer &transfer = request.transfers.back();
+  if (wire == GRADCOMM_WIRE_F32)
+    return startReduceScatter(call, send, receive, counts, Element::Float32,
+                              Reduction::Sum, transfer, request.what);
+  struct Packets {
+    std::vector<uint16_t> sent, received;
+  };
+  auto packets = std::make_shared<Packets>();
+  packets->sent.resize(
+      std::accumulate(counts.begin(), counts.end(), static_cast<size_t>(0)));
+  packets->received.resize(counts[context().rank]);
+  narrowToWire(wire, send, packets->sent.data(),
+               static_cast<int64_t>(packets->sent.size()));
+  // The transport reads and writes both until the wait: the request keeps
+  // them.
+  alsoRelease(request, [packets] {});
+  GRADCOMM_RETURN_IF_ERROR(startReduceScatter(
+      call, packets->sent.data(), packets->received.data(), counts,
+      wireElement(wire), Reduction::Sum, transfer, request.what));
+  *widen = [packets, receive, wire] {
+    widenFromWire(wire, packets->received.data(), receive,
+                  static_cast<int64_t>(packets->received.size()));
+  };
   return GRADCOMM_OK;
 }
 

@@ -16,6 +16,8 @@
 #include "Internal.h"
 
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 namespace gradcomm {
 
@@ -52,6 +54,19 @@ gradcomm_status startAllReduceSumWire(const Call &call, float *data,
                                       int64_t count, gradcomm_wire wire,
                                       gradcomm_request_s &request,
                                       std::function<void()> *widen);
+
+/// The reduce-scatter (sum) of host `send` (block r: counts[r] values, in
+/// rank order) into this rank's `receive`, the values travelling as `wire`,
+/// appended to request.transfers. A 16-bit wire narrows `send` now into a
+/// buffer the request keeps; `*widen` then writes the sums into `receive`
+/// once the transfer completed (empty for float32, which receives in
+/// place): run it first in the request's finish.
+gradcomm_status startReduceScatterWire(const Call &call, const float *send,
+                                       float *receive,
+                                       const std::vector<int64_t> &counts,
+                                       gradcomm_wire wire,
+                                       gradcomm_request_s &request,
+                                       std::function<void()> *widen);
 
 /// The selected backend's dense all-reduce (the mean with `average`) of
 /// `data`, its values travelling as `wire`; a 16-bit wire needs host memory

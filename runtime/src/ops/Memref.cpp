@@ -216,13 +216,24 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_f32(
 
 namespace {
 
+/// The compressed reduce-scatter's options as the compiler has them.
+gradcomm_scalecom_options shardedRecipeOptions(int64_t k, int32_t selection,
+                                               int64_t chunkSize, float beta,
+                                               int64_t warmupSteps,
+                                               float clip) {
+  return recipeOptions(k, selection, chunkSize, beta, warmupSteps,
+                       /*warmupRampFrom=*/0.0f, clip, /*momentum=*/0.0f,
+                       /*nesterov=*/0, /*dense=*/0);
+}
+
 /// A reduce-scatter's input and this rank's shard of it, unpacked as one
 /// collective step: the shard must hold gradcomm_shard_range's length for
 /// this rank in the active group.
+template <typename T>
 gradcomm_status unpackSharded(const char *operation, const char *name,
                               const gradcomm_unranked_memref *input,
                               const gradcomm_unranked_memref *shard,
-                              View<float> &in, View<float> &out) {
+                              View<T> &in, View<T> &out) {
   return guarded(operation, name, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
     return validateCollectively(call, [&] {
@@ -282,9 +293,7 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_reduce_scatter_f32(
   GRADCOMM_RETURN_IF_ERROR(unpackSharded("scalecom_reduce_scatter_f32", state,
                                          grad, shard, in, out));
   const gradcomm_scalecom_options options =
-      recipeOptions(k, selection, chunkSize, beta, warmupSteps,
-                    /*warmupRampFrom=*/0.0f, clip, /*momentum=*/0.0f,
-                    /*nesterov=*/0, /*dense=*/0);
+      shardedRecipeOptions(k, selection, chunkSize, beta, warmupSteps, clip);
   return gradcomm_scalecom_reduce_scatter_recipe_f32(
       state, in.data, out.data, in.count, &options,
       static_cast<gradcomm_reduction>(reduction));
@@ -393,6 +402,130 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_recipe_f16(
                                         warmupSteps, warmupRampFrom, clip,
                                         momentum, nesterov, dense),
                           GRADCOMM_WIRE_F16, reduction);
+}
+
+namespace {
+
+/// A 16-bit sharded collective of compiled code: the whole tensor (`whole`)
+/// and this rank's shard (`part`) widened into float32 scratch, `run` (a
+/// float32 entry point with the values travelling as `wire`) on the
+/// scratch, and what it wrote (`part` for a reduce-scatter, `whole` for an
+/// all-gather) narrowed back.
+template <typename Run>
+gradcomm_status sharded16(const char *operation, const char *name,
+                          gradcomm_unranked_memref *whole,
+                          gradcomm_unranked_memref *part, bool gather,
+                          gradcomm_wire wire, Run run) {
+  if (gradcomm_status failed = stepFailure())
+    return failed;
+  GRADCOMM_RETURN_IF_ERROR(requireHostHalf(operation, name));
+  View<uint16_t> in, out;
+  GRADCOMM_RETURN_IF_ERROR(
+      unpackSharded(operation, name, whole, part, in, out));
+  Widened &wide = widenedScratch();
+  wide.grad.resize(in.count);
+  wide.out.resize(out.count);
+  if (gather)
+    widenFromWire(wire, out.data, wide.out.data(), out.count);
+  else
+    widenFromWire(wire, in.data, wide.grad.data(), in.count);
+  GRADCOMM_RETURN_IF_ERROR(run(wide.grad.data(), wide.out.data(), in.count));
+  if (gather)
+    narrowToWire(wire, wide.grad.data(), in.data, in.count);
+  else
+    narrowToWire(wire, wide.out.data(), out.data, out.count);
+  return GRADCOMM_OK;
+}
+
+gradcomm_status reduceScatter16(const char *operation, const char *opName,
+                                gradcomm_unranked_memref *data,
+                                gradcomm_unranked_memref *shard,
+                                gradcomm_wire wire, int32_t reduction) {
+  return sharded16(operation, opName, data, shard, /*gather=*/false, wire,
+                   [&](const float *in, float *out, int64_t count) {
+                     return gradcomm_reduce_scatter_wire_f32(
+                         opName, in, out, count, wire,
+                         static_cast<gradcomm_reduction>(reduction));
+                   });
+}
+
+gradcomm_status allGather16(const char *operation, const char *opName,
+                            gradcomm_unranked_memref *shard,
+                            gradcomm_unranked_memref *data,
+                            gradcomm_wire wire) {
+  return sharded16(operation, opName, data, shard, /*gather=*/true, wire,
+                   [&](float *whole, const float *part, int64_t count) {
+                     return gradcomm_all_gather_wire_f32(opName, part, whole,
+                                                         count, wire);
+                   });
+}
+
+gradcomm_status scalecomReduceScatter16(const char *operation,
+                                        const char *state,
+                                        gradcomm_unranked_memref *grad,
+                                        gradcomm_unranked_memref *shard,
+                                        gradcomm_scalecom_options options,
+                                        gradcomm_wire wire, int32_t reduction) {
+  options.wire = wire;
+  return sharded16(operation, state, grad, shard, /*gather=*/false, wire,
+                   [&](const float *in, float *out, int64_t count) {
+                     return gradcomm_scalecom_reduce_scatter_recipe_f32(
+                         state, in, out, count, &options,
+                         static_cast<gradcomm_reduction>(reduction));
+                   });
+}
+
+} // namespace
+
+int32_t _mlir_ciface_gradcomm_rt_reduce_scatter_bf16(
+    const char *opName, gradcomm_unranked_memref *data,
+    gradcomm_unranked_memref *shard, int32_t reduction) {
+  return reduceScatter16("reduce_scatter_bf16", opName, data, shard,
+                         GRADCOMM_WIRE_BF16, reduction);
+}
+
+int32_t _mlir_ciface_gradcomm_rt_reduce_scatter_f16(
+    const char *opName, gradcomm_unranked_memref *data,
+    gradcomm_unranked_memref *shard, int32_t reduction) {
+  return reduceScatter16("reduce_scatter_f16", opName, data, shard,
+                         GRADCOMM_WIRE_F16, reduction);
+}
+
+int32_t
+_mlir_ciface_gradcomm_rt_all_gather_bf16(const char *opName,
+                                         gradcomm_unranked_memref *shard,
+                                         gradcomm_unranked_memref *data) {
+  return allGather16("all_gather_bf16", opName, shard, data,
+                     GRADCOMM_WIRE_BF16);
+}
+
+int32_t
+_mlir_ciface_gradcomm_rt_all_gather_f16(const char *opName,
+                                        gradcomm_unranked_memref *shard,
+                                        gradcomm_unranked_memref *data) {
+  return allGather16("all_gather_f16", opName, shard, data, GRADCOMM_WIRE_F16);
+}
+
+int32_t _mlir_ciface_gradcomm_rt_scalecom_reduce_scatter_bf16(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *shard, int64_t k, int32_t selection,
+    int64_t chunkSize, float beta, int64_t warmupSteps, float clip,
+    int32_t reduction) {
+  return scalecomReduceScatter16(
+      "scalecom_reduce_scatter_bf16", state, grad, shard,
+      shardedRecipeOptions(k, selection, chunkSize, beta, warmupSteps, clip),
+      GRADCOMM_WIRE_BF16, reduction);
+}
+
+int32_t _mlir_ciface_gradcomm_rt_scalecom_reduce_scatter_f16(
+    const char *state, gradcomm_unranked_memref *grad,
+    gradcomm_unranked_memref *shard, int64_t k, int32_t selection,
+    int64_t chunkSize, float beta, int64_t warmupSteps, float clip,
+    int32_t reduction) {
+  return scalecomReduceScatter16(
+      "scalecom_reduce_scatter_f16", state, grad, shard,
+      shardedRecipeOptions(k, selection, chunkSize, beta, warmupSteps, clip),
+      GRADCOMM_WIRE_F16, reduction);
 }
 
 namespace {

@@ -15,8 +15,10 @@
 
 #include "CompressSteps.h"
 #include "Shards.h"
+#include "Wire.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -68,10 +70,12 @@ gradcomm_status requireShard(const Call &call, const float *input,
 }
 
 /// The dense forms' common part: arguments, the agreement (with the
-/// non-finite scan of `data`). `*skipped`: the policy zeroed `shard`.
+/// non-finite scan of `data`, within what the wire's sum can carry).
+/// `*skipped`: the policy zeroed `shard`.
 gradcomm_status beginReduceScatter(const Call &call, const char *opName,
                                    const float *data, float *shard,
-                                   int64_t count, gradcomm_reduction reduction,
+                                   int64_t count, gradcomm_wire wire,
+                                   gradcomm_reduction reduction,
                                    bool *skipped) {
   *skipped = false;
   GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
@@ -81,12 +85,15 @@ gradcomm_status beginReduceScatter(const Call &call, const char *opName,
         requireRange(call, "count", count, 1, int64_t(1) << 62));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "data", data));
     GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
+    GRADCOMM_RETURN_IF_ERROR(requireWire(call, wire));
+    if (wire != GRADCOMM_WIRE_F32)
+      GRADCOMM_RETURN_IF_ERROR(requireHostTensors(call, "a 16-bit wire"));
     GRADCOMM_RETURN_IF_ERROR(requireShardsFit(call, count));
     return requireShard(call, data, "data", count, shard);
   }));
-  gradcomm_status agreed =
-      checkConsistencyOfInput(call, data, count, inputLimit(/*summed=*/true),
-                              {{"count", count}, {"reduction", reduction}});
+  gradcomm_status agreed = checkConsistencyOfInput(
+      call, data, count, wireInputLimit(wire, /*summed=*/true),
+      {{"count", count}, {"reduction", reduction}, {"wire", wire}});
   if (skippedNonFinite(agreed, opName)) {
     *skipped = true;
     return zeroBuffer(call, shard, ownShardLength(count));
@@ -212,7 +219,7 @@ void countCompressed(const char *stateName, const CompressStep &step,
                      bool folds, double start) {
   gradcomm_op_stats &stats = opStats(stateName);
   const uint64_t bytes =
-      reduceScatterBytes(sizeof(float) * step.k, context().size);
+      reduceScatterBytes(wireValueBytes(step.wire) * step.k, context().size);
   stats.calls += 1;
   countCompress(stats, step, folds);
   stats.messages += 1;
@@ -221,15 +228,16 @@ void countCompressed(const char *stateName, const CompressStep &step,
   stats.seconds += now() - start;
 }
 
-/// The dense reduce-scatter's transfer, agreed on, into `started`; counted
-/// under `opName` when it completes.
+/// The dense reduce-scatter's transfer, agreed on, into `started`, the
+/// values travelling as `wire`; counted under `opName` when it completes.
 gradcomm_status transferDense(const Call &call, const char *opName,
                               const float *data, float *shard, int64_t count,
-                              gradcomm_reduction reduction, double start,
-                              gradcomm_request_s &started) {
+                              gradcomm_wire wire, gradcomm_reduction reduction,
+                              double start, gradcomm_request_s &started) {
   started.opName = opName;
   started.what = "reduce-scatter";
   if (!backend().tensorsOnHost()) {
+    // Validated: a 16-bit wire needs host tensors.
     // The device backend's own collective, complete when it returns.
     GRADCOMM_RETURN_IF_ERROR(backend().deviceReduceScatter(
         call, data, shard, count, reduction == GRADCOMM_REDUCE_AVERAGE));
@@ -240,16 +248,17 @@ gradcomm_status transferDense(const Call &call, const char *opName,
   }
   const std::vector<int64_t> counts =
       shardCounts(shardBounds(count, context().size));
-  started.transfers.resize(1);
+  std::function<void()> widen;
   GRADCOMM_RETURN_IF_ERROR(
-      startReduceScatter(call, data, shard, counts, Element::Float32,
-                         Reduction::Sum, started.transfers[0], started.what));
-  started.finish = [name = started.opName, shard,
-                    length = counts[context().rank], count,
+      startReduceScatterWire(call, data, shard, counts, wire, started, &widen));
+  started.finish = [name = started.opName, widen, shard,
+                    length = counts[context().rank], count, wire,
                     average = reduction == GRADCOMM_REDUCE_AVERAGE, start] {
+    if (widen)
+      widen();
     if (average)
       divideByGroupSize(shard, length);
-    countReduceScatter(name.c_str(), sizeof(float) * count, start);
+    countReduceScatter(name.c_str(), wireValueBytes(wire) * count, start);
   };
   return GRADCOMM_OK;
 }
@@ -258,15 +267,15 @@ gradcomm_status transferDense(const Call &call, const char *opName,
 /// blocking form completes it at once).
 gradcomm_status startDense(const Call &call, const char *opName,
                            const float *data, float *shard, int64_t count,
-                           gradcomm_reduction reduction,
+                           gradcomm_wire wire, gradcomm_reduction reduction,
                            gradcomm_request_s &started) {
   const double start = now();
-  GRADCOMM_RETURN_IF_ERROR(beginReduceScatter(call, opName, data, shard, count,
-                                              reduction, &started.skipped));
+  GRADCOMM_RETURN_IF_ERROR(beginReduceScatter(
+      call, opName, data, shard, count, wire, reduction, &started.skipped));
   started.opName = opName;
   if (started.skipped)
     return GRADCOMM_OK;
-  return transferDense(call, opName, data, shard, count, reduction, start,
+  return transferDense(call, opName, data, shard, count, wire, reduction, start,
                        started);
 }
 
@@ -291,12 +300,15 @@ gradcomm_status startCompressed(const Call &call, const CompressedCall &c,
   }
   auto received =
       std::make_shared<std::vector<float>>(selected->counts[context().rank]);
-  started.transfers.resize(1);
-  GRADCOMM_RETURN_IF_ERROR(startReduceScatter(
-      call, selected->send.data(), received->data(), selected->counts,
-      Element::Float32, Reduction::Sum, started.transfers[0], started.what));
-  started.finish = [name = started.opName, selected, received, shard = c.shard,
+  std::function<void()> widen;
+  GRADCOMM_RETURN_IF_ERROR(
+      startReduceScatterWire(call, selected->send.data(), received->data(),
+                             selected->counts, c.args.wire, started, &widen));
+  started.finish = [name = started.opName, selected, received, widen,
+                    shard = c.shard,
                     average = c.reduction == GRADCOMM_REDUCE_AVERAGE, start] {
+    if (widen)
+      widen();
     scatterIntoShard(*selected, received->data(), shard, average);
     countCompressed(name.c_str(), *selected->step, selected->folds, start);
   };
@@ -326,13 +338,12 @@ gradcomm_status scalecomReduceScatterRecipe(const Call &call,
   State *state = nullptr;
   GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
     GRADCOMM_RETURN_IF_ERROR(validateRecipe(call, o));
-    if (o->momentum > 0.0f || o->warmup == GRADCOMM_WARMUP_RAMP ||
-        o->wire != GRADCOMM_WIRE_F32)
+    if (o->momentum > 0.0f || o->warmup == GRADCOMM_WARMUP_RAMP)
       return call.fail(GRADCOMM_ERR_UNSUPPORTED,
                        "the compressed reduce-scatter takes the recipe's "
-                       "dense warm-up, dense layers, beta and clipping; "
-                       "momentum correction, a ramp warm-up and a 16-bit "
-                       "wire are not built for it");
+                       "dense warm-up, dense layers, beta, clipping and "
+                       "wire; momentum correction and a ramp warm-up are "
+                       "not built for it");
     GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
     GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, count, o->k));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "grad", grad));
@@ -349,7 +360,7 @@ gradcomm_status scalecomReduceScatterRecipe(const Call &call,
   if (!denseStep(*o, state->step)) {
     GRADCOMM_RETURN_IF_ERROR(startCompressed(
         call,
-        {{stateName, input, count, o->k, o->selection, o->chunk_size},
+        {{stateName, input, count, o->k, o->selection, o->chunk_size, o->wire},
          shard,
          o->beta,
          reduction,
@@ -362,12 +373,12 @@ gradcomm_status scalecomReduceScatterRecipe(const Call &call,
   fields.push_back({"count", count});
   fields.push_back({"reduction", reduction});
   gradcomm_status agreed = checkConsistencyOfInput(
-      call, input, count, inputLimit(/*summed=*/true), fields);
+      call, input, count, wireInputLimit(o->wire, /*summed=*/true), fields);
   if (skippedNonFinite(agreed, stateName))
     return zeroBuffer(call, shard, ownShardLength(count));
   GRADCOMM_RETURN_IF_ERROR(agreed);
   GRADCOMM_RETURN_IF_ERROR(transferDense(call, stateName, input, shard, count,
-                                         reduction, start, started));
+                                         o->wire, reduction, start, started));
   GRADCOMM_RETURN_IF_ERROR(complete(call, started));
   state->step += 1;
   return GRADCOMM_OK;
@@ -396,8 +407,21 @@ gradcomm_status gradcomm_reduce_scatter_f32(const char *opName,
                                             gradcomm_reduction reduction) {
   return guarded("reduce_scatter_f32", opName, [&](const Call &call) {
     gradcomm_request_s started;
+    GRADCOMM_RETURN_IF_ERROR(startDense(call, opName, data, shard, count,
+                                        GRADCOMM_WIRE_F32, reduction, started));
+    return complete(call, started);
+  });
+}
+
+gradcomm_status gradcomm_reduce_scatter_wire_f32(const char *opName,
+                                                 const float *data,
+                                                 float *shard, int64_t count,
+                                                 gradcomm_wire wire,
+                                                 gradcomm_reduction reduction) {
+  return guarded("reduce_scatter_wire_f32", opName, [&](const Call &call) {
+    gradcomm_request_s started;
     GRADCOMM_RETURN_IF_ERROR(
-        startDense(call, opName, data, shard, count, reduction, started));
+        startDense(call, opName, data, shard, count, wire, reduction, started));
     return complete(call, started);
   });
 }
@@ -412,11 +436,29 @@ gradcomm_status gradcomm_reduce_scatter_start_f32(const char *opName,
                                               StartedForm::ReduceScatter,
                                               "gradcomm_reduce_scatter_f32"));
     auto started = std::make_unique<gradcomm_request_s>();
-    GRADCOMM_RETURN_IF_ERROR(
-        startDense(call, opName, data, shard, count, reduction, *started));
+    GRADCOMM_RETURN_IF_ERROR(startDense(call, opName, data, shard, count,
+                                        GRADCOMM_WIRE_F32, reduction,
+                                        *started));
     *request = trackRequest(std::move(started));
     return GRADCOMM_OK;
   });
+}
+
+gradcomm_status gradcomm_reduce_scatter_wire_start_f32(
+    const char *opName, const float *data, float *shard, int64_t count,
+    gradcomm_wire wire, gradcomm_reduction reduction,
+    gradcomm_request *request) {
+  return guarded(
+      "reduce_scatter_wire_start_f32", opName, [&](const Call &call) {
+        GRADCOMM_RETURN_IF_ERROR(
+            requireStartable(call, request, StartedForm::ReduceScatter,
+                             "gradcomm_reduce_scatter_wire_f32"));
+        auto started = std::make_unique<gradcomm_request_s>();
+        GRADCOMM_RETURN_IF_ERROR(startDense(call, opName, data, shard, count,
+                                            wire, reduction, *started));
+        *request = trackRequest(std::move(started));
+        return GRADCOMM_OK;
+      });
 }
 
 gradcomm_status gradcomm_scalecom_reduce_scatter_f32(
