@@ -64,8 +64,14 @@ enum class RuntimeFn {
   SparseAllReduce,
   MemoryUpdate,
   ReduceScatter,
+  ReduceScatterBF16,
+  ReduceScatterF16,
   ScaleComReduceScatter,
+  ScaleComReduceScatterBF16,
+  ScaleComReduceScatterF16,
   AllGather,
+  AllGatherBF16,
+  AllGatherF16,
   LocalTopkAllGather,
   LocalTopkAllGatherBF16,
   LocalTopkAllGatherF16,
@@ -131,12 +137,28 @@ const RuntimeFnSpec kRuntimeFns[] = {
      Kind::I32, {Kind::Str, Kind::BufF32, Kind::BufI64, Kind::F32}},
     {RuntimeFn::ReduceScatter, "gradcomm_rt_reduce_scatter_f32", true,
      Kind::I32, {Kind::Str, Kind::BufF32, Kind::BufF32, Kind::I32}},
+    {RuntimeFn::ReduceScatterBF16, "gradcomm_rt_reduce_scatter_bf16", true,
+     Kind::I32, {Kind::Str, Kind::BufBF16, Kind::BufBF16, Kind::I32}},
+    {RuntimeFn::ReduceScatterF16, "gradcomm_rt_reduce_scatter_f16", true,
+     Kind::I32, {Kind::Str, Kind::BufF16, Kind::BufF16, Kind::I32}},
     {RuntimeFn::ScaleComReduceScatter,
      "gradcomm_rt_scalecom_reduce_scatter_f32", true, Kind::I32,
      {Kind::Str, Kind::BufF32, Kind::BufF32, Kind::I64, Kind::I32, Kind::I64,
       Kind::F32, Kind::I64, Kind::F32, Kind::I32}},
+    {RuntimeFn::ScaleComReduceScatterBF16,
+     "gradcomm_rt_scalecom_reduce_scatter_bf16", true, Kind::I32,
+     {Kind::Str, Kind::BufBF16, Kind::BufBF16, Kind::I64, Kind::I32, Kind::I64,
+      Kind::F32, Kind::I64, Kind::F32, Kind::I32}},
+    {RuntimeFn::ScaleComReduceScatterF16,
+     "gradcomm_rt_scalecom_reduce_scatter_f16", true, Kind::I32,
+     {Kind::Str, Kind::BufF16, Kind::BufF16, Kind::I64, Kind::I32, Kind::I64,
+      Kind::F32, Kind::I64, Kind::F32, Kind::I32}},
     {RuntimeFn::AllGather, "gradcomm_rt_all_gather_f32", true, Kind::I32,
      {Kind::Str, Kind::BufF32, Kind::BufF32}},
+    {RuntimeFn::AllGatherBF16, "gradcomm_rt_all_gather_bf16", true, Kind::I32,
+     {Kind::Str, Kind::BufBF16, Kind::BufBF16}},
+    {RuntimeFn::AllGatherF16, "gradcomm_rt_all_gather_f16", true, Kind::I32,
+     {Kind::Str, Kind::BufF16, Kind::BufF16}},
     {RuntimeFn::LocalTopkAllGather, "gradcomm_rt_local_topk_all_gather_f32",
      true, Kind::I32, {Kind::Str, Kind::BufF32, Kind::BufF32, Kind::I64,
                        Kind::I32}},
@@ -484,6 +506,12 @@ static Type elementTypeOf(Value value) {
 /// A bf16 or f16 element type.
 static bool isHalf(Type element) { return element.isBF16() || element.isF16(); }
 
+/// The runtime call for tensors of `element`: f32, bf16 or f16.
+static RuntimeFn forElement(Type element, RuntimeFn f32, RuntimeFn bf16,
+                            RuntimeFn f16) {
+  return element.isBF16() ? bf16 : element.isF16() ? f16 : f32;
+}
+
 /// cltk_compress in a fused step with a sparse_reduce_scatter: one call of
 /// the compressed reduce-scatter (the recipe's dense warm-up and clipping
 /// included).
@@ -496,8 +524,12 @@ lowerFusedReduceScatter(CltkCompressOp op, CltkCompressOp::Adaptor adaptor,
   Value grad = rt.buffer(adaptor.getInput(), /*readOnly=*/true);
   Value shard = rt.allocate(reduce.getResult().getType());
   int64_t chunkSize = op.getChunkSize() ? int64_t(*op.getChunkSize()) : 0;
+  // A 16-bit gradient's selected values travel in its 16 bits.
   if (failed(rt.callChecked(
-          RuntimeFn::ScaleComReduceScatter,
+          forElement(elementTypeOf(op.getInput()),
+                     RuntimeFn::ScaleComReduceScatter,
+                     RuntimeFn::ScaleComReduceScatterBF16,
+                     RuntimeFn::ScaleComReduceScatterF16),
           {rt.string(op.getState()), rt.unranked(grad), rt.unranked(shard),
            rt.i64(op.getKAttr().getInt()),
            rt.i32(static_cast<int32_t>(op.getSelection())), rt.i64(chunkSize),
@@ -777,7 +809,10 @@ struct DenseReduceScatterPattern
     Value data = rt.buffer(adaptor.getInput(), /*readOnly=*/true);
     Value shard = rt.allocate(op.getResult().getType());
     int32_t reduction = runtimeReduction(op.getReduction());
-    if (failed(rt.callChecked(RuntimeFn::ReduceScatter,
+    if (failed(rt.callChecked(forElement(elementTypeOf(op.getInput()),
+                                         RuntimeFn::ReduceScatter,
+                                         RuntimeFn::ReduceScatterBF16,
+                                         RuntimeFn::ReduceScatterF16),
                               {rt.string(runtimeName(op)), rt.unranked(data),
                                rt.unranked(shard), rt.i32(reduction)})))
       return failure();
@@ -796,9 +831,11 @@ struct AllGatherPattern : public RuntimePattern<shard::AllGatherOp> {
     RuntimeCalls rt = calls(rewriter, op);
     Value shard = rt.buffer(adaptor.getInput(), /*readOnly=*/true);
     Value whole = rt.allocate(op.getResult().getType());
-    if (failed(rt.callChecked(RuntimeFn::AllGather,
-                              {rt.string(runtimeName(op)), rt.unranked(shard),
-                               rt.unranked(whole)})))
+    if (failed(rt.callChecked(
+            forElement(elementTypeOf(op.getInput()), RuntimeFn::AllGather,
+                       RuntimeFn::AllGatherBF16, RuntimeFn::AllGatherF16),
+            {rt.string(runtimeName(op)), rt.unranked(shard),
+             rt.unranked(whole)})))
       return failure();
     rewriter.replaceOp(op, rt.toTensor(whole, op.getResult().getType()));
     return success();
@@ -1040,22 +1077,25 @@ static FailureOr<CollectiveGroup> collectiveGroup(Operation *op,
   return group;
 }
 
-/// A sharded collective the runtime takes: static f32 tensors, cut (or
-/// joined) along axis 0, whose shards are runs of the flat buffer.
-/// Diagnosed; `verb` and `axisName` say which collective.
+/// A sharded collective the runtime takes: static f32, bf16 or f16 tensors
+/// (input and result of one type), cut (or joined) along axis 0, whose
+/// shards are runs of the flat buffer. Diagnosed; `verb` and `axisName` say
+/// which collective.
 static LogicalResult checkShardedCollective(Operation *op, Value input,
                                             Value result, uint64_t axis,
                                             StringRef verb,
                                             StringRef axisName) {
   auto in = dyn_cast<RankedTensorType>(input.getType());
   auto out = dyn_cast<RankedTensorType>(result.getType());
-  if (!in || !out || !in.getElementType().isF32() ||
-      !out.getElementType().isF32() || !in.hasStaticShape() ||
+  if (!in || !out ||
+      !(in.getElementType().isF32() || isHalf(in.getElementType())) ||
+      out.getElementType() != in.getElementType() || !in.hasStaticShape() ||
       !out.hasStaticShape())
     return op->emitOpError()
            << "cannot be lowered to the runtime: it " << verb
-           << " static f32 tensors only (input " << input.getType()
-           << ", result " << result.getType() << ")";
+           << " static f32, bf16 or f16 tensors only, input and result of one "
+              "type (input "
+           << input.getType() << ", result " << result.getType() << ")";
   if (axis != 0)
     return op->emitOpError()
            << "cannot be lowered to the runtime: it " << axisName
@@ -1084,10 +1124,10 @@ static LogicalResult checkLowerable(shard::AllGatherOp op) {
                                 "all-gathers", "gathers");
 }
 
-/// A sparse_all_reduce or memory_update with a 16-bit tensor (`type`) has
-/// no call of its own: it must be part of the fused step of the
-/// cltk_compress that defines `fromCompress` (its values or indices), whose
-/// gradient has that type. Diagnosed.
+/// A sparse_all_reduce, sparse_reduce_scatter or memory_update with a
+/// 16-bit tensor (`type`) has no call of its own: it must be part of the
+/// fused step of the cltk_compress that defines `fromCompress` (its values
+/// or indices), whose gradient has that element type. Diagnosed.
 static LogicalResult checkHalfInFusedStep(Operation *op, Value fromCompress,
                                           Type type) {
   if (!isHalf(cast<RankedTensorType>(type).getElementType()))
@@ -1097,11 +1137,13 @@ static LogicalResult checkHalfInFusedStep(Operation *op, Value fromCompress,
   std::optional<FusedStep> fused;
   if (compress)
     fused = findFusedStep(compress, &why);
-  if (fused && compress.getInput().getType() == type &&
+  if (fused &&
+      elementTypeOf(compress.getInput()) ==
+          cast<RankedTensorType>(type).getElementType() &&
       (fused->reduce == op || fused->update == op))
     return success();
   if (fused)
-    why = "the cltk_compress gradient's type differs";
+    why = "the cltk_compress gradient's element type differs";
   return op->emitOpError()
          << "with a bf16 or f16 tensor lowers only as part of the fused step "
             "of a cltk_compress of that type ("
@@ -1179,18 +1221,24 @@ LogicalResult ConvertGradCommToRuntimePass::prepare() {
         group = collectiveGroup(op, sparse.getGridAttr(), sparse.getGridAxes());
         name = (func.getName() + "_sparse_all_reduce_" + Twine(counter)).str();
       } else if (auto sparse = dyn_cast<SparseReduceScatterOp>(op)) {
+        if (failed(checkHalfInFusedStep(op, sparse.getValues(),
+                                        sparse.getResult().getType()))) {
+          ok = false;
+          return;
+        }
         group = collectiveGroup(op, sparse.getGridAttr(), sparse.getGridAxes());
         name =
             (func.getName() + "_sparse_reduce_scatter_" + Twine(counter)).str();
       } else if (auto compress = dyn_cast<CltkCompressOp>(op)) {
         const char *why = "";
         std::optional<FusedStep> fused = findFusedStep(compress, &why);
-        if (isHalf(elementTypeOf(compress.getInput())) &&
-            (!fused || !isa<SparseAllReduceOp>(fused->reduce))) {
+        Type element = elementTypeOf(compress.getInput());
+        if (isHalf(element) &&
+            (!fused || elementTypeOf(fused->reduce->getResult(0)) != element)) {
           compress.emitOpError()
               << "with a bf16 or f16 gradient lowers only as the fused step "
-                 "with a sparse_all_reduce ("
-              << (fused ? "it feeds a sparse_reduce_scatter" : why) << ")";
+                 "with a reduction of its element type ("
+              << (fused ? "the reduction's result differs" : why) << ")";
           ok = false;
           return;
         }

@@ -35,9 +35,9 @@ func.func @columns(%w: tensor<32x4xf32>) -> tensor<32x16xf32> {
 
 shard.grid @grid(shape = 4)
 
-func.func @bf16(%w: tensor<8x16xbf16>) -> tensor<32x16xbf16> {
-  // expected-error @+1 {{cannot be lowered to the runtime: it all-gathers static f32 tensors only}}
+func.func @f64(%w: tensor<8x16xf64>) -> tensor<32x16xf64> {
+  // expected-error @+1 {{cannot be lowered to the runtime: it all-gathers static f32, bf16 or f16 tensors only, input and result of one type}}
   %full = shard.all_gather %w on @grid grid_axes = [0] gather_axis = 0
-      : tensor<8x16xbf16> -> tensor<32x16xbf16>
-  return %full : tensor<32x16xbf16>
+      : tensor<8x16xf64> -> tensor<32x16xf64>
+  return %full : tensor<32x16xf64>
 }

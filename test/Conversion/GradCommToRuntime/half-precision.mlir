@@ -52,7 +52,7 @@ gradcomm.state @w_grad : tensor<16xf32>
 
 // The unfused ops take f32 only.
 func.func @unfused(%g: tensor<16xbf16>) -> (tensor<16xbf16>, tensor<4xf32>) {
-  // expected-error @+1 {{with a bf16 or f16 gradient lowers only as the fused step with a sparse_all_reduce (values used more than once)}}
+  // expected-error @+1 {{with a bf16 or f16 gradient lowers only as the fused step with a reduction of its element type (values used more than once)}}
   %v, %i = gradcomm.cltk_compress %g state @w_grad on @grid grid_axes = [0]
       k = 4 selection = exact
       : tensor<16xbf16> -> tensor<4xf32>, tensor<4xi64>
@@ -75,7 +75,7 @@ func.func @mixed(%g: tensor<16xf32>) -> tensor<16xbf16> {
   %v, %i = gradcomm.cltk_compress %g state @w_grad on @grid grid_axes = [0]
       k = 4 selection = exact
       : tensor<16xf32> -> tensor<4xf32>, tensor<4xi64>
-  // expected-error @+1 {{the cltk_compress gradient's type differs}}
+  // expected-error @+1 {{the cltk_compress gradient's element type differs}}
   %r = gradcomm.sparse_all_reduce %v, %i on @grid grid_axes = [0]
       reduction = sum : tensor<4xf32>, tensor<4xi64> -> tensor<16xbf16>
   gradcomm.memory_update %g, %i state @w_grad beta = 0.5
@@ -125,4 +125,95 @@ func.func @local_topk(%g: tensor<256xbf16>) -> tensor<256xbf16> {
       grid_axes = [0] k = 8 reduction = average
       : tensor<256xbf16> -> tensor<256xbf16>
   return %r : tensor<256xbf16>
+}
+
+// -----
+
+// Sharded training in 16 bits: the dense reduce-scatter, the parameter
+// all-gather and the compressed reduce-scatter call their 16-bit entry
+// points (the values travel in the tensors' own 16 bits; the memory is
+// f32).
+
+shard.grid @grid(shape = 4)
+gradcomm.state @s_grad : tensor<256xf32>
+gradcomm.state @h_grad : tensor<256xf32>
+
+// CHECK-DAG:   func.func private @gradcomm_rt_reduce_scatter_bf16(!llvm.ptr, memref<*xbf16>, memref<*xbf16>, i32) -> i32 attributes {llvm.emit_c_interface}
+// CHECK-DAG:   func.func private @gradcomm_rt_reduce_scatter_f16(!llvm.ptr, memref<*xf16>, memref<*xf16>, i32) -> i32 attributes {llvm.emit_c_interface}
+// CHECK-DAG:   func.func private @gradcomm_rt_all_gather_bf16(!llvm.ptr, memref<*xbf16>, memref<*xbf16>) -> i32 attributes {llvm.emit_c_interface}
+// CHECK-DAG:   func.func private @gradcomm_rt_scalecom_reduce_scatter_bf16(!llvm.ptr, memref<*xbf16>, memref<*xbf16>, i64, i32, i64, f32, i64, f32, i32) -> i32 attributes {llvm.emit_c_interface}
+// CHECK-DAG:   func.func private @gradcomm_rt_scalecom_reduce_scatter_f16(!llvm.ptr, memref<*xf16>, memref<*xf16>, i64, i32, i64, f32, i64, f32, i32) -> i32 attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func.func @sharded
+// CHECK:       memref.alloc() : memref<16xbf16>
+// CHECK:       call @gradcomm_rt_reduce_scatter_bf16(
+// CHECK:       memref.alloc() : memref<4x4xf16>
+// CHECK:       call @gradcomm_rt_reduce_scatter_f16(
+// CHECK:       memref.alloc() : memref<64xbf16>
+// CHECK:       call @gradcomm_rt_all_gather_bf16(
+// CHECK:       memref.alloc() : memref<64xbf16>
+// CHECK:       call @gradcomm_rt_scalecom_reduce_scatter_bf16(
+// CHECK:       memref.alloc() : memref<64xf16>
+// CHECK:       call @gradcomm_rt_scalecom_reduce_scatter_f16(
+// CHECK-NOT:   gradcomm.
+func.func @sharded(%a: tensor<64xbf16>, %b: tensor<16x4xf16>,
+                   %p: tensor<16xbf16>, %g: tensor<256xbf16>,
+                   %h: tensor<256xf16>)
+    -> (tensor<16xbf16>, tensor<4x4xf16>, tensor<64xbf16>, tensor<64xbf16>,
+        tensor<64xf16>) {
+  %ra = shard.reduce_scatter %a on @grid grid_axes = [0] reduction = average
+      scatter_axis = 0 : tensor<64xbf16> -> tensor<16xbf16>
+  %rb = shard.reduce_scatter %b on @grid grid_axes = [0] reduction = sum
+      scatter_axis = 0 : tensor<16x4xf16> -> tensor<4x4xf16>
+  %full = shard.all_gather %p on @grid grid_axes = [0] gather_axis = 0
+      : tensor<16xbf16> -> tensor<64xbf16>
+  %v, %i = gradcomm.cltk_compress %g state @s_grad on @grid grid_axes = [0]
+      k = 8 selection = exact
+      : tensor<256xbf16> -> tensor<8xf32>, tensor<8xi64>
+  %s = gradcomm.sparse_reduce_scatter %v, %i on @grid grid_axes = [0]
+      reduction = average scatter_axis = 0
+      : tensor<8xf32>, tensor<8xi64> -> tensor<64xbf16>
+  gradcomm.memory_update %g, %i state @s_grad beta = 0.5
+      : tensor<256xbf16>, tensor<8xi64>
+  %vh, %ih = gradcomm.cltk_compress %h state @h_grad on @grid grid_axes = [0]
+      k = 8 selection = exact
+      : tensor<256xf16> -> tensor<8xf32>, tensor<8xi64>
+  %sh = gradcomm.sparse_reduce_scatter %vh, %ih on @grid grid_axes = [0]
+      reduction = sum scatter_axis = 0
+      : tensor<8xf32>, tensor<8xi64> -> tensor<64xf16>
+  gradcomm.memory_update %h, %ih state @h_grad beta = 0.5
+      : tensor<256xf16>, tensor<8xi64>
+  return %ra, %rb, %full, %s, %sh
+      : tensor<16xbf16>, tensor<4x4xf16>, tensor<64xbf16>, tensor<64xbf16>,
+        tensor<64xf16>
+}
+
+// -----
+
+shard.grid @grid(shape = 4)
+gradcomm.state @s_grad : tensor<256xf32>
+
+// A compressed reduce-scatter whose shard is not the gradient's type.
+func.func @sharded_mixed(%g: tensor<256xbf16>) -> tensor<64xf32> {
+  // expected-error @+1 {{with a bf16 or f16 gradient lowers only as the fused step with a reduction of its element type (the reduction's result differs)}}
+  %v, %i = gradcomm.cltk_compress %g state @s_grad on @grid grid_axes = [0]
+      k = 8 selection = exact
+      : tensor<256xbf16> -> tensor<8xf32>, tensor<8xi64>
+  %s = gradcomm.sparse_reduce_scatter %v, %i on @grid grid_axes = [0]
+      reduction = sum scatter_axis = 0
+      : tensor<8xf32>, tensor<8xi64> -> tensor<64xf32>
+  gradcomm.memory_update %g, %i state @s_grad beta = 0.5
+      : tensor<256xbf16>, tensor<8xi64>
+  return %s : tensor<64xf32>
+}
+
+// -----
+
+shard.grid @grid(shape = 4)
+
+// A reduce-scatter that changes the element type.
+func.func @rs_cast(%a: tensor<64xbf16>) -> tensor<16xf32> {
+  // expected-error @+1 {{it reduce-scatters static f32, bf16 or f16 tensors only, input and result of one type}}
+  %r = shard.reduce_scatter %a on @grid grid_axes = [0] reduction = sum
+      scatter_axis = 0 : tensor<64xbf16> -> tensor<16xf32>
+  return %r : tensor<16xf32>
 }

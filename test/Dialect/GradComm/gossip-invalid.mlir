@@ -30,7 +30,7 @@ func.func @forced_without_update(%g: tensor<16xf32>) -> tensor<16xf32> {
 
 shard.grid @grid(shape = 4)
 func.func @forced_f64(%w: tensor<16xf64>, %g: tensor<16xf64>) -> tensor<16xf64> {
-  // expected-error @+1 {{gradcomm-gossip: marked gradcomm.policy = "gossip" (on the op) but cannot be rewritten: element type is not f32 (or bf16/f16 in an all-reduce)}}
+  // expected-error @+1 {{gradcomm-gossip: marked gradcomm.policy = "gossip" (on the op) but cannot be rewritten: element type is not f32, bf16 or f16}}
   %r = shard.all_reduce %g on @grid grid_axes = [0] reduction = average {gradcomm.policy = "gossip"}
       : tensor<16xf64> -> tensor<16xf64>
   %u = arith.subf %w, %r : tensor<16xf64>

@@ -633,8 +633,8 @@ func.func @srs_scalar(%v: tensor<1xf32>, %i: tensor<1xi64>) {
 
 shard.grid @grid(shape = 4)
 func.func @srs_result_type(%v: tensor<4xf32>, %i: tensor<4xi64>) {
-  // expected-error @+1 {{'result' must have f32 elements (f16/bf16 are not supported), got 'tensor<4x4xbf16>'}}
-  %r = gradcomm.sparse_reduce_scatter %v, %i on @grid grid_axes = [0] reduction = sum scatter_axis = 0 : tensor<4xf32>, tensor<4xi64> -> tensor<4x4xbf16>
+  // expected-error @+1 {{'result' must have f32, bf16 or f16 elements, got 'tensor<4x4xf64>'}}
+  %r = gradcomm.sparse_reduce_scatter %v, %i on @grid grid_axes = [0] reduction = sum scatter_axis = 0 : tensor<4xf32>, tensor<4xi64> -> tensor<4x4xf64>
   return
 }
 

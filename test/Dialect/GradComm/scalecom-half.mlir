@@ -2,7 +2,8 @@
 // RUN: gradcomm-opt %s --gradcomm-scalecom="compressor=local-topk" -split-input-file 2>&1 | FileCheck %s --check-prefix=LOCAL
 
 // 16-bit gradients (mixed precision): ScaleCom's fused step, and local
-// top-k, compress bf16 and f16 all-reduces. The memory is f32 of the gradient's shape, the
+// top-k, compress bf16 and f16 all-reduces; ScaleCom also their
+// reduce-scatters. The memory is f32 of the gradient's shape, the
 // selected values f32 until they travel (in the gradient's 16 bits, chosen
 // by the lowering), the result the gradient's type.
 
@@ -39,8 +40,38 @@ func.func @half(%w: tensor<2048xf16>, %g: tensor<2048xf16>,
 
 // -----
 
-// Other types, and 16-bit reduce-scatters, stay dense with a warning,
-// never silently.
+// 16-bit reduce-scatters (sharded training in mixed precision): the
+// compressed reduce-scatter, its shard in the gradient's type. Local top-k
+// has no reduce-scatter form: they stay dense there, as f32 ones do.
+
+shard.grid @grid(shape = 4)
+
+// CHECK:      gradcomm.state @sharded_arg0_grad : tensor<2048xf32>
+// CHECK-NEXT: gradcomm.state @sharded_arg2_grad : tensor<4096xf32>
+// CHECK-LABEL: func @sharded
+// CHECK:      gradcomm.cltk_compress %{{.*}} state @sharded_arg0_grad {{.*}} : tensor<2048xbf16> -> tensor<21xf32>, tensor<21xi64>
+// CHECK-NEXT: gradcomm.sparse_reduce_scatter {{.*}} -> tensor<512xbf16>
+// CHECK-NEXT: gradcomm.memory_update {{.*}} : tensor<2048xbf16>, tensor<21xi64>
+// CHECK:      gradcomm.cltk_compress %{{.*}} state @sharded_arg2_grad {{.*}} : tensor<4096xf16> -> tensor<41xf32>, tensor<41xi64>
+// CHECK-NEXT: gradcomm.sparse_reduce_scatter {{.*}} -> tensor<1024xf16>
+// CHECK-NOT:  shard.reduce_scatter
+// LOCAL-LABEL: func @sharded
+// LOCAL-COUNT-2: shard.reduce_scatter
+// LOCAL-NOT:  gradcomm.
+func.func @sharded(%ws: tensor<512xbf16>, %gs: tensor<2048xbf16>,
+                   %wh: tensor<1024xf16>, %gh: tensor<4096xf16>) -> (tensor<512xbf16>, tensor<1024xf16>) {
+  %s = shard.reduce_scatter %gs on @grid grid_axes = [0] reduction = average scatter_axis = 0
+      : tensor<2048xbf16> -> tensor<512xbf16>
+  %h = shard.reduce_scatter %gh on @grid grid_axes = [0] reduction = average scatter_axis = 0
+      : tensor<4096xf16> -> tensor<1024xf16>
+  %us = arith.subf %ws, %s : tensor<512xbf16>
+  %uh = arith.subf %wh, %h : tensor<1024xf16>
+  return %us, %uh : tensor<512xbf16>, tensor<1024xf16>
+}
+
+// -----
+
+// Other types stay dense with a warning, never silently.
 
 shard.grid @grid(shape = 4)
 
@@ -49,14 +80,14 @@ shard.grid @grid(shape = 4)
 // CHECK: shard.reduce_scatter
 // CHECK-NOT: gradcomm.
 func.func @dense(%w: tensor<2048xf64>, %g: tensor<2048xf64>,
-                 %ws: tensor<512xbf16>, %gs: tensor<2048xbf16>) -> (tensor<2048xf64>, tensor<512xbf16>) {
-  // expected-warning @+1 {{gradcomm-scalecom: 'f64' gradient left dense: scalecom supports f32, and bf16 or f16 all-reduces}}
+                 %ws: tensor<512xf64>, %gs: tensor<2048xf64>) -> (tensor<2048xf64>, tensor<512xf64>) {
+  // expected-warning @+1 {{gradcomm-scalecom: 'f64' gradient left dense: scalecom supports f32, bf16 and f16}}
   %r = shard.all_reduce %g on @grid grid_axes = [0] reduction = average
       : tensor<2048xf64> -> tensor<2048xf64>
-  // expected-warning @+1 {{gradcomm-scalecom: 'bf16' gradient left dense: scalecom supports f32, and bf16 or f16 all-reduces}}
+  // expected-warning @+1 {{gradcomm-scalecom: 'f64' gradient left dense: scalecom supports f32, bf16 and f16}}
   %s = shard.reduce_scatter %gs on @grid grid_axes = [0] reduction = average scatter_axis = 0
-      : tensor<2048xbf16> -> tensor<512xbf16>
+      : tensor<2048xf64> -> tensor<512xf64>
   %u = arith.subf %w, %r : tensor<2048xf64>
-  %us = arith.subf %ws, %s : tensor<512xbf16>
-  return %u, %us : tensor<2048xf64>, tensor<512xbf16>
+  %us = arith.subf %ws, %s : tensor<512xf64>
+  return %u, %us : tensor<2048xf64>, tensor<512xf64>
 }

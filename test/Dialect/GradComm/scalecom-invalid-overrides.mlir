@@ -38,7 +38,7 @@ func.func @forced_max(%g: tensor<2048xf32>) -> tensor<2048xf32> {
 
 shard.grid @grid(shape = 4)
 func.func @forced_f64(%w: tensor<2048xf64> {gradcomm.policy = "scalecom"}, %g: tensor<2048xf64>) -> tensor<2048xf64> {
-  // expected-error @+1 {{gradcomm-scalecom: marked gradcomm.policy = "scalecom" (on the argument) but cannot be rewritten: element type is not f32 (or bf16/f16 in an all-reduce)}}
+  // expected-error @+1 {{gradcomm-scalecom: marked gradcomm.policy = "scalecom" (on the argument) but cannot be rewritten: element type is not f32, bf16 or f16}}
   %r = shard.all_reduce %g on @grid grid_axes = [0] reduction = average
       : tensor<2048xf64> -> tensor<2048xf64>
   %u = arith.subf %w, %r : tensor<2048xf64>

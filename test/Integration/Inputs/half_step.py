@@ -18,7 +18,16 @@ runtime's own gradcomm_gossip_exchange_wire_f32 or
 gradcomm_elastic_average_wire_f32 run beside it on the widened local
 update, bit for bit, with as many value bytes sent (16 bits each); and
 the exchange changed the weight, over the same 4 steps.
-Usage: half_step.py dense|scalecom|local-topk|gossip|easgd bf16|f16 <libstep.so>
+A sharded mixed-precision step (Inputs/half-sharded-step.mlir: f32 master
+shards, a bf16 or f16 gradient reduce-scattered in its 16 bits, the 16-bit
+copy of the parameter all-gathered), compiled dense or with ScaleCom
+(sharded-dense, sharded-scalecom): the master shard equals the numpy
+reference (dense) or the runtime's own
+gradcomm_scalecom_reduce_scatter_recipe_f32 with the same options and wire
+(with the f32 memory), and the all-gathered parameter is the reference
+rounded to the 16-bit type, bit for bit, over the same 4 steps.
+Usage: half_step.py dense|scalecom|local-topk|gossip|easgd|sharded-dense|
+                    sharded-scalecom bf16|f16 <libstep.so>
 """
 
 import ctypes
@@ -138,10 +147,96 @@ def replica_step(mode, kind, library):
     print("rank %d: %s %s ok" % (rank, mode, kind), flush=True)
 
 
+def sharded_step(mode, kind, library):
+    """sharded-dense or sharded-scalecom (half-sharded-step.mlir)."""
+    rows = SHAPE[0] // 2
+    manifest = {
+        "function": "step",
+        "inputs": [{"name": "w", "shape": [rows, SHAPE[1]], "dtype": "f32"},
+                   {"name": "g", "shape": list(SHAPE), "dtype": kind}],
+        "outputs": [{"name": "w", "shape": [rows, SHAPE[1]], "dtype": "f32",
+                     "aliases_input": "w"},
+                    {"name": "whole", "shape": list(SHAPE), "dtype": kind}],
+    }
+    step = CompiledStep(library, manifest)
+    rank = step.rank()
+    lib = step.library
+    mine = slice(rank * rows, (rank + 1) * rows)
+    full = np.linspace(-1, 1, N, dtype=np.float32).reshape(SHAPE)
+    w = full[mine].copy()
+    options = RecipeOptions()
+    lib.gradcomm_scalecom_options_init(ctypes.byref(options),
+                                       ctypes.c_int64(40))
+    options.warmup_steps = 1
+    options.wire = WIRES[kind]
+    dense_differs = False
+    for t in range(STEPS):
+        out = step({"w": w, "g": gradient(rank, t, kind)})
+        w = out["w"]
+        total = widen(gradient(0, t, kind), kind) + \
+            widen(gradient(1, t, kind), kind)
+        dense = widen(narrow(total, kind), kind) / np.float32(2)
+        if mode == "sharded-dense":
+            update = dense
+        else:
+            # The runtime's own compressed reduce-scatter, every rank's
+            # shard gathered here to update the whole reference.
+            wide = np.ascontiguousarray(widen(gradient(rank, t, kind), kind))
+            shard = np.zeros((rows, SHAPE[1]), np.float32)
+            if lib.gradcomm_scalecom_reduce_scatter_recipe_f32(
+                    b"reference", wide.ctypes.data_as(ctypes.c_void_p),
+                    shard.ctypes.data_as(ctypes.c_void_p), ctypes.c_int64(N),
+                    ctypes.byref(options), 1) != 0:
+                fail(rank, "the runtime's compressed reduce-scatter failed")
+            update = np.zeros(SHAPE, np.float32)
+            update[mine] = widen(narrow(shard, kind), kind)
+            others = np.zeros(SHAPE, np.float32)
+            if lib.gradcomm_all_gather_f32(
+                    b"reference.gather",
+                    update[mine].copy().ctypes.data_as(ctypes.c_void_p),
+                    others.ctypes.data_as(ctypes.c_void_p),
+                    ctypes.c_int64(N)) != 0:
+                fail(rank, "the reference's all-gather failed")
+            update = others
+            dense_differs |= not np.array_equal(update, dense)
+        full = full - update
+        if not np.array_equal(w, full[mine]):
+            fail(rank, "step %d: the master shard differs from the reference "
+                 "by %g" % (t, np.abs(w - full[mine]).max()))
+        if not np.array_equal(out["whole"], narrow(full, kind)):
+            fail(rank, "step %d: the all-gathered %s parameter differs"
+                 % (t, kind))
+        if mode != "sharded-dense" and not same_state(lib, rank, b"w_grad"):
+            fail(rank, "step %d: the memory differs from the runtime's" % t)
+    if mode != "sharded-dense" and not dense_differs:
+        fail(rank, "%s with k = 40 of 2048 gave the dense result" % mode)
+    # The values travelled in 16 bits: half of the 2 N bytes of each
+    # 16-bit buffer leave each of the 2 ranks per dense call, and the
+    # compressed step sends what the reference's 16-bit wire sends.
+    def sent(name):
+        stats = OpStats()
+        if lib.gradcomm_stats_get(name, ctypes.byref(stats)) != 0:
+            fail(rank, "no counters for %s" % name.decode())
+        return stats.value_bytes_sent
+    if mode == "sharded-dense":
+        expected = {b"w_grad": STEPS * N, b"step_all_gather_1": STEPS * N}
+    else:
+        expected = {b"w_grad": sent(b"reference"),
+                    b"step_all_gather_2": STEPS * N}
+    for name, value in expected.items():
+        if sent(name) != value:
+            fail(rank, "%s sent %d value bytes, not %d"
+                 % (name.decode(), sent(name), value))
+    step.close()
+    print("rank %d: %s %s ok" % (rank, mode, kind), flush=True)
+
+
 def main():
     mode, kind, library = sys.argv[1], sys.argv[2], sys.argv[3]
     if mode in ("gossip", "easgd"):
         return replica_step(mode, kind, library)
+    if mode.startswith("sharded-"):
+        return sharded_step(mode, kind, library)
     manifest = {
         "function": "step",
         "inputs": [{"name": "w", "shape": list(SHAPE), "dtype": "f32"},

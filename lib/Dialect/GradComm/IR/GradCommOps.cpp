@@ -243,7 +243,7 @@ SparseAllReduceOp::verifySymbolUses(SymbolTableCollection &symbolTables) {
 
 LogicalResult SparseReduceScatterOp::verify() {
   Type resultType = getResult().getType();
-  if (failed(verifyDenseType(*this, "result", resultType)))
+  if (failed(verifyDenseType(*this, "result", resultType, /*allowHalf=*/true)))
     return failure();
   if (cast<RankedTensorType>(resultType).getRank() == 0)
     return emitOpError("'result' must have rank >= 1 (it is cut along "

@@ -296,19 +296,16 @@ mlir::gradcomm::decideRewrite(Operation *op, Policy policy,
     return refuse("not a gradient: the result does not reach a returned "
                   "parameter update through elementwise ops");
   Type element = type.getElementType();
-  const bool half = filter.halfGradients && isa<shard::AllReduceOp>(op) &&
-                    (element.isBF16() || element.isF16());
+  const bool half =
+      filter.halfGradients && (element.isBF16() || element.isF16());
   if (!element.isF32() && !half) {
     if (!decision.forced)
       op->emitWarning() << passName << ": " << element
                         << " gradient left dense: " << policyName
-                        << (filter.halfGradients
-                                ? " supports f32, and bf16 or f16 all-reduces"
-                                : " supports f32 only");
-    return refuse(filter.halfGradients
-                      ? "element type is not f32 (or bf16/f16 in an "
-                        "all-reduce)"
-                      : "element type is not f32");
+                        << (filter.halfGradients ? " supports f32, bf16 and f16"
+                                                 : " supports f32 only");
+    return refuse(filter.halfGradients ? "element type is not f32, bf16 or f16"
+                                       : "element type is not f32");
   }
   if (decision.forced) {
     decision.rewrite = true;

@@ -72,8 +72,8 @@ struct RewriteFilter {
   int64_t minElements = 0;
   ArrayRef<std::string> include;
   ArrayRef<std::string> exclude;
-  /// bf16 and f16 all-reduces are rewritten too (ScaleCom's fused step
-  /// sends their values in 16 bits); otherwise f32 only.
+  /// bf16 and f16 gradients are rewritten too (ScaleCom's fused steps send
+  /// their values in 16 bits); otherwise f32 only.
   bool halfGradients = false;
 };
 
