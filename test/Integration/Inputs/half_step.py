@@ -90,6 +90,17 @@ def same_state(lib, rank, name):
     return np.array_equal(values[0], values[1])
 
 
+def recipe_options(lib, kind):
+    """The options the ScaleCom steps are compiled with: k = 40, one dense
+    warm-up step, the values in the gradient's 16 bits."""
+    options = RecipeOptions()
+    lib.gradcomm_scalecom_options_init(ctypes.byref(options),
+                                       ctypes.c_int64(40))
+    options.warmup_steps = 1
+    options.wire = WIRES[kind]
+    return options
+
+
 def exchange_reference(lib, mode, kind, x):
     """The runtime's own 16-bit-wire exchange of x (float32, in place) on
     the reference state, with the options the step was compiled with."""
@@ -164,11 +175,7 @@ def sharded_step(mode, kind, library):
     mine = slice(rank * rows, (rank + 1) * rows)
     full = np.linspace(-1, 1, N, dtype=np.float32).reshape(SHAPE)
     w = full[mine].copy()
-    options = RecipeOptions()
-    lib.gradcomm_scalecom_options_init(ctypes.byref(options),
-                                       ctypes.c_int64(40))
-    options.warmup_steps = 1
-    options.wire = WIRES[kind]
+    options = recipe_options(lib, kind)
     dense_differs = False
     for t in range(STEPS):
         out = step({"w": w, "g": gradient(rank, t, kind)})
@@ -249,11 +256,7 @@ def main():
     lib = step.library
     w = np.linspace(-1, 1, N, dtype=np.float32).reshape(SHAPE)
     reference = w.copy()
-    options = RecipeOptions()
-    lib.gradcomm_scalecom_options_init(ctypes.byref(options),
-                                       ctypes.c_int64(40))
-    options.warmup_steps = 1
-    options.wire = WIRES[kind]
+    options = recipe_options(lib, kind)
     dense_differs = False
     for t in range(STEPS):
         g = gradient(rank, t, kind)
