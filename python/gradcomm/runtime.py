@@ -171,6 +171,15 @@ _SIGNATURES = {
     "gradcomm_reduce_scatter_f32": [ctypes.c_char_p, ctypes.c_void_p,
                                     ctypes.c_void_p, ctypes.c_int64,
                                     ctypes.c_int],
+    "gradcomm_reduce_scatter_wire_f32": [ctypes.c_char_p, ctypes.c_void_p,
+                                         ctypes.c_void_p, ctypes.c_int64,
+                                         ctypes.c_int, ctypes.c_int],
+    "gradcomm_all_gather_wire_f32": [ctypes.c_char_p, ctypes.c_void_p,
+                                     ctypes.c_void_p, ctypes.c_int64,
+                                     ctypes.c_int],
+    "gradcomm_scalecom_reduce_scatter_recipe_f32": [
+        ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+        ctypes.c_void_p, ctypes.c_int],
     "gradcomm_scalecom_reduce_scatter_f32": [
         ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
         ctypes.c_int64, ctypes.c_int, ctypes.c_int64, ctypes.c_float,

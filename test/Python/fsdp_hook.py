@@ -7,6 +7,10 @@
   (several FSDP units, two of the same length);
 * its warm-up steps are the dense hook's, its bytes are k values, and
   its loss follows dense's;
+* under MixedPrecision(reduce_dtype=bfloat16 or float16) the hooks get
+  16-bit gradients: the dense hook gives FSDP's own 16-bit reduce-scatter
+  bit for bit, the ScaleCom hook's shard is the shard of the runtime's
+  all-reduce recipe with the same 16-bit wire, each value in 2 bytes;
 * a tensor it cannot take is refused with a message.
 
 Usage: torchrun --standalone --nproc-per-node=2 fsdp_hook.py
@@ -20,12 +24,13 @@ import sys
 import torch
 import torch.distributed as dist
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-from torch.distributed.fsdp import ShardingStrategy
+from torch.distributed.fsdp import MixedPrecision, ShardingStrategy
 from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__)))), "python"))
-from gradcomm.runtime import REDUCTIONS, SELECTIONS  # noqa: E402
+from gradcomm.runtime import (REDUCTIONS, SELECTIONS, WIRES,  # noqa: E402
+                              RecipeOptions)
 from gradcomm.torch import fsdp  # noqa: E402
 
 STEPS = 12
@@ -46,12 +51,15 @@ def network():
         torch.nn.Linear(48, 4))
 
 
-def wrapped():
+def wrapped(reduce_dtype=None):
     # One FSDP unit per Linear: the hook sees four flat parameters, two of
     # the same length.
+    precision = None if reduce_dtype is None else MixedPrecision(
+        param_dtype=reduce_dtype, reduce_dtype=reduce_dtype)
     return FSDP(network(), device_id=torch.device("cpu"),
                 sharding_strategy=ShardingStrategy.FULL_SHARD,
-                auto_wrap_policy=ModuleWrapPolicy({torch.nn.Linear}))
+                auto_wrap_policy=ModuleWrapPolicy({torch.nn.Linear}),
+                mixed_precision=precision)
 
 
 def batch(step):
@@ -70,7 +78,7 @@ def train(model, state=None, hook=None, steps=STEPS, lr=0.05):
     for step in range(steps):
         optimizer.zero_grad()
         x, target = batch(step)
-        loss = torch.nn.functional.mse_loss(model(x), target)
+        loss = torch.nn.functional.mse_loss(model(x).float(), target)
         loss.backward()
         grads.append([p.grad.clone() for p in model.parameters()])
         optimizer.step()
@@ -81,6 +89,64 @@ def train(model, state=None, hook=None, steps=STEPS, lr=0.05):
 def same(a, b):
     return len(a) == len(b) and all(
         all(torch.equal(x, y) for x, y in zip(p, q)) for p, q in zip(a, b))
+
+
+def mixed_precision(rt, rank, size, dtype, wire):
+    """FSDP with MixedPrecision(reduce_dtype=dtype): the hooks' checks."""
+    seen = set()
+
+    def spying(hook):
+        def spy(state, grad, output):
+            seen.add((grad.dtype, output.dtype))
+            hook(state, grad, output)
+        return spy
+
+    own_losses, own_grads = train(wrapped(dtype))
+    dense = fsdp.DenseShardedState(prefix="dense." + wire)
+    _, dense_grads = train(wrapped(dtype), dense,
+                           spying(fsdp.reduce_scatter_hook))
+    check(seen == {(dtype, dtype)}, "%s gradients reach the hook: %s"
+          % (wire, seen))
+    check(same(own_grads, dense_grads),
+          "dense hook = FSDP's own %s gradients" % wire)
+    stats = rt.stats(b"dense.%s.%d.0" % (wire.encode(), 48 * 48 + 48))
+    length = 48 * 48 + 48
+    check(stats.value_bytes_sent == STEPS * (2 * length * (size - 1) // size),
+          "%s: 2 bytes a value on the wire: %d" % (wire,
+                                                     stats.value_bytes_sent))
+
+    state = fsdp.ScaleComShardedState(ratio=10, warmup_steps=0,
+                                      prefix="cltk." + wire)
+    compared = [0]
+
+    def checking_hook(state, grad, output):
+        reference = grad.float()
+        place = state._calls.get(grad.numel(), 0)
+        memory = ("reference.%s.%d.%d" % (wire, grad.numel(),
+                                          place)).encode()
+        fsdp.scalecom_reduce_scatter_hook(state, grad, output)
+        options = RecipeOptions()
+        rt.library.gradcomm_scalecom_options_init(
+            ctypes.byref(options), max(1, math.ceil(grad.numel() / 10)))
+        options.warmup_steps = 0
+        options.wire = WIRES[wire]
+        full = torch.empty_like(reference)
+        rt.call("gradcomm_scalecom_recipe_f32", memory, reference.data_ptr(),
+                full.data_ptr(), reference.numel(), ctypes.byref(options),
+                REDUCTIONS["average"])
+        check(torch.equal(output, full.chunk(size)[rank].to(dtype)),
+              "%s ScaleCom shard = the all-reduce recipe's shard" % wire)
+        compared[0] += 1
+
+    losses, _ = train(wrapped(dtype), state, checking_hook)
+    check(compared[0] == 4 * STEPS, "four flat parameters per step")
+    tail, own_tail = sum(losses[-4:]) / 4, sum(own_losses[-4:]) / 4
+    check(abs(tail - own_tail) < 0.03 * own_tail,
+          "%s ScaleCom follows dense: %.4f vs %.4f" % (wire, tail, own_tail))
+    k = math.ceil(length / 10)
+    stats = rt.stats(b"cltk.%s.%d.0" % (wire.encode(), length))
+    check(stats.value_bytes_sent == STEPS * (2 * k * (size - 1) // size),
+          "%s: k values of 2 bytes: %d" % (wire, stats.value_bytes_sent))
 
 
 def main():
@@ -143,13 +209,32 @@ def main():
     check(same(warm_grads[:3], dense_grads[:3]), "warm-up = dense")
     check(not same(warm_grads[3:], dense_grads[3:4]), "compressed after it")
 
+    # Mixed precision: 16-bit gradients, their values in 16 bits.
+    for dtype, wire in ((torch.bfloat16, "bf16"), (torch.float16, "f16")):
+        mixed_precision(rt, rank, size, dtype, wire)
+
     # Refusals.
     try:
         fsdp.scalecom_reduce_scatter_hook(
             state, torch.zeros(8), torch.zeros(4, dtype=torch.bfloat16))
-        check(False, "a bfloat16 shard is refused")
+        check(False, "a bfloat16 shard of a float32 gradient is refused")
     except TypeError as error:
-        check("float32" in str(error), "the message says float32")
+        check("the gradient is torch.float32, the shard torch.bfloat16"
+              in str(error), "the message names both types")
+    try:
+        fsdp.scalecom_reduce_scatter_hook(
+            state, torch.zeros(8, dtype=torch.int32),
+            torch.zeros(4, dtype=torch.int32))
+        check(False, "an int32 gradient is refused")
+    except TypeError as error:
+        check("float32, bfloat16 or float16" in str(error),
+              "the message names the types")
+    try:
+        fsdp.reduce_scatter_hook(dense, torch.zeros(8),
+                                 torch.zeros(4, dtype=torch.float64))
+        check(False, "a float64 shard is refused")
+    except TypeError as error:
+        check("float64" in str(error), "the message names float64")
     try:
         fsdp.ScaleComShardedState(ratio=0.5)
         check(False, "ratio < 1 is refused")

@@ -14,15 +14,26 @@ the r-th equal part, as gradcomm_shard_range cuts it). ScaleCom's error
 feedback memory is one runtime state per flat parameter on every rank, of
 the unsharded length: the leader's selection is over the whole local
 gradient, as CLT-k needs.
+
+Under FSDP's `MixedPrecision(reduce_dtype=torch.bfloat16)` (or float16)
+the hooks receive 16-bit gradients: they work on a float32 copy and the
+values travel in the gradient's own 16 bits (the runtime's wire), so a
+value crosses half the bytes; the error-feedback memory stays float32.
 """
 
+import ctypes
 import math
 
 import torch
 import torch.distributed as dist
 
-from gradcomm.runtime import REDUCTIONS, SELECTIONS, GradCommError
+from gradcomm.runtime import (REDUCTIONS, SELECTIONS, WIRES, GradCommError,
+                              RecipeOptions)
 from gradcomm.torch.ddp import initialize_runtime
+
+# The wire a gradient's values travel in.
+_WIRE_OF_DTYPE = {torch.float32: "f32", torch.bfloat16: "bf16",
+                  torch.float16: "f16"}
 
 
 def _predivide_factor(world_size):
@@ -83,18 +94,25 @@ class ShardedState:
         self.steps += 1
 
     def check(self, grad, output):
+        """The wire of `grad`'s type; TypeError or ValueError for what the
+        hooks cannot take."""
         for tensor, what in ((grad, "gradient"), (output, "shard")):
-            if tensor.dtype != torch.float32 or tensor.device.type != "cpu" \
-                    or not tensor.is_contiguous():
+            if tensor.dtype not in _WIRE_OF_DTYPE or \
+                    tensor.device.type != "cpu" or \
+                    not tensor.is_contiguous():
                 raise TypeError(
                     "gradcomm: the %s is %s on %s%s; the sharded hooks take "
-                    "contiguous float32 CPU tensors" % (
+                    "contiguous float32, bfloat16 or float16 CPU tensors" % (
                         what, tensor.dtype, tensor.device,
                         "" if tensor.is_contiguous() else ", not contiguous"))
+        if grad.dtype != output.dtype:
+            raise TypeError("gradcomm: the gradient is %s, the shard %s"
+                            % (grad.dtype, output.dtype))
         if grad.numel() != output.numel() * self.size:
             raise ValueError(
                 "gradcomm: a gradient of %d elements does not split into %d "
                 "shards of %d" % (grad.numel(), self.size, output.numel()))
+        return _WIRE_OF_DTYPE[grad.dtype]
 
 
 class DenseShardedState(ShardedState):
@@ -105,21 +123,29 @@ def reduce_scatter_hook(state, grad, output):
     """The dense reduce-scatter (gradcomm_reduce_scatter_f32): `output`
     receives this rank's shard of the mean of `grad` over the ranks, with
     the bits of FSDP's own reduce-scatter at 2 ranks (it divides as FSDP
-    does: part before the sum, the rest after)."""
-    state.check(grad, output)
+    does: part before the sum, the rest after). A 16-bit gradient's values
+    travel in its 16 bits (gradcomm_reduce_scatter_wire_f32)."""
+    wire = state.check(grad, output)
     name = state.name_of(grad)
-    _dense_shard(state, name, grad, output)
+    _dense_shard(state, name, grad, output, wire)
 
 
-def _dense_shard(state, name, grad, output):
+def _dense_shard(state, name, grad, output, wire):
     before = _predivide_factor(state.size)
     after = state.size / before
+    if wire == "f32":
+        work, shard = grad, output
+    else:
+        work, shard = grad.float(), torch.empty(output.shape)
     if before > 1:
-        grad.div_(before)
-    state.rt.call("gradcomm_reduce_scatter_f32", name, grad.data_ptr(),
-                  output.data_ptr(), grad.numel(), REDUCTIONS["sum"])
+        work.div_(before)
+    state.rt.call("gradcomm_reduce_scatter_wire_f32", name, work.data_ptr(),
+                  shard.data_ptr(), work.numel(), WIRES[wire],
+                  REDUCTIONS["sum"])
     if after > 1:
-        output.div_(after)
+        shard.div_(after)
+    if shard is not output:
+        output.copy_(shard)
 
 
 class ScaleComShardedState(ShardedState):
@@ -150,14 +176,29 @@ def scalecom_reduce_scatter_hook(state, grad, output):
     over the whole local gradient, the same indices on every rank; `output`
     receives zeros and, at the selected indices of this rank's shard, the
     mean of every rank's values; the memory is updated as in ScaleCom.
-    During the warm-up, the dense hook's shard."""
-    state.check(grad, output)
+    During the warm-up, the dense hook's shard. A 16-bit gradient's
+    selected values travel in its 16 bits (the recipe call's wire); its
+    memory is float32."""
+    wire = state.check(grad, output)
     name = state.name_of(grad)
     if state.steps < state.warmup_steps:
         state.names.add(b"dense." + name)
-        _dense_shard(state, b"dense." + name, grad, output)
+        _dense_shard(state, b"dense." + name, grad, output, wire)
         return
     k = max(1, math.ceil(grad.numel() / state.ratio))
-    state.rt.call("gradcomm_scalecom_reduce_scatter_f32", name,
-                  grad.data_ptr(), output.data_ptr(), grad.numel(), k,
-                  SELECTIONS["exact"], 0, state.beta, REDUCTIONS["average"])
+    if wire == "f32":
+        state.rt.call("gradcomm_scalecom_reduce_scatter_f32", name,
+                      grad.data_ptr(), output.data_ptr(), grad.numel(), k,
+                      SELECTIONS["exact"], 0, state.beta,
+                      REDUCTIONS["average"])
+        return
+    options = RecipeOptions()
+    state.rt.library.gradcomm_scalecom_options_init(ctypes.byref(options), k)
+    options.beta = state.beta
+    options.warmup_steps = 0  # the hook's own warm-up ran above
+    options.wire = WIRES[wire]
+    work, shard = grad.float(), torch.zeros(output.shape)
+    state.rt.call("gradcomm_scalecom_reduce_scatter_recipe_f32", name,
+                  work.data_ptr(), shard.data_ptr(), work.numel(),
+                  ctypes.byref(options), REDUCTIONS["average"])
+    output.copy_(shard)
