@@ -9,12 +9,15 @@
 # bytes per step) and keeps the runs' JSON in OUT.
 # WRAP=model (default: one flat parameter, so one selection, for the whole
 # model) or layer (one FSDP unit per Linear and Conv2d layer).
-# Usage: MODEL=mlp EPOCHS=5 SEEDS="1 2 3" WRAP=model OUT=dir \
+# WIRE=f32 (default), bf16 or f16: FSDP's MixedPrecision(reduce_dtype=...),
+# so every strategy reduce-scatters 16-bit gradients (the hooks send them
+# in 16 bits).
+# Usage: MODEL=mlp EPOCHS=5 SEEDS="1 2 3" WRAP=model WIRE=f32 OUT=dir \
 #   bench/torch/fsdp_study.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 model=${MODEL:-mlp} epochs=${EPOCHS:-5} seeds=${SEEDS:-"1 2 3"}
-wrap=${WRAP:-model}
+wrap=${WRAP:-model} wire=${WIRE:-f32}
 out=${OUT:-$root/build/fsdp-study}
 python=${GRADCOMM_PYTHON:-$root/.venv/bin/python}
 export GRADCOMM_RUNTIME_LIBRARY=${GRADCOMM_RUNTIME_LIBRARY:-$root/build/lib/libgradcomm_runtime.so}
@@ -29,20 +32,22 @@ for seed in $seeds; do
     esac
     "$(dirname "$python")/torchrun" --standalone --nproc-per-node=2 \
       "$root/examples/pytorch/train_fmnist.py" --sharded --fsdp-wrap "$wrap" \
-      "${comm[@]}" \
+      "${comm[@]}" --wire "$wire" \
       --model "$model" --epochs "$epochs" --lr 0.05 --momentum 0.9 \
       --lr-schedule cosine --seed "$seed" --evaluations 5 --label "$label" \
-      --json "$out/$model-$wrap-$label-$seed.json" 2>&1 | grep '^summary'
+      --json "$out/$model-$wrap-$wire-$label-$seed.json" 2>&1 |
+      grep '^summary'
   done
 done
-"$python" - "$out" "$model" "$wrap" <<'PY'
+"$python" - "$out" "$model" "$wrap" "$wire" <<'PY'
 import glob, json, statistics, sys
-out, model, wrap = sys.argv[1:4]
+out, model, wrap, wire = sys.argv[1:5]
 runs = {}
-for path in sorted(glob.glob("%s/%s-%s-*.json" % (out, model, wrap))):
+for path in sorted(glob.glob("%s/%s-%s-%s-*.json" % (out, model, wrap,
+                                                     wire))):
     run = json.load(open(path))
     runs.setdefault(run["label"], []).append(run)
-print("| %s, FSDP, wrap %s | seeds | test accuracy | final ones | value + index bytes per step (rank 0) |" % (model, wrap))
+print("| %s, FSDP, wrap %s, %s | seeds | test accuracy | final ones | value + index bytes per step (rank 0) |" % (model, wrap, wire))
 print("|---|---|---|---|---|")
 for label in ("fsdp", "dense", "r100", "r1000"):
     group = runs.get(label, [])

@@ -12,7 +12,8 @@ all-reduce: GossipAverager or ElasticAverager after each optimizer step;
 rank 0's replica is evaluated).
 --sharded: FSDP (FULL_SHARD) instead of DDP, with --comm ddp (FSDP's own
 reduce-scatter), dense or scalecom (gradcomm.torch.fsdp's reduce-scatter
-hooks).
+hooks); --wire bf16 or f16 there is FSDP's MixedPrecision(reduce_dtype=...):
+the gradients are reduce-scattered in 16 bits.
 --model: the MLP, the CNN (default), ResNet-18 adapted to 28x28, or the
 2-layer character transformer language model on Debian's GPL-3 text (its
 accuracy: next-character accuracy on the held-out last 10 %). The
@@ -35,6 +36,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp import MixedPrecision
 from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -210,7 +212,8 @@ def main():
     recipe.add_argument("--clip", type=float)
     recipe.add_argument("--wire", choices=["f32", "bf16", "f16"],
                         help="the type values travel in (dense and "
-                        "ScaleCom; default float32)")
+                        "ScaleCom; default float32); with --sharded, "
+                        "FSDP's reduce_dtype")
     recipe.add_argument("--policy", choices=["fixed", "auto"],
                         help="auto: gradcomm-plan's cost model picks dense "
                         "or a ratio per parameter on --cluster")
@@ -272,7 +275,14 @@ def main():
     elif args.sharded:
         wrap = (ModuleWrapPolicy({torch.nn.Linear, torch.nn.Conv2d})
                 if args.fsdp_wrap == "layer" else None)
-        net = FSDP(model, device_id=torch.device("cpu"), auto_wrap_policy=wrap)
+        # A 16-bit wire: FSDP reduce-scatters 16-bit gradients (its own
+        # collective, or the hooks, which send them in 16 bits).
+        reduce_dtype = {"bf16": torch.bfloat16,
+                        "f16": torch.float16}.get(args.wire)
+        precision = (MixedPrecision(reduce_dtype=reduce_dtype)
+                     if reduce_dtype else None)
+        net = FSDP(model, device_id=torch.device("cpu"), auto_wrap_policy=wrap,
+                   mixed_precision=precision)
         if args.comm != "ddp":
             hook, state = make_sharded_hook_state(args,
                                                   schedule.steps_per_epoch)
@@ -331,7 +341,8 @@ def main():
     if rank == 0:
         values, indices = bytes_sent(state, model)
         if args.comm == "ddp":  # gloo's traffic is not counted: nominal
-            values = 4 * schedule.steps * parameter_count
+            width = 2 if args.sharded and args.wire in ("bf16", "f16") else 4
+            values = width * schedule.steps * parameter_count
             if args.sharded:  # a reduce-scatter: half an all-reduce
                 values //= 2
         final = curve[-1]
@@ -348,6 +359,7 @@ def main():
                 json.dump({
                     "label": args.label or args.comm, "model": args.model,
                     "comm": args.comm, "sharded": args.sharded,
+                    "wire": args.wire or "f32",
                     "fsdp_wrap": args.fsdp_wrap if args.sharded else None,
                     "seed": args.seed, "ranks": size,
                     "steps": schedule.steps, "epochs": args.epochs,
