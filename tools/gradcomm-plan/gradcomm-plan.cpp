@@ -87,15 +87,20 @@ static cl::opt<int64_t> period("period",
 
 namespace {
 
+/// A strategy's prediction for a tensor of `elements` values of
+/// `valueBytes` each (2: bf16 or f16, sent in 16 bits where the strategy
+/// can).
 struct Strategy {
   std::string name;
-  std::function<gradcomm::Prediction(const gradcomm::ClusterModel &, int64_t)>
+  std::function<gradcomm::Prediction(const gradcomm::ClusterModel &,
+                                     int64_t elements, int64_t valueBytes)>
       predict;
 };
 
 struct Tensor {
   std::string label;
   int64_t elements;
+  int64_t valueBytes;
 };
 
 FailureOr<gradcomm::ClusterModel> clusterFromFlags() {
@@ -134,7 +139,9 @@ FailureOr<std::vector<Tensor>> allReduces(ModuleOp module) {
     std::string label = llvm::formatv("#{0}", tensors.size()).str();
     if (auto name = dyn_cast<NameLoc>(op->getLoc()))
       label = name.getName().str();
-    tensors.push_back({label, type.getNumElements()});
+    Type element = type.getElementType();
+    tensors.push_back({label, type.getNumElements(),
+                       element.isBF16() || element.isF16() ? 2 : 4});
     return WalkResult::advance();
   });
   if (walk.wasInterrupted())
@@ -214,23 +221,35 @@ int main(int argc, char **argv) {
     return gradcomm::runSimulation(*cluster, sizes);
   }
 
-  std::vector<Strategy> strategies = {{"dense", gradcomm::predictDense}};
+  // Dense and ScaleCom send a 16-bit tensor's values in 16 bits; the other
+  // strategies' models count float32 values.
+  std::vector<Strategy> strategies = {
+      {"dense",
+       [](const gradcomm::ClusterModel &m, int64_t n, int64_t valueBytes) {
+         return gradcomm::predictDense(m, n, valueBytes);
+       }}};
   for (int64_t ratio : compression)
     strategies.push_back({llvm::formatv("scalecom-r{0}", ratio).str(),
-                          [ratio](const gradcomm::ClusterModel &m, int64_t n) {
-                            return gradcomm::predictScaleCom(m, n, ratio,
-                                                             !chunkSelection);
+                          [ratio](const gradcomm::ClusterModel &m, int64_t n,
+                                  int64_t valueBytes) {
+                            return gradcomm::predictScaleCom(
+                                m, n, ratio, !chunkSelection, valueBytes);
                           }});
   for (int64_t ratio : compression)
-    strategies.push_back({llvm::formatv("local-topk-r{0}", ratio).str(),
-                          [ratio](const gradcomm::ClusterModel &m, int64_t n) {
-                            return gradcomm::predictLocalTopk(m, n, ratio);
-                          }});
-  strategies.push_back({"gossip", gradcomm::predictGossip});
-  strategies.push_back({llvm::formatv("easgd-p{0}", int64_t(period)).str(),
-                        [](const gradcomm::ClusterModel &m, int64_t n) {
-                          return gradcomm::predictEasgd(m, n, period);
-                        }});
+    strategies.push_back(
+        {llvm::formatv("local-topk-r{0}", ratio).str(),
+         [ratio](const gradcomm::ClusterModel &m, int64_t n, int64_t) {
+           return gradcomm::predictLocalTopk(m, n, ratio);
+         }});
+  strategies.push_back(
+      {"gossip", [](const gradcomm::ClusterModel &m, int64_t n, int64_t) {
+         return gradcomm::predictGossip(m, n);
+       }});
+  strategies.push_back(
+      {llvm::formatv("easgd-p{0}", int64_t(period)).str(),
+       [](const gradcomm::ClusterModel &m, int64_t n, int64_t) {
+         return gradcomm::predictEasgd(m, n, period);
+       }});
 
   llvm::raw_ostream &os = llvm::outs();
   const gradcomm::ClusterModel &model = *cluster;
@@ -254,13 +273,15 @@ int main(int argc, char **argv) {
   for (const Tensor &tensor : *tensors) {
     os << llvm::formatv("{0,-24} {1,12}", tensor.label, tensor.elements);
     for (auto [i, strategy] : llvm::enumerate(strategies)) {
-      gradcomm::Prediction p = strategy.predict(model, tensor.elements);
+      gradcomm::Prediction p =
+          strategy.predict(model, tensor.elements, tensor.valueBytes);
       totals[i].seconds += p.seconds;
       totals[i].bytesSent += p.bytesSent;
       os << llvm::formatv(" {0,16:f4}", p.seconds * 1e3);
     }
     gradcomm::CompressionChoice choice = gradcomm::chooseCompression(
-        model, tensor.elements, candidates, autoTolerance, !chunkSelection);
+        model, tensor.elements, candidates, autoTolerance, !chunkSelection,
+        /*sharded=*/false, tensor.valueBytes);
     automatic.seconds += choice.chosen.seconds;
     automatic.bytesSent += choice.chosen.bytesSent;
     if (choice.ratio == 0) {

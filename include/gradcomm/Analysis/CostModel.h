@@ -87,20 +87,26 @@ struct Prediction {
 
 /// The strategies, for a tensor of `elements` float32 values. Every
 /// runtime call also joins the agreement (one all-reduce of 58 int64).
-Prediction predictDense(const ClusterModel &model, int64_t elements);
+/// `valueBytes`: 2 for a bf16 or f16 tensor, whose values travel in 16 bits
+/// (the dense and ScaleCom forms; the kernels still work in float32).
+Prediction predictDense(const ClusterModel &model, int64_t elements,
+                        int64_t valueBytes = 4);
 /// `exactSelection`: the leader's exact top-k selection (about ten
 /// input reads, docs/performance.md) instead of the chunk path's one pass.
 Prediction predictScaleCom(const ClusterModel &model, int64_t elements,
-                           int64_t ratio, bool exactSelection = false);
+                           int64_t ratio, bool exactSelection = false,
+                           int64_t valueBytes = 4);
 Prediction predictLocalTopk(const ClusterModel &model, int64_t elements,
                             int64_t ratio);
 /// Sharded data parallelism: the dense reduce-scatter of the gradient, and
 /// ScaleCom's step with the k values reduce-scattered instead of
 /// all-reduced (the index broadcast unchanged).
-Prediction predictReduceScatter(const ClusterModel &model, int64_t elements);
+Prediction predictReduceScatter(const ClusterModel &model, int64_t elements,
+                                int64_t valueBytes = 4);
 Prediction predictScaleComReduceScatter(const ClusterModel &model,
                                         int64_t elements, int64_t ratio,
-                                        bool exactSelection = false);
+                                        bool exactSelection = false,
+                                        int64_t valueBytes = 4);
 Prediction predictGossip(const ClusterModel &model, int64_t elements);
 Prediction predictEasgd(const ClusterModel &model, int64_t elements,
                         int64_t period);
@@ -118,11 +124,13 @@ struct CompressionChoice {
 /// The fastest of dense and ScaleCom at each of `ratios`, except that the
 /// least compressed candidate within `tolerance` (a fraction) of the
 /// fastest time wins: compression costs accuracy, so it must buy time.
-/// `sharded`: the reduce-scatter forms (a gradient shard.reduce_scatter).
+/// `sharded`: the reduce-scatter forms (a gradient shard.reduce_scatter);
+/// `valueBytes` as for predictDense.
 CompressionChoice chooseCompression(const ClusterModel &model, int64_t elements,
                                     ArrayRef<int64_t> ratios, double tolerance,
                                     bool exactSelection = false,
-                                    bool sharded = false);
+                                    bool sharded = false,
+                                    int64_t valueBytes = 4);
 
 } // namespace mlir::gradcomm
 

@@ -306,8 +306,8 @@ double mlir::gradcomm::agreementSeconds(const ClusterModel &model) {
 }
 
 Prediction mlir::gradcomm::predictDense(const ClusterModel &model,
-                                        int64_t elements) {
-  const double bytes = 4.0 * elements;
+                                        int64_t elements, int64_t valueBytes) {
+  const double bytes = static_cast<double>(valueBytes) * elements;
   return withAgreement(model, {allReduceSeconds(model, bytes),
                                allReduceBytesSent(model, bytes)});
 }
@@ -318,7 +318,7 @@ namespace {
 /// all-reduce, or a reduce-scatter when sharded).
 Prediction predictCompressedStep(const ClusterModel &model, int64_t elements,
                                  int64_t ratio, bool exactSelection,
-                                 bool sharded) {
+                                 bool sharded, int64_t valueBytes) {
   const int64_t n = model.ranks;
   const double k = static_cast<double>(selected(elements, ratio));
   // Chunk selection (chunks of `ratio` elements) sends each index's offset
@@ -336,15 +336,15 @@ Prediction predictCompressedStep(const ClusterModel &model, int64_t elements,
         static_cast<double>((elements - static_cast<int64_t>(k)) / 65535);
     indices = std::min(indices, 2.0 * (k + 2.0 * escapes));
   }
-  const double values = 4.0 * k;
+  const double values = static_cast<double>(valueBytes) * k;
   Prediction p;
   // Indices that fit in the agreement's payload travel in it: no
   // broadcast of their own.
   const bool folded = indices <= kAgreementPayloadBytes;
   const double valueSeconds = sharded ? reduceScatterSeconds(model, values)
                                       : allReduceSeconds(model, values);
-  const double valueBytes = sharded ? (n > 1 ? values * (n - 1) / n : 0)
-                                    : allReduceBytesSent(model, values);
+  const double valueBytesSent = sharded ? (n > 1 ? values * (n - 1) / n : 0)
+                                        : allReduceBytesSent(model, values);
   p.seconds =
       (folded ? 0.0 : broadcastSeconds(model, indices)) + valueSeconds +
       kernelSeconds(
@@ -352,7 +352,7 @@ Prediction predictCompressedStep(const ClusterModel &model, int64_t elements,
           kScaleComKernelBytes + (exactSelection ? kExactSelectionBytes : 0),
           exactSelection ? model.kernelSecondsPerElement.scalecomExact
                          : model.kernelSecondsPerElement.scalecomChunk);
-  p.bytesSent = (n > 1 ? indices * (n - 1) / n : 0) + valueBytes;
+  p.bytesSent = (n > 1 ? indices * (n - 1) / n : 0) + valueBytesSent;
   return withAgreement(model, p);
 }
 
@@ -360,25 +360,26 @@ Prediction predictCompressedStep(const ClusterModel &model, int64_t elements,
 
 Prediction mlir::gradcomm::predictScaleCom(const ClusterModel &model,
                                            int64_t elements, int64_t ratio,
-                                           bool exactSelection) {
+                                           bool exactSelection,
+                                           int64_t valueBytes) {
   return predictCompressedStep(model, elements, ratio, exactSelection,
-                               /*sharded=*/false);
+                               /*sharded=*/false, valueBytes);
 }
 
 Prediction mlir::gradcomm::predictReduceScatter(const ClusterModel &model,
-                                                int64_t elements) {
-  const double bytes = 4.0 * elements;
+                                                int64_t elements,
+                                                int64_t valueBytes) {
+  const double bytes = static_cast<double>(valueBytes) * elements;
   const int64_t n = model.ranks;
   return withAgreement(model, {reduceScatterSeconds(model, bytes),
                                n > 1 ? bytes * (n - 1) / n : 0});
 }
 
-Prediction
-mlir::gradcomm::predictScaleComReduceScatter(const ClusterModel &model,
-                                             int64_t elements, int64_t ratio,
-                                             bool exactSelection) {
+Prediction mlir::gradcomm::predictScaleComReduceScatter(
+    const ClusterModel &model, int64_t elements, int64_t ratio,
+    bool exactSelection, int64_t valueBytes) {
   return predictCompressedStep(model, elements, ratio, exactSelection,
-                               /*sharded=*/true);
+                               /*sharded=*/true, valueBytes);
 }
 
 Prediction mlir::gradcomm::predictLocalTopk(const ClusterModel &model,
@@ -414,17 +415,16 @@ Prediction mlir::gradcomm::predictEasgd(const ClusterModel &model,
   return withAgreement(model, p);
 }
 
-CompressionChoice
-mlir::gradcomm::chooseCompression(const ClusterModel &model, int64_t elements,
-                                  ArrayRef<int64_t> ratios, double tolerance,
-                                  bool exactSelection, bool sharded) {
+CompressionChoice mlir::gradcomm::chooseCompression(
+    const ClusterModel &model, int64_t elements, ArrayRef<int64_t> ratios,
+    double tolerance, bool exactSelection, bool sharded, int64_t valueBytes) {
   CompressionChoice choice;
-  choice.dense = sharded ? predictReduceScatter(model, elements)
-                         : predictDense(model, elements);
+  choice.dense = sharded ? predictReduceScatter(model, elements, valueBytes)
+                         : predictDense(model, elements, valueBytes);
   double fastest = choice.dense.seconds;
   for (int64_t ratio : ratios) {
-    choice.candidates.push_back(
-        predictCompressedStep(model, elements, ratio, exactSelection, sharded));
+    choice.candidates.push_back(predictCompressedStep(
+        model, elements, ratio, exactSelection, sharded, valueBytes));
     fastest = std::min(fastest, choice.candidates.back().seconds);
   }
   const double goodEnough = fastest * (1 + tolerance);

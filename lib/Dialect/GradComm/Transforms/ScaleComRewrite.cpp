@@ -249,8 +249,13 @@ ScaleComRewritePass::chooseRatio(Operation *op, const RewriteDecision &shared,
   const bool exact =
       overrides.selection.value_or(selection) == Selection::Exact;
   const bool sharded = isa<shard::ReduceScatterOp>(op);
-  CompressionChoice choice = chooseCompression(
-      model, numElements, candidateRatios, autoTolerance, exact, sharded);
+  // A 16-bit gradient's values travel in 16 bits, dense or compressed.
+  Type element =
+      cast<RankedTensorType>(reducedInput(op).getType()).getElementType();
+  const int64_t valueBytes = element.isF32() ? 4 : 2;
+  CompressionChoice choice =
+      chooseCompression(model, numElements, candidateRatios, autoTolerance,
+                        exact, sharded, valueBytes);
 
   std::string predictions =
       llvm::formatv("dense {0:f4} ms", choice.dense.seconds * 1e3).str();
@@ -262,13 +267,14 @@ ScaleComRewritePass::chooseRatio(Operation *op, const RewriteDecision &shared,
   verdict.applies = true;
   verdict.ratio = choice.ratio;
   verdict.why =
-      llvm::formatv("policy=auto{5} on {0} ranks, {1:f3} Gbit/s, {2:f2} us: "
-                    "{3} -> {4}",
+      llvm::formatv("policy=auto{5}{6} on {0} ranks, {1:f3} Gbit/s, {2:f2} "
+                    "us: {3} -> {4}",
                     groupSize, model.linkBytesPerSecond * 8 / 1e9,
                     model.latencySeconds * 1e6, predictions,
                     choice.ratio ? "ratio " + std::to_string(choice.ratio)
                                  : std::string("dense"),
-                    sharded ? " (reduce-scatter)" : "")
+                    sharded ? " (reduce-scatter)" : "",
+                    valueBytes == 2 ? " (16-bit values)" : "")
           .str();
   return verdict;
 }
