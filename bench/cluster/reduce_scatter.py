@@ -1,9 +1,12 @@
 """Dense against compressed reduce-scatter, one process per rank under
 mpiexec (shared memory) or bench/cluster/netns.sh run (the emulated
 cluster): gradcomm_reduce_scatter_f32 and
-gradcomm_scalecom_reduce_scatter_f32 at ratios 100 and 1000, beside
-gradcomm_dense_all_reduce_f32 (what unsharded training sends), for each
-size in SIZES. Rounds alternate the forms (BENCHMARKS.md: ratios in one
+gradcomm_scalecom_reduce_scatter_f32 at ratios 100 and 1000, the dense and
+the ratio-100 forms with the values in bfloat16
+(gradcomm_reduce_scatter_wire_f32, the recipe's `wire`: what FSDP's
+MixedPrecision(reduce_dtype=torch.bfloat16) sends through the hooks),
+beside gradcomm_dense_all_reduce_f32 (what unsharded training sends), for
+each size in SIZES. Rounds alternate the forms (BENCHMARKS.md: ratios in one
 run); each prints the median wall and CPU time per call over the rounds
 and the bytes each rank sent per call (the runtime's counters).
 
@@ -23,7 +26,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__)))), "python"))
-from gradcomm.runtime import REDUCTIONS, SELECTIONS, runtime  # noqa: E402
+from gradcomm.runtime import (REDUCTIONS, SELECTIONS, WIRES,  # noqa: E402
+                              RecipeOptions, runtime)
 
 
 def main():
@@ -36,8 +40,8 @@ def main():
     rt = runtime()
     rt.call("gradcomm_init")
     rank, size = rt.rank(), rt.size()
-    forms = ["all-reduce", "reduce-scatter", "scalecom-rs-r100",
-             "scalecom-rs-r1000"]
+    forms = ["all-reduce", "reduce-scatter", "reduce-scatter-bf16",
+             "scalecom-rs-r100", "scalecom-rs-r100-bf16", "scalecom-rs-r1000"]
     rng = np.random.default_rng(rank)
     for count in [int(s) for s in args.sizes.split(",")]:
         grad = rng.standard_normal(count, dtype=np.float32)
@@ -59,6 +63,20 @@ def main():
                 np.copyto(work, grad)
                 rt.call("gradcomm_reduce_scatter_f32", name, work.ctypes.data,
                         shard.ctypes.data, count, REDUCTIONS["average"])
+            elif form == "reduce-scatter-bf16":
+                rt.call("gradcomm_reduce_scatter_wire_f32", name,
+                        grad.ctypes.data, shard.ctypes.data, count,
+                        WIRES["bf16"], REDUCTIONS["average"])
+            elif form.endswith("-bf16"):
+                options = RecipeOptions()
+                rt.library.gradcomm_scalecom_options_init(
+                    ctypes.byref(options), max(1, count // 100))
+                options.beta = 1.0
+                options.warmup_steps = 0
+                options.wire = WIRES["bf16"]
+                rt.call("gradcomm_scalecom_reduce_scatter_recipe_f32", name,
+                        grad.ctypes.data, shard.ctypes.data, count,
+                        ctypes.byref(options), REDUCTIONS["average"])
             else:
                 ratio = int(form.rsplit("r", 1)[1])
                 rt.call("gradcomm_scalecom_reduce_scatter_f32", name,
@@ -83,7 +101,7 @@ def main():
                 stats = rt.stats(("%s.%d" % (form, count)).encode())
                 calls = max(1, stats.calls)
                 sent = (stats.value_bytes_sent + stats.index_bytes_sent) / calls
-                print("  %-18s %9.2f ms wall  %9.2f ms cpu  %7.3fx dense RS"
+                print("  %-22s %9.2f ms wall  %9.2f ms cpu  %7.3fx dense RS"
                       "  %12.0f B sent per call" % (
                           form, 1000 * statistics.median(wall[form]),
                           1000 * statistics.median(cpu[form]),
