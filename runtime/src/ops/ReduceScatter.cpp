@@ -237,8 +237,8 @@ gradcomm_status transferDense(const Call &call, const char *opName,
   started.opName = opName;
   started.what = "reduce-scatter";
   if (!backend().tensorsOnHost()) {
-    // Validated: a 16-bit wire needs host tensors.
-    // The device backend's own collective, complete when it returns.
+    // The device backend's own collective, complete when it returns (a
+    // 16-bit wire was refused: it needs host tensors).
     GRADCOMM_RETURN_IF_ERROR(backend().deviceReduceScatter(
         call, data, shard, count, reduction == GRADCOMM_REDUCE_AVERAGE));
     started.finish = [name = started.opName, count, start] {
