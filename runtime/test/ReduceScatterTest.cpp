@@ -505,3 +505,79 @@ TEST(ReduceScatter, AllGatherInSixteenBits) {
     EXPECT_EQ(bytesSent(name), 2 * (2u * count * (n - 1) / n));
   }
 }
+
+/// The selection per segment is each segment's own ScaleCom step: the
+/// shard is the range of the per-segment all-reduce steps' outputs put
+/// together, the memory their memories, bit for bit. A segment whose k is
+/// its length is sent whole; one whose k is 0 (zero padding) sends nothing.
+TEST(ReduceScatter, SegmentsSelectPerTensor) {
+  World world;
+  const int64_t count = 1003;
+  const std::vector<int64_t> ends = {300, 900, 1000, 1003};
+  const std::vector<int64_t> ks = {6, 3, 100, 0};
+  const int64_t k = 109;
+  const Range range = shardOf(count, world.rank, world.size);
+  const std::string sharded = uniqueName("rs.segments");
+  for (int step = 0; step < 5; ++step) {
+    std::vector<float> grad = integerGradient(world.rank, step, count);
+    std::fill(grad.begin() + 1000, grad.end(), 0.0f); // the padding
+    std::vector<float> whole(count, 0.0f), memory(count, 0.0f);
+    int64_t begin = 0;
+    for (size_t s = 0; s + 1 < ends.size(); ++s) {
+      const int64_t length = ends[s] - begin;
+      const std::string part = uniqueName("rs.segment") + std::to_string(s);
+      ASSERT_EQ(gradcomm_scalecom_f32(part.c_str(), grad.data() + begin,
+                                      whole.data() + begin, length, ks[s],
+                                      GRADCOMM_SELECT_EXACT, 0, 0.5f,
+                                      GRADCOMM_REDUCE_AVERAGE),
+                GRADCOMM_OK)
+          << gradcomm_last_error();
+      const std::vector<float> own = readState(part, length);
+      std::copy(own.begin(), own.end(), memory.begin() + begin);
+      begin = ends[s];
+    }
+    std::vector<float> shard(range.length, -1.0f);
+    ASSERT_EQ(gradcomm_scalecom_reduce_scatter_segments_f32(
+                  sharded.c_str(), grad.data(), shard.data(), count,
+                  ends.data(), ks.data(), 4, 0.5f, GRADCOMM_WIRE_F32,
+                  GRADCOMM_REDUCE_AVERAGE),
+              GRADCOMM_OK)
+        << gradcomm_last_error();
+    EXPECT_EQ(shard, slice(whole, range)) << "step " << step;
+    EXPECT_EQ(readState(sharded, count), memory) << "step " << step;
+  }
+  const uint64_t n = static_cast<uint64_t>(world.size);
+  EXPECT_EQ(bytesSent(sharded), 5u * (4u * k * (n - 1) / n));
+
+  // Bad segments fail on every rank alike.
+  std::vector<float> grad(count, 1.0f), shard(range.length);
+  const std::vector<int64_t> short_ = {300, 900};
+  EXPECT_EQ(gradcomm_scalecom_reduce_scatter_segments_f32(
+                sharded.c_str(), grad.data(), shard.data(), count,
+                short_.data(), ks.data(), 2, 0.5f, GRADCOMM_WIRE_F32,
+                GRADCOMM_REDUCE_AVERAGE),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(gradcomm_last_error(), "the segments cover 900 of"))
+      << gradcomm_last_error();
+  const std::vector<int64_t> tooMany = {301, 3, 100, 0};
+  EXPECT_EQ(gradcomm_scalecom_reduce_scatter_segments_f32(
+                sharded.c_str(), grad.data(), shard.data(), count,
+                ends.data(), tooMany.data(), 4, 0.5f, GRADCOMM_WIRE_F32,
+                GRADCOMM_REDUCE_AVERAGE),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(gradcomm_last_error(), "segment 0's k must be in"))
+      << gradcomm_last_error();
+  if (world.size > 1) {
+    // Other k's on one rank: the agreement names the segments.
+    std::vector<int64_t> mine = ks;
+    if (world.rank == 0)
+      mine = {5, 4, 100, 0};
+    EXPECT_EQ(gradcomm_scalecom_reduce_scatter_segments_f32(
+                  sharded.c_str(), grad.data(), shard.data(), count,
+                  ends.data(), mine.data(), 4, 0.5f, GRADCOMM_WIRE_F32,
+                  GRADCOMM_REDUCE_AVERAGE),
+              GRADCOMM_ERR_MISMATCH);
+    EXPECT_TRUE(contains(gradcomm_last_error(), "segments"))
+        << gradcomm_last_error();
+  }
+}

@@ -604,6 +604,22 @@ gradcomm_status gradcomm_scalecom_recipe_start_f32(
 gradcomm_status gradcomm_all_gather_f32(const char *op_name, const float *shard,
                                         float *data, int64_t count);
 
+/// gradcomm_scalecom_reduce_scatter_f32 with the selection made per
+/// segment: `grad` holds `segments` consecutive tensors (a flat parameter
+/// of sharded training), segment s ending at segment_ends[s] (strictly
+/// increasing, the last equal to `count`). The leader selects, in each
+/// segment, the exact top segment_k[s] of |m + g| (0: none, as for
+/// padding; the segment's length: all of it, a tensor kept dense), so a
+/// small tensor gets its share of k beside a large one. k is the sum of
+/// the segment_k (at least 1); the rest is the unsegmented step: one index
+/// set for every rank, the values reduce-scattered in `wire`, the memory
+/// updated. Every rank must pass the same segments (part of the
+/// agreement). CPU backend.
+gradcomm_status gradcomm_scalecom_reduce_scatter_segments_f32(
+    const char *state, const float *grad, float *shard, int64_t count,
+    const int64_t *segment_ends, const int64_t *segment_k, int64_t segments,
+    float beta, gradcomm_wire wire, gradcomm_reduction reduction);
+
 /// gradcomm_all_gather_f32 with the values travelling as `wire`
 /// (gradcomm_wire): each value of `shard` is rounded to the 16-bit type, so
 /// parameters that are bfloat16 (binary16) arrive exactly, in half the

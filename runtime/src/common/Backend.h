@@ -46,6 +46,12 @@ struct CompressStep {
   /// The type the k values travel in (CPU backend, blocking calls; the
   /// entry points refuse 16 bits elsewhere).
   gradcomm_wire wire = GRADCOMM_WIRE_F32;
+  /// Selection per segment (exact, CPU backend): `segments` consecutive
+  /// runs ending at segmentEnds[s], the top segmentK[s] of each (k is
+  /// their sum); none: one selection over the whole tensor.
+  const int64_t *segmentEnds = nullptr;
+  const int64_t *segmentK = nullptr;
+  int64_t segments = 0;
 };
 
 /// Bytes per index in a fixed-width coding: the offset inside its chunk (1

@@ -62,6 +62,37 @@ gradcomm_status exchangeIndices(const Call &call, const CompressStep &step,
   return broadcastIndices(call, state.indices.data(), step.leader, coding);
 }
 
+/// The leader's exact selection per segment (CompressStep::segments): each
+/// segment's top segmentK[s] of |m + g| (all of a segment whose k is its
+/// length, none where it is 0), concatenated, so ascending. Returns the
+/// largest |m + g| over the whole tensor, as selectExact does.
+uint32_t selectSegments(const CompressStep &step) {
+  static thread_local cpu::SelectScratch scratch;
+  State &state = step.state;
+  int64_t *indices = state.indices.data();
+  uint32_t largest = 0;
+  int64_t begin = 0;
+  for (int64_t s = 0; s < step.segments; ++s) {
+    const int64_t end = step.segmentEnds[s], length = end - begin;
+    const int64_t k = step.segmentK[s];
+    const float *m = state.data() + begin, *g = step.grad + begin;
+    uint32_t key = 0;
+    if (k == 0 || k == length) {
+      key = cpu::maxMagnitudeKeySum(m, g, length);
+      for (int64_t j = 0; j < k; ++j)
+        indices[j] = begin + j;
+    } else {
+      key = cpu::selectExact(m, g, length, k, indices, scratch);
+      for (int64_t j = 0; j < k; ++j)
+        indices[j] += begin;
+    }
+    largest = std::max(largest, key);
+    indices += k;
+    begin = end;
+  }
+  return largest;
+}
+
 /// The fused step's part before the value reduction: the indices, then
 /// gather + low-pass update in one pass, which leaves this rank's k values
 /// in `state.values` and zeros in `out` (when not null).
@@ -95,7 +126,10 @@ gradcomm_status CpuBackend::prepareCompress(const Call &,
   state.indices.resize(step.k);
   state.values.resize(step.k);
   uint32_t largest = 0;
-  if (isLeader(step) && step.selection == GRADCOMM_SELECT_EXACT) {
+  if (isLeader(step) && step.selection == GRADCOMM_SELECT_EXACT &&
+      step.segments > 0) {
+    largest = selectSegments(step);
+  } else if (isLeader(step) && step.selection == GRADCOMM_SELECT_EXACT) {
     static thread_local cpu::SelectScratch scratch;
     // The non-finite scan rides along the histogram pass.
     largest = cpu::selectExact(state.data(), step.grad, step.count, step.k,

@@ -27,6 +27,10 @@ struct CompressArgs {
   gradcomm_selection selection;
   int64_t chunkSize;
   gradcomm_wire wire = GRADCOMM_WIRE_F32;
+  /// Selection per segment (CompressStep's fields), or none.
+  const int64_t *segmentEnds = nullptr;
+  const int64_t *segmentK = nullptr;
+  int64_t segments = 0;
 };
 
 /// The compress arguments' checks: state name, count and k, the selection.

@@ -153,6 +153,12 @@ gradcomm_status beginCompressed(const Call &call, const CompressedCall &c,
     GRADCOMM_RETURN_IF_ERROR(validateCompress(call, args));
     GRADCOMM_RETURN_IF_ERROR(validateBeta(call, c.beta));
     GRADCOMM_RETURN_IF_ERROR(requireReduction(call, c.reduction));
+    GRADCOMM_RETURN_IF_ERROR(requireWire(call, args.wire));
+    if (args.wire != GRADCOMM_WIRE_F32)
+      GRADCOMM_RETURN_IF_ERROR(requireHostTensors(call, "a 16-bit wire"));
+    if (args.segments > 0)
+      GRADCOMM_RETURN_IF_ERROR(
+          requireHostTensors(call, "a selection per segment"));
     GRADCOMM_RETURN_IF_ERROR(requireShardsFit(call, args.count));
     GRADCOMM_RETURN_IF_ERROR(
         requireShard(call, args.grad, "grad", args.count, c.shard));
@@ -498,6 +504,34 @@ gradcomm_status gradcomm_scalecom_reduce_scatter_start_f32(
                             *started));
         *request = trackRequest(std::move(started));
         return GRADCOMM_OK;
+      });
+}
+
+gradcomm_status gradcomm_scalecom_reduce_scatter_segments_f32(
+    const char *stateName, const float *grad, float *shard, int64_t count,
+    const int64_t *segmentEnds, const int64_t *segmentK, int64_t segments,
+    float beta, gradcomm_wire wire, gradcomm_reduction reduction) {
+  return guarded(
+      "scalecom_reduce_scatter_segments_f32", stateName, [&](const Call &call) {
+        GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
+        GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
+          return requireRange(call, "segments", segments, 1, int64_t(1) << 40);
+        }));
+        // k is the segments' sum; validateCompress checks each of them.
+        int64_t k = 0;
+        if (segmentK)
+          for (int64_t s = 0; s < segments; ++s)
+            k += segmentK[s];
+        gradcomm_request_s started;
+        GRADCOMM_RETURN_IF_ERROR(
+            startCompressed(call,
+                            {{stateName, grad, count, k, GRADCOMM_SELECT_EXACT,
+                              0, wire, segmentEnds, segmentK, segments},
+                             shard,
+                             beta,
+                             reduction},
+                            started));
+        return complete(call, started);
       });
 }
 

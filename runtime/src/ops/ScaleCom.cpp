@@ -40,6 +40,36 @@ gradcomm_status gradcomm::validateCompress(const Call &call,
                      "unknown selection " +
                          std::to_string(static_cast<int>(args.selection)));
   }
+  if (args.segments == 0)
+    return GRADCOMM_OK;
+  // Segments: consecutive runs covering the tensor, k their k's sum.
+  GRADCOMM_RETURN_IF_ERROR(
+      requirePointer(call, "segment_ends", args.segmentEnds));
+  GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "segment_k", args.segmentK));
+  int64_t begin = 0, k = 0;
+  for (int64_t s = 0; s < args.segments; ++s) {
+    const int64_t end = args.segmentEnds[s], length = end - begin;
+    const std::string which = "segment " + std::to_string(s);
+    if (end <= begin || end > args.count)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       which + " ends at " + std::to_string(end) +
+                           ": the ends must increase strictly up to count (" +
+                           std::to_string(args.count) + ")");
+    if (args.segmentK[s] < 0 || args.segmentK[s] > length)
+      return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                       which + "'s k must be in [0, " + std::to_string(length) +
+                           "], got " + std::to_string(args.segmentK[s]));
+    k += args.segmentK[s];
+    begin = end;
+  }
+  if (begin != args.count)
+    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                     "the segments cover " + std::to_string(begin) +
+                         " of the " + std::to_string(args.count) + " elements");
+  if (k != args.k)
+    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                     "the segments' k sum to " + std::to_string(k) +
+                         ", not k = " + std::to_string(args.k));
   return GRADCOMM_OK;
 }
 
@@ -53,12 +83,22 @@ gradcomm_status gradcomm::validateBeta(const Call &call, float beta) {
 /// What every rank of a compression must agree on.
 std::vector<CheckField> gradcomm::compressFields(const CompressArgs &args,
                                                  const State &state) {
-  return {{"count", args.count},
-          {"k", args.k},
-          {"selection", args.selection},
-          {"chunk_size",
-           args.selection == GRADCOMM_SELECT_CHUNK ? args.chunkSize : 0},
-          {"step", static_cast<int64_t>(state.step)}};
+  std::vector<CheckField> fields = {
+      {"count", args.count},
+      {"k", args.k},
+      {"selection", args.selection},
+      {"chunk_size",
+       args.selection == GRADCOMM_SELECT_CHUNK ? args.chunkSize : 0},
+      {"step", static_cast<int64_t>(state.step)}};
+  if (args.segments > 0) {
+    // FNV-1a of the ends and k's, in 62 bits.
+    const size_t bytes = sizeof(int64_t) * args.segments;
+    const uint64_t hash = fnv1a(args.segmentEnds, bytes) ^
+                          (fnv1a(args.segmentK, bytes) * 1099511628211ull);
+    fields.push_back(
+        {"the segments (ends and k)", static_cast<int64_t>(hash >> 2)});
+  }
+  return fields;
 }
 
 /// The step as the backend sees it.
@@ -70,7 +110,10 @@ CompressStep gradcomm::stepOf(const CompressArgs &args, State &state) {
           args.selection,
           args.selection == GRADCOMM_SELECT_CHUNK ? args.chunkSize : 0,
           static_cast<int>(state.step % context().size),
-          args.wire};
+          args.wire,
+          args.segmentEnds,
+          args.segmentK,
+          args.segments};
 }
 
 /// The backend's preparation and the agreement (with the leader's indices
