@@ -12,18 +12,25 @@
 # WIRE=f32 (default), bf16 or f16: FSDP's MixedPrecision(reduce_dtype=...),
 # so every strategy reduce-scatters 16-bit gradients (the hooks send them
 # in 16 bits).
+# SELECTION=flat (default: one selection per flat parameter) or tensor
+# (per tensor inside it, tensors under 1024 values whole); LABELS limits
+# the strategies (default "fsdp dense r100 r1000").
 # Usage: MODEL=mlp EPOCHS=5 SEEDS="1 2 3" WRAP=model WIRE=f32 OUT=dir \
 #   bench/torch/fsdp_study.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 model=${MODEL:-mlp} epochs=${EPOCHS:-5} seeds=${SEEDS:-"1 2 3"}
-wrap=${WRAP:-model} wire=${WIRE:-f32}
+wrap=${WRAP:-model} wire=${WIRE:-f32} selection=${SELECTION:-flat}
+labels=${LABELS:-"fsdp dense r100 r1000"}
+# Runs are named by what changes them: the selection only for ScaleCom.
+tag=$wire
+[[ $selection == tensor ]] && tag=$wire-tensor
 out=${OUT:-$root/build/fsdp-study}
 python=${GRADCOMM_PYTHON:-$root/.venv/bin/python}
 export GRADCOMM_RUNTIME_LIBRARY=${GRADCOMM_RUNTIME_LIBRARY:-$root/build/lib/libgradcomm_runtime.so}
 mkdir -p "$out"
 for seed in $seeds; do
-  for label in fsdp dense r100 r1000; do
+  for label in $labels; do
     case $label in
       fsdp) comm=(--comm ddp) ;;
       dense) comm=(--comm dense) ;;
@@ -32,20 +39,22 @@ for seed in $seeds; do
     esac
     "$(dirname "$python")/torchrun" --standalone --nproc-per-node=2 \
       "$root/examples/pytorch/train_fmnist.py" --sharded --fsdp-wrap "$wrap" \
-      "${comm[@]}" --wire "$wire" \
+      "${comm[@]}" --wire "$wire" --fsdp-selection "$selection" \
       --model "$model" --epochs "$epochs" --lr 0.05 --momentum 0.9 \
       --lr-schedule cosine --seed "$seed" --evaluations 5 --label "$label" \
-      --json "$out/$model-$wrap-$wire-$label-$seed.json" 2>&1 |
+      --json "$out/$model-$wrap-$tag-$label-$seed.json" 2>&1 |
       grep '^summary'
   done
 done
-"$python" - "$out" "$model" "$wrap" "$wire" <<'PY'
+"$python" - "$out" "$model" "$wrap" "$tag" "$selection" <<'PY'
 import glob, json, statistics, sys
-out, model, wrap, wire = sys.argv[1:5]
+out, model, wrap, wire, selection = sys.argv[1:6]
 runs = {}
 for path in sorted(glob.glob("%s/%s-%s-%s-*.json" % (out, model, wrap,
                                                      wire))):
     run = json.load(open(path))
+    if (run.get("fsdp_selection") or "flat") != selection:
+        continue  # "f32-*" also matches the "f32-tensor-*" runs
     runs.setdefault(run["label"], []).append(run)
 print("| %s, FSDP, wrap %s, %s | seeds | test accuracy | final ones | value + index bytes per step (rank 0) |" % (model, wrap, wire))
 print("|---|---|---|---|---|")

@@ -129,12 +129,18 @@ def make_hook_state(net, args, steps_per_epoch):
     return ddp.local_topk_hook, ddp.LocalTopkState(net, **fields)
 
 
-def make_sharded_hook_state(args, steps_per_epoch):
+def make_sharded_hook_state(args, steps_per_epoch, net):
     """--sharded: the FSDP hook and its state for --comm (dense or
-    scalecom), the recipe's beta and warm-up unless given."""
+    scalecom), the recipe's beta and warm-up unless given; with
+    --fsdp-selection tensor the selection is per tensor of `net`'s flat
+    parameters (tensors under --min-elements, default 1024, whole)."""
     if args.comm == "dense":
         return fsdp.reduce_scatter_hook, fsdp.DenseShardedState()
     fields = {"ratio": args.ratio}
+    if args.fsdp_selection == "tensor":
+        fields["module"] = net
+        if args.min_elements is not None:
+            fields["min_elements"] = args.min_elements
     if args.beta is not None:
         fields["beta"] = args.beta
     if args.warmup_epochs is not None:
@@ -194,6 +200,10 @@ def main():
                         "so one ScaleCom selection) for the whole model, or "
                         "one per Linear and Conv2d layer (on the MLP: 1.0 "
                         "point lower at ratio 100, docs/results.md)")
+    parser.add_argument("--fsdp-selection", default="flat",
+                        choices=["flat", "tensor"],
+                        help="--sharded --comm scalecom: one selection per "
+                        "flat parameter, or per tensor inside it")
     recipe = parser.add_argument_group(
         "ScaleCom recipe (gradcomm.torch.recipe.ScaleComOptions; unset: "
         "its defaults)")
@@ -284,8 +294,8 @@ def main():
         net = FSDP(model, device_id=torch.device("cpu"), auto_wrap_policy=wrap,
                    mixed_precision=precision)
         if args.comm != "ddp":
-            hook, state = make_sharded_hook_state(args,
-                                                  schedule.steps_per_epoch)
+            hook, state = make_sharded_hook_state(
+                args, schedule.steps_per_epoch, net)
             net.register_comm_hook(state, hook)
     else:
         net = DDP(model)
@@ -361,6 +371,8 @@ def main():
                     "comm": args.comm, "sharded": args.sharded,
                     "wire": args.wire or "f32",
                     "fsdp_wrap": args.fsdp_wrap if args.sharded else None,
+                    "fsdp_selection": (args.fsdp_selection if args.sharded
+                                       else None),
                     "seed": args.seed, "ranks": size,
                     "steps": schedule.steps, "epochs": args.epochs,
                     "lr": args.lr, "momentum": args.momentum,

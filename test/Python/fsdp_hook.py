@@ -11,6 +11,9 @@
   16-bit gradients: the dense hook gives FSDP's own 16-bit reduce-scatter
   bit for bit, the ScaleCom hook's shard is the shard of the runtime's
   all-reduce recipe with the same 16-bit wire, each value in 2 bytes;
+* with `module` (selection per tensor inside each flat parameter) its
+  shard is the shard of every tensor's own gradcomm_scalecom_f32 step put
+  together (small tensors whole, FSDP's padding none), bit for bit;
 * a tensor it cannot take is refused with a message.
 
 Usage: torchrun --standalone --nproc-per-node=2 fsdp_hook.py
@@ -89,6 +92,56 @@ def train(model, state=None, hook=None, steps=STEPS, lr=0.05):
 def same(a, b):
     return len(a) == len(b) and all(
         all(torch.equal(x, y) for x, y in zip(p, q)) for p, q in zip(a, b))
+
+
+def per_tensor(rt, rank, size):
+    """ScaleComShardedState(module=...): the per-tensor selection's shard
+    against every tensor's own all-reduce step."""
+    model = wrapped()
+    state = fsdp.ScaleComShardedState(ratio=10, warmup_steps=0,
+                                      prefix="tensor", module=model,
+                                      min_elements=200)
+    compared = [0]
+
+    def checking_hook(state, grad, output):
+        reference = grad.clone()
+        place = state._calls.get(grad.numel(), 0)
+        ends, ks, count = state.segments_of(grad.numel())
+        fsdp.scalecom_reduce_scatter_hook(state, grad, output)
+        full = torch.zeros_like(reference)
+        begin = 0
+        for s in range(count):
+            end, k = ends[s], ks[s]
+            if k > 0:
+                memory = ("reference.tensor.%d.%d.%d" % (
+                    grad.numel(), place, s)).encode()
+                part = reference[begin:end].clone()
+                out = torch.empty_like(part)
+                rt.call("gradcomm_scalecom_f32", memory, part.data_ptr(),
+                        out.data_ptr(), end - begin, k, SELECTIONS["exact"],
+                        0, ctypes.c_float(state.beta), REDUCTIONS["average"])
+                full[begin:end] = out
+            begin = end
+        check(torch.equal(output, full.chunk(size)[rank]),
+              "per-tensor shard = the tensors' own steps' shard")
+        compared[0] += 1
+
+    losses, _ = train(model, state, checking_hook)
+    check(compared[0] == 4 * STEPS, "four flat parameters per step")
+    # Layer 2 (48 x 48 + 48): its weight gets ceil(2304 / 10) values, its
+    # bias (under min_elements) all 48, and FSDP pads nothing at 2 ranks.
+    ends, ks, count = state.segments_of(48 * 48 + 48)
+    check(list(ks[:count]) in ([231, 48], [231, 48, 0]),
+          "segments of a 48x48 layer: %s" % list(ks[:count]))
+    stats = rt.stats(b"tensor.%d.0" % (48 * 48 + 48))
+    check(stats.value_bytes_sent == STEPS * (4 * 279 * (size - 1) // size),
+          "k = 231 + 48 values: %d" % stats.value_bytes_sent)
+    try:
+        state.segments_of(12345)
+        check(False, "a length no flat parameter has is refused")
+    except ValueError as error:
+        check("no flat parameter of 12345 elements" in str(error),
+              "the message names the length")
 
 
 def mixed_precision(rt, rank, size, dtype, wire):
@@ -208,6 +261,9 @@ def main():
                           steps=4)
     check(same(warm_grads[:3], dense_grads[:3]), "warm-up = dense")
     check(not same(warm_grads[3:], dense_grads[3:4]), "compressed after it")
+
+    # Per tensor: each tensor inside a flat parameter its own selection.
+    per_tensor(rt, rank, size)
 
     # Mixed precision: 16-bit gradients, their values in 16 bits.
     for dtype, wire in ((torch.bfloat16, "bf16"), (torch.float16, "f16")):

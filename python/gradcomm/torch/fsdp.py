@@ -149,13 +149,21 @@ def _dense_shard(state, name, grad, output, wire):
 
 
 class ScaleComShardedState(ShardedState):
-    """ScaleCom's reduce-scatter: k = ceil(length / ratio) values per flat
-    parameter, the low-pass filter's `beta`, and a dense warm-up of
-    `warmup_steps` backward passes; the defaults are the recipe's
-    (docs/scalecom.md, "The recipe")."""
+    """ScaleCom's reduce-scatter: the low-pass filter's `beta` and a dense
+    warm-up of `warmup_steps` backward passes; the defaults are the
+    recipe's (docs/scalecom.md, "The recipe").
+
+    Without `module`, one selection per flat parameter: k = ceil(length /
+    ratio) over the whole of it. With `module` (the FSDP-wrapped model),
+    the selection is per original tensor inside each flat parameter, as
+    the DDP hook's recipe selects per parameter: a tensor of fewer than
+    `min_elements` values is sent whole (biases, norms, a small output
+    layer), each other tensor sends ceil(numel / ratio) values, FSDP's
+    padding none (gradcomm_scalecom_reduce_scatter_segments_f32)."""
 
     def __init__(self, ratio=100.0, beta=0.5, warmup_steps=100,
-                 prefix="fsdp", process_group=None):
+                 prefix="fsdp", process_group=None, module=None,
+                 min_elements=1024):
         if not ratio >= 1:
             raise ValueError("gradcomm: ratio must be >= 1, got %r" % ratio)
         if not 0 < beta <= 1:
@@ -164,10 +172,66 @@ class ScaleComShardedState(ShardedState):
         if warmup_steps < 0:
             raise ValueError("gradcomm: warmup_steps must be >= 0, got %r"
                              % warmup_steps)
+        if min_elements < 0:
+            raise ValueError("gradcomm: min_elements must be >= 0, got %r"
+                             % min_elements)
         super().__init__(prefix, process_group)
         self.ratio = ratio
         self.beta = beta
         self.warmup_steps = warmup_steps
+        self.module = module
+        self.min_elements = min_elements
+        # Flat parameter length -> its segments (ends, k's as int64
+        # arrays), read from `module` at the first compressed call (FSDP
+        # makes its flat parameters when it wraps the model).
+        self._segments = None
+
+    def segments_of(self, length):
+        """The segment ends and k's of the flat parameter of `length`
+        elements (the padded gradient the hook gets), as ctypes arrays."""
+        if self._segments is None:
+            self._segments = self._read_layouts()
+        layouts = self._segments.get(length)
+        if not layouts:
+            raise ValueError(
+                "gradcomm: no flat parameter of %d elements in the module "
+                "given to ScaleComShardedState (pass the FSDP-wrapped model)"
+                % length)
+        if len(layouts) > 1:
+            raise ValueError(
+                "gradcomm: flat parameters of %d elements with different "
+                "tensors inside: the hook cannot tell them apart; wrap the "
+                "model so that they differ in length, or drop `module`"
+                % length)
+        ends, ks = next(iter(layouts))
+        return ((ctypes.c_int64 * len(ends))(*ends),
+                (ctypes.c_int64 * len(ks))(*ks), len(ends))
+
+    def _read_layouts(self):
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        layouts = {}
+        for unit in FSDP.fsdp_modules(self.module):
+            handle = getattr(unit, "_handle", None)
+            if handle is None:
+                continue
+            flat = handle.flat_param
+            ends, ks, end = [], [], 0
+            for numel, padding in zip(flat._numels_with_padding,
+                                      flat._is_padding_mask):
+                if numel == 0:
+                    continue
+                end += numel
+                ends.append(end)
+                ks.append(0 if padding else numel
+                          if numel < self.min_elements else
+                          max(1, math.ceil(numel / self.ratio)))
+            # FSDP pads the gradient to a multiple of the world size.
+            length = end + (-end) % self.size
+            if length > end:
+                ends.append(length)
+                ks.append(0)
+            layouts.setdefault(length, set()).add((tuple(ends), tuple(ks)))
+        return layouts
 
 
 def scalecom_reduce_scatter_hook(state, grad, output):
@@ -178,12 +242,24 @@ def scalecom_reduce_scatter_hook(state, grad, output):
     mean of every rank's values; the memory is updated as in ScaleCom.
     During the warm-up, the dense hook's shard. A 16-bit gradient's
     selected values travel in its 16 bits (the recipe call's wire); its
-    memory is float32."""
+    memory is float32. With the state's `module`, the selection is per
+    tensor (gradcomm_scalecom_reduce_scatter_segments_f32)."""
     wire = state.check(grad, output)
     name = state.name_of(grad)
     if state.steps < state.warmup_steps:
         state.names.add(b"dense." + name)
         _dense_shard(state, b"dense." + name, grad, output, wire)
+        return
+    if state.module is not None:
+        ends, ks, count = state.segments_of(grad.numel())
+        work, shard = ((grad, output) if wire == "f32" else
+                       (grad.float(), torch.zeros(output.shape)))
+        state.rt.call("gradcomm_scalecom_reduce_scatter_segments_f32", name,
+                      work.data_ptr(), shard.data_ptr(), work.numel(), ends,
+                      ks, count, state.beta, WIRES[wire],
+                      REDUCTIONS["average"])
+        if shard is not output:
+            output.copy_(shard)
         return
     k = max(1, math.ceil(grad.numel() / state.ratio))
     if wire == "f32":
