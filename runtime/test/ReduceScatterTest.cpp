@@ -561,8 +561,8 @@ TEST(ReduceScatter, SegmentsSelectPerTensor) {
       << gradcomm_last_error();
   const std::vector<int64_t> tooMany = {301, 3, 100, 0};
   EXPECT_EQ(gradcomm_scalecom_reduce_scatter_segments_f32(
-                sharded.c_str(), grad.data(), shard.data(), count,
-                ends.data(), tooMany.data(), 4, 0.5f, GRADCOMM_WIRE_F32,
+                sharded.c_str(), grad.data(), shard.data(), count, ends.data(),
+                tooMany.data(), 4, 0.5f, GRADCOMM_WIRE_F32,
                 GRADCOMM_REDUCE_AVERAGE),
             GRADCOMM_ERR_INVALID_ARGUMENT);
   EXPECT_TRUE(contains(gradcomm_last_error(), "segment 0's k must be in"))
