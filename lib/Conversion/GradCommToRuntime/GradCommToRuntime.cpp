@@ -579,9 +579,9 @@ struct FusedScaleComPattern : public RuntimePattern<CltkCompressOp> {
     RuntimeFn fn = RuntimeFn::ScaleCom;
     if (op.hasRecipe() || half) {
       // warmup_ramp_from 0: a dense warm-up; clip and momentum 0: off.
-      fn = !half              ? RuntimeFn::ScaleComRecipe
-           : element.isBF16() ? RuntimeFn::ScaleComRecipeBF16
-                              : RuntimeFn::ScaleComRecipeF16;
+      fn = forElement(element, RuntimeFn::ScaleComRecipe,
+                      RuntimeFn::ScaleComRecipeBF16,
+                      RuntimeFn::ScaleComRecipeF16);
       auto valueOr0 = [](FloatAttr attr) {
         return attr ? attr.getValueAsDouble() : 0.0;
       };
@@ -690,13 +690,6 @@ struct MemoryUpdatePattern : public RuntimePattern<MemoryUpdateOp> {
 // Baseline, gossip, dense all-reduce
 //===----------------------------------------------------------------------===//
 
-/// The local top-k entry point for a gradient of `element` type.
-RuntimeFn localTopkFn(Type element) {
-  return element.isBF16()  ? RuntimeFn::LocalTopkAllGatherBF16
-         : element.isF16() ? RuntimeFn::LocalTopkAllGatherF16
-                           : RuntimeFn::LocalTopkAllGather;
-}
-
 struct LocalTopkPattern : public RuntimePattern<LocalTopkAllGatherOp> {
   using RuntimePattern::RuntimePattern;
   LogicalResult
@@ -706,7 +699,10 @@ struct LocalTopkPattern : public RuntimePattern<LocalTopkAllGatherOp> {
     Value grad = rt.buffer(adaptor.getInput(), /*readOnly=*/true);
     Value out = rt.allocate(op.getResult().getType());
     if (failed(
-            rt.callChecked(localTopkFn(elementTypeOf(op.getInput())),
+            rt.callChecked(forElement(elementTypeOf(op.getInput()),
+                                      RuntimeFn::LocalTopkAllGather,
+                                      RuntimeFn::LocalTopkAllGatherBF16,
+                                      RuntimeFn::LocalTopkAllGatherF16),
                            {rt.string(op.getState()), rt.unranked(grad),
                             rt.unranked(out), rt.i64(op.getKAttr().getInt()),
                             rt.i32(static_cast<int32_t>(op.getReduction()))})))
@@ -726,10 +722,11 @@ struct GossipExchangePattern : public RuntimePattern<GossipExchangeOp> {
     Value x = rt.buffer(adaptor.getInput(), /*readOnly=*/false);
     // A 16-bit replica (sync only: the verifier) is exchanged in its bits.
     Type element = elementTypeOf(op.getInput());
-    RuntimeFn fn = op.getMode() == ExchangeMode::Async ? RuntimeFn::GossipAsync
-                   : element.isBF16() ? RuntimeFn::GossipExchangeBF16
-                   : element.isF16()  ? RuntimeFn::GossipExchangeF16
-                                      : RuntimeFn::GossipExchange;
+    RuntimeFn fn = op.getMode() == ExchangeMode::Async
+                       ? RuntimeFn::GossipAsync
+                       : forElement(element, RuntimeFn::GossipExchange,
+                                    RuntimeFn::GossipExchangeBF16,
+                                    RuntimeFn::GossipExchangeF16);
     if (failed(
             rt.callChecked(fn, {rt.string(op.getState()), rt.unranked(x),
                                 rt.i32(static_cast<int32_t>(op.getSchedule())),
@@ -752,9 +749,9 @@ struct ElasticAveragePattern : public RuntimePattern<ElasticAverageOp> {
     // reads it later.
     Value x = rt.buffer(adaptor.getInput(), /*readOnly=*/false);
     Type element = elementTypeOf(op.getInput());
-    RuntimeFn fn = element.isBF16()  ? RuntimeFn::ElasticAverageBF16
-                   : element.isF16() ? RuntimeFn::ElasticAverageF16
-                                     : RuntimeFn::ElasticAverage;
+    RuntimeFn fn =
+        forElement(element, RuntimeFn::ElasticAverage,
+                   RuntimeFn::ElasticAverageBF16, RuntimeFn::ElasticAverageF16);
     if (op.getMode() == ExchangeMode::Async)
       fn = op.getCenter() == CenterPlacement::Sharded
                ? RuntimeFn::ElasticAverageSharded
@@ -786,9 +783,9 @@ struct DenseAllReducePattern : public RuntimePattern<shard::AllReduceOp> {
     Value data = rt.buffer(adaptor.getInput(), /*readOnly=*/false);
     int32_t reduction = runtimeReduction(op.getReduction());
     Type element = elementTypeOf(op.getInput());
-    RuntimeFn fn = element.isBF16()  ? RuntimeFn::DenseAllReduceBF16
-                   : element.isF16() ? RuntimeFn::DenseAllReduceF16
-                                     : RuntimeFn::DenseAllReduce;
+    RuntimeFn fn =
+        forElement(element, RuntimeFn::DenseAllReduce,
+                   RuntimeFn::DenseAllReduceBF16, RuntimeFn::DenseAllReduceF16);
     if (failed(rt.callChecked(fn, {rt.string(runtimeName(op)),
                                    rt.unranked(data), rt.i32(reduction)})))
       return failure();

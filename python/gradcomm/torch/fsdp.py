@@ -27,8 +27,7 @@ import math
 import torch
 import torch.distributed as dist
 
-from gradcomm.runtime import (REDUCTIONS, SELECTIONS, WIRES, GradCommError,
-                              RecipeOptions)
+from gradcomm.runtime import REDUCTIONS, WIRES, GradCommError
 from gradcomm.torch.ddp import initialize_runtime
 
 # The wire a gradient's values travel in.
@@ -130,13 +129,19 @@ def reduce_scatter_hook(state, grad, output):
     _dense_shard(state, name, grad, output, wire)
 
 
+def _float32_buffers(grad, output, wire):
+    """What the runtime reads and writes: `grad` and `output` themselves
+    (float32), or a float32 copy of a 16-bit gradient and a float32 shard
+    to copy into `output` afterwards."""
+    if wire == "f32":
+        return grad, output
+    return grad.float(), torch.zeros(output.shape)
+
+
 def _dense_shard(state, name, grad, output, wire):
     before = _predivide_factor(state.size)
     after = state.size / before
-    if wire == "f32":
-        work, shard = grad, output
-    else:
-        work, shard = grad.float(), torch.empty(output.shape)
+    work, shard = _float32_buffers(grad, output, wire)
     if before > 1:
         work.div_(before)
     state.rt.call("gradcomm_reduce_scatter_wire_f32", name, work.data_ptr(),
@@ -181,17 +186,31 @@ class ScaleComShardedState(ShardedState):
         self.warmup_steps = warmup_steps
         self.module = module
         self.min_elements = min_elements
-        # Flat parameter length -> its segments (ends, k's as int64
-        # arrays), read from `module` at the first compressed call (FSDP
-        # makes its flat parameters when it wraps the model).
-        self._segments = None
+        # Flat parameter length -> its segments, as segments_of returns
+        # them.
+        self._segments = {}
+        # Flat parameter length -> the (ends, k's) of the flat parameters
+        # of that length in `module`, read at the first compressed call
+        # (FSDP makes its flat parameters when it wraps the model).
+        self._layouts = None
 
     def segments_of(self, length):
-        """The segment ends and k's of the flat parameter of `length`
-        elements (the padded gradient the hook gets), as ctypes arrays."""
-        if self._segments is None:
-            self._segments = self._read_layouts()
-        layouts = self._segments.get(length)
+        """The segment ends and k's (ctypes int64 arrays) and their number
+        for the flat parameter of `length` elements (the padded gradient
+        the hook gets): one segment without `module`, else its tensors."""
+        if length not in self._segments:
+            ends, ks = self._layout(length)
+            self._segments[length] = ((ctypes.c_int64 * len(ends))(*ends),
+                                      (ctypes.c_int64 * len(ks))(*ks),
+                                      len(ends))
+        return self._segments[length]
+
+    def _layout(self, length):
+        if self.module is None:
+            return (length,), (max(1, math.ceil(length / self.ratio)),)
+        if self._layouts is None:
+            self._layouts = self._read_layouts()
+        layouts = self._layouts.get(length)
         if not layouts:
             raise ValueError(
                 "gradcomm: no flat parameter of %d elements in the module "
@@ -203,9 +222,7 @@ class ScaleComShardedState(ShardedState):
                 "tensors inside: the hook cannot tell them apart; wrap the "
                 "model so that they differ in length, or drop `module`"
                 % length)
-        ends, ks = next(iter(layouts))
-        return ((ctypes.c_int64 * len(ends))(*ends),
-                (ctypes.c_int64 * len(ks))(*ks), len(ends))
+        return next(iter(layouts))
 
     def _read_layouts(self):
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
@@ -236,45 +253,25 @@ class ScaleComShardedState(ShardedState):
 
 def scalecom_reduce_scatter_hook(state, grad, output):
     """ScaleCom's compressed reduce-scatter
-    (gradcomm_scalecom_reduce_scatter_f32): the leader's top-k of m + g
-    over the whole local gradient, the same indices on every rank; `output`
+    (gradcomm_scalecom_reduce_scatter_segments_f32): the leader's top-k of
+    m + g over the whole local gradient (or, with the state's `module`,
+    per tensor inside it), the same indices on every rank; `output`
     receives zeros and, at the selected indices of this rank's shard, the
     mean of every rank's values; the memory is updated as in ScaleCom.
     During the warm-up, the dense hook's shard. A 16-bit gradient's
-    selected values travel in its 16 bits (the recipe call's wire); its
-    memory is float32. With the state's `module`, the selection is per
-    tensor (gradcomm_scalecom_reduce_scatter_segments_f32)."""
+    selected values travel in its 16 bits; its memory is float32."""
     wire = state.check(grad, output)
     name = state.name_of(grad)
     if state.steps < state.warmup_steps:
         state.names.add(b"dense." + name)
         _dense_shard(state, b"dense." + name, grad, output, wire)
         return
-    if state.module is not None:
-        ends, ks, count = state.segments_of(grad.numel())
-        work, shard = ((grad, output) if wire == "f32" else
-                       (grad.float(), torch.zeros(output.shape)))
-        state.rt.call("gradcomm_scalecom_reduce_scatter_segments_f32", name,
-                      work.data_ptr(), shard.data_ptr(), work.numel(), ends,
-                      ks, count, state.beta, WIRES[wire],
-                      REDUCTIONS["average"])
-        if shard is not output:
-            output.copy_(shard)
-        return
-    k = max(1, math.ceil(grad.numel() / state.ratio))
-    if wire == "f32":
-        state.rt.call("gradcomm_scalecom_reduce_scatter_f32", name,
-                      grad.data_ptr(), output.data_ptr(), grad.numel(), k,
-                      SELECTIONS["exact"], 0, state.beta,
-                      REDUCTIONS["average"])
-        return
-    options = RecipeOptions()
-    state.rt.library.gradcomm_scalecom_options_init(ctypes.byref(options), k)
-    options.beta = state.beta
-    options.warmup_steps = 0  # the hook's own warm-up ran above
-    options.wire = WIRES[wire]
-    work, shard = grad.float(), torch.zeros(output.shape)
-    state.rt.call("gradcomm_scalecom_reduce_scatter_recipe_f32", name,
-                  work.data_ptr(), shard.data_ptr(), work.numel(),
-                  ctypes.byref(options), REDUCTIONS["average"])
-    output.copy_(shard)
+    # One segment (the whole flat parameter) is
+    # gradcomm_scalecom_reduce_scatter_f32's step.
+    ends, ks, count = state.segments_of(grad.numel())
+    work, shard = _float32_buffers(grad, output, wire)
+    state.rt.call("gradcomm_scalecom_reduce_scatter_segments_f32", name,
+                  work.data_ptr(), shard.data_ptr(), work.numel(), ends, ks,
+                  count, state.beta, WIRES[wire], REDUCTIONS["average"])
+    if shard is not output:
+        output.copy_(shard)

@@ -36,6 +36,10 @@ void widenFromWire(gradcomm_wire wire, const uint16_t *in, float *out,
 /// GRADCOMM_ERR_INVALID_ARGUMENT unless `wire` is a gradcomm_wire.
 gradcomm_status requireWire(const Call &call, gradcomm_wire wire);
 
+/// requireWire, and host tensors for a 16-bit wire (its conversions read
+/// them here).
+gradcomm_status requireWireOnHost(const Call &call, gradcomm_wire wire);
+
 /// inputLimit(summed) within what the wire type can carry: for binary16,
 /// 65504 / (2 n) when summed (the n-rank sum cannot overflow), else 65504.
 float wireInputLimit(gradcomm_wire wire, bool summed);

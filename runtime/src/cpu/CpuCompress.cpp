@@ -65,7 +65,9 @@ gradcomm_status exchangeIndices(const Call &call, const CompressStep &step,
 /// The leader's exact selection per segment (CompressStep::segments): each
 /// segment's top segmentK[s] of |m + g| (all of a segment whose k is its
 /// length, none where it is 0), concatenated, so ascending. Returns the
-/// largest |m + g| over the whole tensor, as selectExact does.
+/// largest |m + g| over the whole tensor, as selectExact does (over the
+/// segments it does not select in only when the non-finite scan is on: a
+/// pass of its own there).
 uint32_t selectSegments(const CompressStep &step) {
   static thread_local cpu::SelectScratch scratch;
   State &state = step.state;
@@ -78,7 +80,8 @@ uint32_t selectSegments(const CompressStep &step) {
     const float *m = state.data() + begin, *g = step.grad + begin;
     uint32_t key = 0;
     if (k == 0 || k == length) {
-      key = cpu::maxMagnitudeKeySum(m, g, length);
+      if (scanForNonFinite())
+        key = cpu::maxMagnitudeKeySum(m, g, length);
       for (int64_t j = 0; j < k; ++j)
         indices[j] = begin + j;
     } else {

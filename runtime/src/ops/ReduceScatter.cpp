@@ -85,9 +85,7 @@ gradcomm_status beginReduceScatter(const Call &call, const char *opName,
         requireRange(call, "count", count, 1, int64_t(1) << 62));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "data", data));
     GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
-    GRADCOMM_RETURN_IF_ERROR(requireWire(call, wire));
-    if (wire != GRADCOMM_WIRE_F32)
-      GRADCOMM_RETURN_IF_ERROR(requireHostTensors(call, "a 16-bit wire"));
+    GRADCOMM_RETURN_IF_ERROR(requireWireOnHost(call, wire));
     GRADCOMM_RETURN_IF_ERROR(requireShardsFit(call, count));
     return requireShard(call, data, "data", count, shard);
   }));
@@ -153,9 +151,7 @@ gradcomm_status beginCompressed(const Call &call, const CompressedCall &c,
     GRADCOMM_RETURN_IF_ERROR(validateCompress(call, args));
     GRADCOMM_RETURN_IF_ERROR(validateBeta(call, c.beta));
     GRADCOMM_RETURN_IF_ERROR(requireReduction(call, c.reduction));
-    GRADCOMM_RETURN_IF_ERROR(requireWire(call, args.wire));
-    if (args.wire != GRADCOMM_WIRE_F32)
-      GRADCOMM_RETURN_IF_ERROR(requireHostTensors(call, "a 16-bit wire"));
+    GRADCOMM_RETURN_IF_ERROR(requireWireOnHost(call, args.wire));
     if (args.segments > 0)
       GRADCOMM_RETURN_IF_ERROR(
           requireHostTensors(call, "a selection per segment"));

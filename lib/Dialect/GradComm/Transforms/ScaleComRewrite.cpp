@@ -252,7 +252,7 @@ ScaleComRewritePass::chooseRatio(Operation *op, const RewriteDecision &shared,
   // A 16-bit gradient's values travel in 16 bits, dense or compressed.
   Type element =
       cast<RankedTensorType>(reducedInput(op).getType()).getElementType();
-  const int64_t valueBytes = element.isF32() ? 4 : 2;
+  const int64_t valueBytes = element.isBF16() || element.isF16() ? 2 : 4;
   CompressionChoice choice =
       chooseCompression(model, numElements, candidateRatios, autoTolerance,
                         exact, sharded, valueBytes);
