@@ -15,6 +15,9 @@
 # SELECTION=flat (default: one selection per flat parameter) or tensor
 # (per tensor inside it, tensors under 1024 values whole); LABELS limits
 # the strategies (default "fsdp dense r100 r1000").
+# RECIPE adds train_fmnist.py's recipe flags to the ScaleCom runs (for
+# example "--momentum-correction 1 --dense vectors"), which are then named
+# with RECIPE_NAME (required with RECIPE).
 # Usage: MODEL=mlp EPOCHS=5 SEEDS="1 2 3" WRAP=model WIRE=f32 OUT=dir \
 #   bench/torch/fsdp_study.sh
 set -euo pipefail
@@ -22,9 +25,16 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 model=${MODEL:-mlp} epochs=${EPOCHS:-5} seeds=${SEEDS:-"1 2 3"}
 wrap=${WRAP:-model} wire=${WIRE:-f32} selection=${SELECTION:-flat}
 labels=${LABELS:-"fsdp dense r100 r1000"}
-# Runs are named by what changes them: the selection only for ScaleCom.
+recipe=${RECIPE:-}
+if [[ -n $recipe && -z ${RECIPE_NAME:-} ]]; then
+  echo "fsdp_study.sh: RECIPE needs a RECIPE_NAME to name its runs" >&2
+  exit 2
+fi
+# Runs are named by what changes them: the selection and the recipe only
+# for ScaleCom.
 tag=$wire
-[[ $selection == tensor ]] && tag=$wire-tensor
+[[ $selection == tensor ]] && tag=$tag-tensor
+[[ -n $recipe ]] && tag=$tag-$RECIPE_NAME
 out=${OUT:-$root/build/fsdp-study}
 python=${GRADCOMM_PYTHON:-$root/.venv/bin/python}
 export GRADCOMM_RUNTIME_LIBRARY=${GRADCOMM_RUNTIME_LIBRARY:-$root/build/lib/libgradcomm_runtime.so}
@@ -37,6 +47,8 @@ for seed in $seeds; do
       r100) comm=(--comm scalecom --ratio 100) ;;
       r1000) comm=(--comm scalecom --ratio 1000) ;;
     esac
+    # shellcheck disable=SC2206 # RECIPE is a list of flags
+    [[ $label == r* ]] && comm+=($recipe)
     "$(dirname "$python")/torchrun" --standalone --nproc-per-node=2 \
       "$root/examples/pytorch/train_fmnist.py" --sharded --fsdp-wrap "$wrap" \
       "${comm[@]}" --wire "$wire" --fsdp-selection "$selection" \
@@ -47,14 +59,17 @@ for seed in $seeds; do
   done
 done
 "$python" - "$out" "$model" "$wrap" "$tag" "$selection" <<'PY'
-import glob, json, statistics, sys
+import glob, json, os, re, statistics, sys
 out, model, wrap, wire, selection = sys.argv[1:6]
 runs = {}
-for path in sorted(glob.glob("%s/%s-%s-%s-*.json" % (out, model, wrap,
-                                                     wire))):
+prefix = "%s-%s-%s-" % (model, wrap, wire)
+for path in sorted(glob.glob("%s/%s*.json" % (out, prefix))):
+    # "f32-*" also matches the "f32-tensor-*" runs: the rest must be
+    # "<label>-<seed>.json".
+    if not re.fullmatch(r"[a-z0-9]+-\d+\.json",
+                        os.path.basename(path)[len(prefix):]):
+        continue
     run = json.load(open(path))
-    if (run.get("fsdp_selection") or "flat") != selection:
-        continue  # "f32-*" also matches the "f32-tensor-*" runs
     runs.setdefault(run["label"], []).append(run)
 print("| %s, FSDP, wrap %s, %s | seeds | test accuracy | final ones | value + index bytes per step (rank 0) |" % (model, wrap, wire))
 print("|---|---|---|---|---|")

@@ -103,11 +103,9 @@ def loss_of(args, output, target):
     return F.cross_entropy(output, target)
 
 
-def make_hook_state(net, args, steps_per_epoch):
-    """The hook and its state for --comm, with the recipe's options from
-    the command line (unset ones keep ScaleComOptions' defaults)."""
-    if args.comm == "dense":
-        return ddp.dense_hook, ddp.DenseState(net, wire=args.wire)
+def recipe_fields(args, steps_per_epoch):
+    """The recipe's options given on the command line (unset ones keep
+    ScaleComOptions' defaults)."""
     fields = {"ratio": args.ratio}
     for option in ("beta", "selection", "min_elements", "warmup",
                    "warmup_start_ratio", "clip", "policy", "wire"):
@@ -122,6 +120,15 @@ def make_hook_state(net, args, steps_per_epoch):
                                  args.cluster.split(",") if kv)
     if args.dense is not None:
         fields["dense"] = tuple(p for p in args.dense.split(",") if p)
+    return fields
+
+
+def make_hook_state(net, args, steps_per_epoch):
+    """The hook and its state for --comm, with the recipe's options from
+    the command line."""
+    if args.comm == "dense":
+        return ddp.dense_hook, ddp.DenseState(net, wire=args.wire)
+    fields = recipe_fields(args, steps_per_epoch)
     if args.comm == "scalecom":
         return ddp.scalecom_hook, ddp.ScaleComState(net, **fields)
     fields.pop("momentum", None)
@@ -131,20 +138,16 @@ def make_hook_state(net, args, steps_per_epoch):
 
 def make_sharded_hook_state(args, steps_per_epoch, net):
     """--sharded: the FSDP hook and its state for --comm (dense or
-    scalecom), the recipe's beta and warm-up unless given; with
+    scalecom), with the recipe's options from the command line; with
     --fsdp-selection tensor the selection is per tensor of `net`'s flat
-    parameters (tensors under --min-elements, default 1024, whole)."""
+    parameters (tensors under --min-elements, default 1024, and those the
+    --dense presets name, whole). --wire is FSDP's reduce_dtype here."""
     if args.comm == "dense":
         return fsdp.reduce_scatter_hook, fsdp.DenseShardedState()
-    fields = {"ratio": args.ratio}
+    fields = recipe_fields(args, steps_per_epoch)
+    fields.pop("wire", None)
     if args.fsdp_selection == "tensor":
         fields["module"] = net
-        if args.min_elements is not None:
-            fields["min_elements"] = args.min_elements
-    if args.beta is not None:
-        fields["beta"] = args.beta
-    if args.warmup_epochs is not None:
-        fields["warmup_steps"] = int(args.warmup_epochs * steps_per_epoch)
     return fsdp.scalecom_reduce_scatter_hook, fsdp.ScaleComShardedState(
         **fields)
 
@@ -297,6 +300,8 @@ def main():
             hook, state = make_sharded_hook_state(
                 args, schedule.steps_per_epoch, net)
             net.register_comm_hook(state, hook)
+            if getattr(state, "options", None) and state.options.momentum:
+                momentum = 0.0  # the hook applies it (momentum correction)
     else:
         net = DDP(model)
         if args.comm != "ddp":

@@ -183,7 +183,7 @@ _SIGNATURES = {
     "gradcomm_scalecom_reduce_scatter_segments_f32": [
         ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
         ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64),
-        ctypes.c_int64, ctypes.c_float, ctypes.c_int, ctypes.c_int],
+        ctypes.c_int64, ctypes.c_void_p, ctypes.c_int],
     "gradcomm_scalecom_reduce_scatter_f32": [
         ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
         ctypes.c_int64, ctypes.c_int, ctypes.c_int64, ctypes.c_float,

@@ -289,10 +289,11 @@ TEST(Memref, ShardedBfloat16MatchesTheWireEntryPoints) {
   gradcomm_scalecom_options_init(&o, k);
   o.warmup_steps = 1;
   o.wire = GRADCOMM_WIRE_BF16;
+  o.momentum = 0.5f; // momentum correction reaches the runtime
   for (int step = 0; step < 3; ++step) {
     ASSERT_OK(_mlir_ciface_gradcomm_rt_scalecom_reduce_scatter_bf16(
         viaMemref.c_str(), &dm, &sm, k, GRADCOMM_SELECT_EXACT, 0, o.beta,
-        o.warmup_steps, 0.0f, GRADCOMM_REDUCE_SUM));
+        o.warmup_steps, 0.0f, o.momentum, 0, 0, GRADCOMM_REDUCE_SUM));
     ASSERT_OK(gradcomm_scalecom_reduce_scatter_recipe_f32(
         viaPointer.c_str(), wide.data(), expected.data(), count, &o,
         GRADCOMM_REDUCE_SUM));

@@ -14,6 +14,7 @@
 
 #include "TestUtil.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -228,15 +229,24 @@ TEST(ReduceScatter, RecipeIsTheShardOfTheRecipe) {
     float clip;
     int32_t dense;
     std::vector<float> (*gradient)(int, int, int64_t);
+    // Momentum 0.5 keeps integer gradients' velocities dyadic: every sum
+    // is exact whatever order the transport adds in.
+    float momentum = 0.0f;
+    int32_t nesterov = 0;
   };
   for (Case c : {Case{"warmup", 2, 0.0f, 0, integerGradient},
                  Case{"clip", 1, 32.0f, 0, plusMinusTwo},
-                 Case{"dense", 0, 0.0f, 1, integerGradient}}) {
+                 Case{"dense", 0, 0.0f, 1, integerGradient},
+                 Case{"momentum", 1, 0.0f, 0, integerGradient, 0.5f},
+                 Case{"nesterov", 1, 0.0f, 0, integerGradient, 0.5f, 1},
+                 Case{"momentum-dense", 0, 0.0f, 1, integerGradient, 0.5f}}) {
     gradcomm_scalecom_options options;
     gradcomm_scalecom_options_init(&options, 40);
     options.warmup_steps = c.warmupSteps;
     options.clip = c.clip;
     options.dense = c.dense;
+    options.momentum = c.momentum;
+    options.nesterov = c.nesterov;
     const std::string fused = uniqueName("rs.recipe.fused") + c.name;
     const std::string sharded = uniqueName("rs.recipe.sharded") + c.name;
     const Range range = shardOf(count, world.rank, world.size);
@@ -262,6 +272,17 @@ TEST(ReduceScatter, RecipeIsTheShardOfTheRecipe) {
       const bool dense = c.dense || step < c.warmupSteps;
       EXPECT_EQ(memory == std::vector<float>(count, 0.0f), dense)
           << c.name << " step " << step;
+      if (c.momentum > 0.0f) {
+        // The velocity too, masked at the sent indices.
+        const std::vector<float> velocity =
+            readState(sharded + ".velocity", count);
+        EXPECT_EQ(velocity, readState(fused + ".velocity", count))
+            << c.name << " step " << step;
+        EXPECT_EQ(std::count(velocity.begin(), velocity.end(), 0.0f) >=
+                      options.k,
+                  !dense)
+            << c.name << " step " << step;
+      }
     }
     gradcomm_op_stats stats{};
     ASSERT_EQ(gradcomm_stats_get(sharded.c_str(), &stats), GRADCOMM_OK);
@@ -278,21 +299,14 @@ TEST(ReduceScatter, RecipeRefusesWhatIsNotBuilt) {
   gradcomm_scalecom_options_init(&options, 4);
   // On one rank only: every rank refuses, with the same message.
   if (world.rank == world.size - 1)
-    options.momentum = 0.9f;
+    options.warmup = GRADCOMM_WARMUP_RAMP;
   EXPECT_EQ(gradcomm_scalecom_reduce_scatter_recipe_f32(
                 uniqueName("rs.recipe").c_str(), grad.data(), shard.data(),
                 count, &options, GRADCOMM_REDUCE_SUM),
             GRADCOMM_ERR_UNSUPPORTED);
-  EXPECT_TRUE(contains(gradcomm_last_error(),
-                       "momentum correction and a ramp warm-up are not built "
-                       "for it"))
+  EXPECT_TRUE(
+      contains(gradcomm_last_error(), "a ramp warm-up is not built for it"))
       << gradcomm_last_error();
-  gradcomm_scalecom_options_init(&options, 4);
-  options.warmup = GRADCOMM_WARMUP_RAMP;
-  EXPECT_EQ(gradcomm_scalecom_reduce_scatter_recipe_f32(
-                uniqueName("rs.recipe").c_str(), grad.data(), shard.data(),
-                count, &options, GRADCOMM_REDUCE_SUM),
-            GRADCOMM_ERR_UNSUPPORTED);
 }
 
 TEST(ReduceScatter, AllGatherUndoesTheReduceScatter) {
@@ -506,10 +520,12 @@ TEST(ReduceScatter, AllGatherInSixteenBits) {
   }
 }
 
-/// The selection per segment is each segment's own ScaleCom step: the
-/// shard is the range of the per-segment all-reduce steps' outputs put
-/// together, the memory their memories, bit for bit. A segment whose k is
-/// its length is sent whole; one whose k is 0 (zero padding) sends nothing.
+/// The selection per segment is each segment's own recipe step: the shard
+/// is the range of the per-segment all-reduce steps' outputs put together,
+/// the memory (and the velocity) their memories, bit for bit, through a
+/// dense warm-up step and compressed ones, with and without momentum
+/// correction. A segment whose k is its length is sent whole, as a dense
+/// layer; one whose k is 0 (zero padding) sends nothing.
 TEST(ReduceScatter, SegmentsSelectPerTensor) {
   World world;
   const int64_t count = 1003;
@@ -517,55 +533,95 @@ TEST(ReduceScatter, SegmentsSelectPerTensor) {
   const std::vector<int64_t> ks = {6, 3, 100, 0};
   const int64_t k = 109;
   const Range range = shardOf(count, world.rank, world.size);
-  const std::string sharded = uniqueName("rs.segments");
-  for (int step = 0; step < 5; ++step) {
-    std::vector<float> grad = integerGradient(world.rank, step, count);
-    std::fill(grad.begin() + 1000, grad.end(), 0.0f); // the padding
-    std::vector<float> whole(count, 0.0f), memory(count, 0.0f);
-    int64_t begin = 0;
-    for (size_t s = 0; s + 1 < ends.size(); ++s) {
-      const int64_t length = ends[s] - begin;
-      const std::string part = uniqueName("rs.segment") + std::to_string(s);
-      ASSERT_EQ(gradcomm_scalecom_f32(part.c_str(), grad.data() + begin,
-                                      whole.data() + begin, length, ks[s],
-                                      GRADCOMM_SELECT_EXACT, 0, 0.5f,
-                                      GRADCOMM_REDUCE_AVERAGE),
+  gradcomm_scalecom_options options;
+  gradcomm_scalecom_options_init(&options, k);
+  options.warmup_steps = 1;
+  std::string sharded;
+  // Momentum 0.5 keeps the sums exact (RecipeIsTheShardOfTheRecipe).
+  for (float momentum : {0.0f, 0.5f}) {
+    options.momentum = momentum;
+    const std::string tag = momentum > 0.0f ? ".momentum" : "";
+    sharded = uniqueName("rs.segments") + tag;
+    for (int step = 0; step < 5; ++step) {
+      std::vector<float> grad = integerGradient(world.rank, step, count);
+      std::fill(grad.begin() + 1000, grad.end(), 0.0f); // the padding
+      std::vector<float> whole(count, 0.0f), memory(count, 0.0f),
+          velocity(count, 0.0f);
+      int64_t begin = 0;
+      for (size_t s = 0; s + 1 < ends.size(); ++s) {
+        const int64_t length = ends[s] - begin;
+        const std::string part =
+            uniqueName("rs.segment") + tag + std::to_string(s);
+        gradcomm_scalecom_options own = options;
+        own.k = ks[s];
+        // A segment sent whole is a dense layer (its velocity unmasked).
+        own.dense = ks[s] == length;
+        ASSERT_EQ(gradcomm_scalecom_recipe_f32(
+                      part.c_str(), grad.data() + begin, whole.data() + begin,
+                      length, &own, GRADCOMM_REDUCE_AVERAGE),
+                  GRADCOMM_OK)
+            << gradcomm_last_error();
+        const std::vector<float> m = readState(part, length);
+        std::copy(m.begin(), m.end(), memory.begin() + begin);
+        if (momentum > 0.0f) {
+          const std::vector<float> u = readState(part + ".velocity", length);
+          std::copy(u.begin(), u.end(), velocity.begin() + begin);
+        }
+        begin = ends[s];
+      }
+      std::vector<float> shard(range.length, -1.0f);
+      ASSERT_EQ(gradcomm_scalecom_reduce_scatter_segments_f32(
+                    sharded.c_str(), grad.data(), shard.data(), count,
+                    ends.data(), ks.data(), 4, &options,
+                    GRADCOMM_REDUCE_AVERAGE),
                 GRADCOMM_OK)
           << gradcomm_last_error();
-      const std::vector<float> own = readState(part, length);
-      std::copy(own.begin(), own.end(), memory.begin() + begin);
-      begin = ends[s];
+      EXPECT_EQ(shard, slice(whole, range)) << "step " << step << tag;
+      EXPECT_EQ(readState(sharded, count), memory) << "step " << step << tag;
+      if (momentum > 0.0f)
+        EXPECT_EQ(readState(sharded + ".velocity", count), velocity)
+            << "step " << step;
     }
-    std::vector<float> shard(range.length, -1.0f);
-    ASSERT_EQ(gradcomm_scalecom_reduce_scatter_segments_f32(
-                  sharded.c_str(), grad.data(), shard.data(), count,
-                  ends.data(), ks.data(), 4, 0.5f, GRADCOMM_WIRE_F32,
-                  GRADCOMM_REDUCE_AVERAGE),
-              GRADCOMM_OK)
-        << gradcomm_last_error();
-    EXPECT_EQ(shard, slice(whole, range)) << "step " << step;
-    EXPECT_EQ(readState(sharded, count), memory) << "step " << step;
   }
   const uint64_t n = static_cast<uint64_t>(world.size);
-  EXPECT_EQ(bytesSent(sharded), 5u * (4u * k * (n - 1) / n));
+  // One dense step of `count` values, four of k.
+  EXPECT_EQ(bytesSent(sharded),
+            4u * count * (n - 1) / n + 4u * (4u * k * (n - 1) / n));
 
   // Bad segments fail on every rank alike.
   std::vector<float> grad(count, 1.0f), shard(range.length);
   const std::vector<int64_t> short_ = {300, 900};
   EXPECT_EQ(gradcomm_scalecom_reduce_scatter_segments_f32(
                 sharded.c_str(), grad.data(), shard.data(), count,
-                short_.data(), ks.data(), 2, 0.5f, GRADCOMM_WIRE_F32,
-                GRADCOMM_REDUCE_AVERAGE),
+                short_.data(), ks.data(), 2, &options, GRADCOMM_REDUCE_AVERAGE),
             GRADCOMM_ERR_INVALID_ARGUMENT);
   EXPECT_TRUE(contains(gradcomm_last_error(), "the segments cover 900 of"))
       << gradcomm_last_error();
   const std::vector<int64_t> tooMany = {301, 3, 100, 0};
   EXPECT_EQ(gradcomm_scalecom_reduce_scatter_segments_f32(
                 sharded.c_str(), grad.data(), shard.data(), count, ends.data(),
-                tooMany.data(), 4, 0.5f, GRADCOMM_WIRE_F32,
-                GRADCOMM_REDUCE_AVERAGE),
+                tooMany.data(), 4, &options, GRADCOMM_REDUCE_AVERAGE),
             GRADCOMM_ERR_INVALID_ARGUMENT);
   EXPECT_TRUE(contains(gradcomm_last_error(), "segment 0's k must be in"))
+      << gradcomm_last_error();
+  gradcomm_scalecom_options wrong = options;
+  wrong.k = k - 1;
+  EXPECT_EQ(gradcomm_scalecom_reduce_scatter_segments_f32(
+                sharded.c_str(), grad.data(), shard.data(), count, ends.data(),
+                ks.data(), 4, &wrong, GRADCOMM_REDUCE_AVERAGE),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(gradcomm_last_error(),
+                       "the segments' k sum to 109, not k = 108"))
+      << gradcomm_last_error();
+  wrong = options;
+  wrong.selection = GRADCOMM_SELECT_CHUNK;
+  wrong.chunk_size = 10;
+  EXPECT_EQ(gradcomm_scalecom_reduce_scatter_segments_f32(
+                sharded.c_str(), grad.data(), shard.data(), count, ends.data(),
+                ks.data(), 4, &wrong, GRADCOMM_REDUCE_AVERAGE),
+            GRADCOMM_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(gradcomm_last_error(), "a selection per segment is "
+                                              "exact"))
       << gradcomm_last_error();
   if (world.size > 1) {
     // Other k's on one rank: the agreement names the segments.
@@ -574,7 +630,7 @@ TEST(ReduceScatter, SegmentsSelectPerTensor) {
       mine = {5, 4, 100, 0};
     EXPECT_EQ(gradcomm_scalecom_reduce_scatter_segments_f32(
                   sharded.c_str(), grad.data(), shard.data(), count,
-                  ends.data(), mine.data(), 4, 0.5f, GRADCOMM_WIRE_F32,
+                  ends.data(), mine.data(), 4, &options,
                   GRADCOMM_REDUCE_AVERAGE),
               GRADCOMM_ERR_MISMATCH);
     EXPECT_TRUE(contains(gradcomm_last_error(), "segments"))

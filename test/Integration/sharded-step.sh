@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A sharded data-parallel step (Inputs/sharded-step.mlir: reduce-scatter,
 # update, all-gather) compiled for 2
-# and for 4 ranks, dense and with ScaleCom (two dense warm-up steps), run
-# on as many ranks; Inputs/sharded_step.py says what is checked. On a job
+# and for 4 ranks, dense and with ScaleCom (two dense warm-up steps; and
+# with momentum correction), run on as many ranks; Inputs/sharded_step.py says what is checked. On a job
 # of the wrong size the step stops with a message naming the grid.
 # Usage: sharded-step.sh <gradcomm-compile> <mpiexec> <inputs dir> <work dir>
 set -euo pipefail
@@ -10,15 +10,18 @@ compile=$1 mpiexec=$2 inputs=$3 work=$4
 python=${GRADCOMM_PYTHON:-/usr/bin/python3}
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
 for ranks in 2 4; do
-  for policy in dense scalecom; do
+  # momentum: ScaleCom with momentum correction (0.5) in the runtime.
+  for mode in dense scalecom momentum; do
+    policy=${mode/momentum/scalecom}
     sed -e "s/RANKS/$ranks/" -e "s/SHARD/$((8 / ranks))/g" \
-      -e "s/POLICY/$policy/" "$inputs/sharded-step.mlir" >"$policy$ranks.mlir"
+      -e "s/POLICY/$policy/" "$inputs/sharded-step.mlir" >"$mode$ranks.mlir"
     options=(--strategy="$policy")
     [[ $policy == scalecom ]] && options+=(--warmup-steps=2 --report)
-    "$compile" "$policy$ranks.mlir" -o "lib$policy$ranks.so" --emit=shared \
-      "${options[@]}" 2>"$policy$ranks.log" || { cat "$policy$ranks.log"; exit 1; }
+    [[ $mode == momentum ]] && options+=(--momentum=0.5)
+    "$compile" "$mode$ranks.mlir" -o "lib$mode$ranks.so" --emit=shared \
+      "${options[@]}" 2>"$mode$ranks.log" || { cat "$mode$ranks.log"; exit 1; }
     timeout 120 "$mpiexec" -n "$ranks" "$python" "$inputs/sharded_step.py" \
-      "$policy" "$work/lib$policy$ranks.so" "$ranks"
+      "$mode" "$work/lib$mode$ranks.so" "$ranks"
   done
 done
 # The compressed step really is the compressed reduce-scatter.

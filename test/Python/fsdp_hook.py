@@ -14,7 +14,9 @@
 * with `module` (selection per tensor inside each flat parameter) its
   shard is the shard of every tensor's own gradcomm_scalecom_f32 step put
   together (small tensors whole, FSDP's padding none), bit for bit;
-* a tensor it cannot take is refused with a message.
+* with momentum correction, the dense presets and overrides, its shard
+  is the shard of every tensor's own gradcomm_scalecom_recipe_f32 step;
+* a tensor or option it cannot take is refused with a message.
 
 Usage: torchrun --standalone --nproc-per-node=2 fsdp_hook.py
 """
@@ -94,6 +96,36 @@ def same(a, b):
         all(torch.equal(x, y) for x, y in zip(p, q)) for p, q in zip(a, b))
 
 
+def per_tensor_checker(tag, rank, size, own_step):
+    """The hook, checking: each shard is the shard of own_step(memory name,
+    tensor's gradient, out, k) on every tensor of the flat parameter (each
+    segment with k > 0) put together; and the count of its calls."""
+    compared = [0]
+
+    def checking_hook(state, grad, output):
+        reference = grad.clone()
+        place = state._calls.get(grad.numel(), 0)
+        ends, ks, count, _ = state.segments_of(grad.numel())
+        fsdp.scalecom_reduce_scatter_hook(state, grad, output)
+        full = torch.zeros_like(reference)
+        begin = 0
+        for s in range(count):
+            end, k = ends[s], ks[s]
+            if k > 0:
+                memory = ("reference.%s.%d.%d.%d" % (
+                    tag, grad.numel(), place, s)).encode()
+                part = reference[begin:end].clone()
+                out = torch.empty_like(part)
+                own_step(memory, part, out, k)
+                full[begin:end] = out
+            begin = end
+        check(torch.equal(output, full.chunk(size)[rank]),
+              "%s: the shard = the tensors' own steps' shard" % tag)
+        compared[0] += 1
+
+    return checking_hook, compared
+
+
 def per_tensor(rt, rank, size):
     """ScaleComShardedState(module=...): the per-tensor selection's shard
     against every tensor's own all-reduce step."""
@@ -101,36 +133,19 @@ def per_tensor(rt, rank, size):
     state = fsdp.ScaleComShardedState(ratio=10, warmup_steps=0,
                                       prefix="tensor", module=model,
                                       min_elements=200)
-    compared = [0]
 
-    def checking_hook(state, grad, output):
-        reference = grad.clone()
-        place = state._calls.get(grad.numel(), 0)
-        ends, ks, count = state.segments_of(grad.numel())
-        fsdp.scalecom_reduce_scatter_hook(state, grad, output)
-        full = torch.zeros_like(reference)
-        begin = 0
-        for s in range(count):
-            end, k = ends[s], ks[s]
-            if k > 0:
-                memory = ("reference.tensor.%d.%d.%d" % (
-                    grad.numel(), place, s)).encode()
-                part = reference[begin:end].clone()
-                out = torch.empty_like(part)
-                rt.call("gradcomm_scalecom_f32", memory, part.data_ptr(),
-                        out.data_ptr(), end - begin, k, SELECTIONS["exact"],
-                        0, ctypes.c_float(state.beta), REDUCTIONS["average"])
-                full[begin:end] = out
-            begin = end
-        check(torch.equal(output, full.chunk(size)[rank]),
-              "per-tensor shard = the tensors' own steps' shard")
-        compared[0] += 1
+    def own_step(memory, part, out, k):
+        rt.call("gradcomm_scalecom_f32", memory, part.data_ptr(),
+                out.data_ptr(), part.numel(), k, SELECTIONS["exact"], 0,
+                ctypes.c_float(state.options.beta), REDUCTIONS["average"])
 
+    checking_hook, compared = per_tensor_checker("tensor", rank, size,
+                                                 own_step)
     losses, _ = train(model, state, checking_hook)
     check(compared[0] == 4 * STEPS, "four flat parameters per step")
     # Layer 2 (48 x 48 + 48): its weight gets ceil(2304 / 10) values, its
     # bias (under min_elements) all 48, and FSDP pads nothing at 2 ranks.
-    ends, ks, count = state.segments_of(48 * 48 + 48)
+    ends, ks, count, _ = state.segments_of(48 * 48 + 48)
     check(list(ks[:count]) in ([231, 48], [231, 48, 0]),
           "segments of a 48x48 layer: %s" % list(ks[:count]))
     stats = rt.stats(b"tensor.%d.0" % (48 * 48 + 48))
@@ -142,6 +157,57 @@ def per_tensor(rt, rank, size):
     except ValueError as error:
         check("no flat parameter of 12345 elements" in str(error),
               "the message names the length")
+
+
+def recipe(rt, rank, size):
+    """The recipe in the sharded hook: momentum correction, a dense
+    warm-up through the runtime, the dense presets and an override (names
+    as in the unwrapped model); the shard is the shard of every tensor's
+    own gradcomm_scalecom_recipe_f32 step put together (a tensor kept
+    dense with `dense`, so its velocity stays unmasked), bit for bit."""
+    model = wrapped()
+    state = fsdp.ScaleComShardedState(
+        ratio=10, warmup_steps=2, momentum=0.9, dense=("vectors", "last"),
+        overrides=(("0.weight", 5),), min_elements=10, prefix="recipe",
+        module=model)
+    try:
+        state.check_optimizer(torch.optim.SGD(model.parameters(), lr=0.1,
+                                              momentum=0.9))
+        check(False, "an optimizer with momentum is refused")
+    except ValueError as error:
+        check("momentum correction (momentum=0.9)" in str(error),
+              "the message names momentum correction")
+
+    def own_recipe_step(memory, part, out, k):
+        options = RecipeOptions()
+        rt.library.gradcomm_scalecom_options_init(ctypes.byref(options), k)
+        options.warmup_steps = 2
+        options.momentum = 0.9
+        options.dense = int(k == part.numel())
+        rt.call("gradcomm_scalecom_recipe_f32", memory, part.data_ptr(),
+                out.data_ptr(), part.numel(), ctypes.byref(options),
+                REDUCTIONS["average"])
+
+    checking_hook, compared = per_tensor_checker("recipe", rank, size,
+                                                 own_recipe_step)
+    losses, _ = train(model, state, checking_hook)
+    check(compared[0] == 4 * STEPS, "four flat parameters per step")
+    # The first layer's weight at the override's ratio 5, the biases whole
+    # (vectors), the last layer whole (last), though its weight is over
+    # min_elements.
+    layouts = {length: list(state.segments_of(length)[1][:2])
+               for length in (48 * 48 + 48, 48 * 4 + 4, 20 * 48 + 48)}
+    check(layouts == {48 * 48 + 48: [231, 48], 48 * 4 + 4: [192, 4],
+                      20 * 48 + 48: [192, 48]},
+          "the recipe's k per tensor: %s" % layouts)
+    for bad, message in (({"dense": ("vectors",)}, "pass module="),
+                         ({"k": 5}, "does not take k"),
+                         ({"wire": "bf16"}, "does not take wire")):
+        try:
+            fsdp.ScaleComShardedState(**bad)
+            check(False, "%s is refused" % bad)
+        except ValueError as error:
+            check(message in str(error), "%s: %s" % (bad, error))
 
 
 def mixed_precision(rt, rank, size, dtype, wire):
@@ -229,11 +295,11 @@ def main():
         place = state._calls.get(grad.numel(), 0)
         memory = ("reference.%d.%d" % (grad.numel(), place)).encode()
         fsdp.scalecom_reduce_scatter_hook(state, grad, output)
-        k = max(1, math.ceil(reference.numel() / state.ratio))
+        k = max(1, math.ceil(reference.numel() / state.options.ratio))
         full = torch.empty_like(reference)
         rt.call("gradcomm_scalecom_f32", memory, reference.data_ptr(),
                 full.data_ptr(), reference.numel(), k, SELECTIONS["exact"],
-                0, ctypes.c_float(state.beta), REDUCTIONS["average"])
+                0, ctypes.c_float(state.options.beta), REDUCTIONS["average"])
         shard = full.chunk(size)[rank]
         check(torch.equal(output, shard),
               "ScaleCom shard = the all-reduce step's shard (%s)" % name)
@@ -264,6 +330,9 @@ def main():
 
     # Per tensor: each tensor inside a flat parameter its own selection.
     per_tensor(rt, rank, size)
+
+    # The recipe: momentum correction, presets, overrides.
+    recipe(rt, rank, size)
 
     # Mixed precision: 16-bit gradients, their values in 16 bits.
     for dtype, wire in ((torch.bfloat16, "bf16"), (torch.float16, "f16")):

@@ -144,15 +144,18 @@ const RuntimeFnSpec kRuntimeFns[] = {
     {RuntimeFn::ScaleComReduceScatter,
      "gradcomm_rt_scalecom_reduce_scatter_f32", true, Kind::I32,
      {Kind::Str, Kind::BufF32, Kind::BufF32, Kind::I64, Kind::I32, Kind::I64,
-      Kind::F32, Kind::I64, Kind::F32, Kind::I32}},
+      Kind::F32, Kind::I64, Kind::F32, Kind::F32, Kind::I32, Kind::I32,
+      Kind::I32}},
     {RuntimeFn::ScaleComReduceScatterBF16,
      "gradcomm_rt_scalecom_reduce_scatter_bf16", true, Kind::I32,
      {Kind::Str, Kind::BufBF16, Kind::BufBF16, Kind::I64, Kind::I32, Kind::I64,
-      Kind::F32, Kind::I64, Kind::F32, Kind::I32}},
+      Kind::F32, Kind::I64, Kind::F32, Kind::F32, Kind::I32, Kind::I32,
+      Kind::I32}},
     {RuntimeFn::ScaleComReduceScatterF16,
      "gradcomm_rt_scalecom_reduce_scatter_f16", true, Kind::I32,
      {Kind::Str, Kind::BufF16, Kind::BufF16, Kind::I64, Kind::I32, Kind::I64,
-      Kind::F32, Kind::I64, Kind::F32, Kind::I32}},
+      Kind::F32, Kind::I64, Kind::F32, Kind::F32, Kind::I32, Kind::I32,
+      Kind::I32}},
     {RuntimeFn::AllGather, "gradcomm_rt_all_gather_f32", true, Kind::I32,
      {Kind::Str, Kind::BufF32, Kind::BufF32}},
     {RuntimeFn::AllGatherBF16, "gradcomm_rt_all_gather_bf16", true, Kind::I32,
@@ -513,8 +516,8 @@ static RuntimeFn forElement(Type element, RuntimeFn f32, RuntimeFn bf16,
 }
 
 /// cltk_compress in a fused step with a sparse_reduce_scatter: one call of
-/// the compressed reduce-scatter (the recipe's dense warm-up and clipping
-/// included).
+/// the compressed reduce-scatter (the recipe's dense warm-up, clipping,
+/// momentum correction and a kept-dense gradient's call included).
 static LogicalResult
 lowerFusedReduceScatter(CltkCompressOp op, CltkCompressOp::Adaptor adaptor,
                         SparseReduceScatterOp reduce, MemoryUpdateOp update,
@@ -536,6 +539,9 @@ lowerFusedReduceScatter(CltkCompressOp op, CltkCompressOp::Adaptor adaptor,
            rt.f32(update.getBeta().convertToDouble()),
            rt.i64(op.getWarmupSteps().value_or(0)),
            rt.f32(op.getClipAttr() ? op.getClipAttr().getValueAsDouble() : 0.0),
+           rt.f32(op.getMomentumAttr() ? op.getMomentumAttr().getValueAsDouble()
+                                       : 0.0),
+           rt.i32(op.getNesterov() ? 1 : 0), rt.i32(op.getDense() ? 1 : 0),
            rt.i32(static_cast<int32_t>(reduce.getReduction()))})))
     return failure();
   rewriter.replaceOp(reduce, rt.toTensor(shard, reduce.getResult().getType()));
@@ -1239,18 +1245,12 @@ LogicalResult ConvertGradCommToRuntimePass::prepare() {
           ok = false;
           return;
         }
-        const char *notForReduceScatter =
-            compress.getWarmupRampFromAttr() ? "warmup_ramp_from"
-            : compress.getMomentumAttr()     ? "momentum"
-            : compress.getDense()            ? "dense"
-                                             : nullptr;
-        if (notForReduceScatter &&
+        if (compress.getWarmupRampFromAttr() &&
             llvm::any_of(compress.getValues().getUsers(),
                          llvm::IsaPred<SparseReduceScatterOp>)) {
           compress.emitOpError()
-              << "feeds a sparse_reduce_scatter, whose runtime call has the "
-                 "dense warm-up and clipping only ('"
-              << notForReduceScatter << "' is not built for it)";
+              << "feeds a sparse_reduce_scatter, whose runtime call has a "
+                 "dense warm-up only ('warmup_ramp_from' is not built for it)";
           ok = false;
           return;
         }

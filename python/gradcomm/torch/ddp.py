@@ -28,7 +28,7 @@ import torch.distributed as dist
 from gradcomm.runtime import (ASYNC_SCHEDULES, REDUCTIONS, SCHEDULES,
                               SELECTIONS, WARMUPS, WIRES,
                               GradCommError, RecipeOptions, runtime)
-from gradcomm.torch.recipe import Plan, ScaleComOptions
+from gradcomm.torch.recipe import Plan, ScaleComOptions, check_optimizer
 
 
 def _parameter_names(model):
@@ -457,19 +457,8 @@ class ScaleComState(_State):
 
     def check_optimizer(self, optimizer):
         """Raises ValueError when `optimizer` would apply momentum a second
-        time: with momentum correction the hook's output already carries
-        the momentum, so the optimizer must be plain SGD (momentum 0)."""
-        if self.options.momentum == 0:
-            return
-        for group in optimizer.param_groups:
-            if not isinstance(optimizer, torch.optim.SGD) or group.get(
-                    "momentum", 0):
-                raise ValueError(
-                    "gradcomm: momentum correction (momentum=%g) applies "
-                    "the momentum in the hook; use torch.optim.SGD with "
-                    "momentum=0, got %s with momentum %s" % (
-                        self.options.momentum, type(optimizer).__name__,
-                        group.get("momentum", "-")))
+        time (recipe.check_optimizer)."""
+        check_optimizer(self.options, optimizer)
 
 
 def _compress_per_parameter(state, bucket, buffers, compress,

@@ -22,13 +22,16 @@ value crosses half the bytes; the error-feedback memory stays float32.
 """
 
 import ctypes
+import dataclasses
 import math
 
 import torch
 import torch.distributed as dist
 
-from gradcomm.runtime import REDUCTIONS, WIRES, GradCommError
+from gradcomm.runtime import REDUCTIONS, WIRES, GradCommError, RecipeOptions
 from gradcomm.torch.ddp import initialize_runtime
+from gradcomm.torch.recipe import (Plan, ScaleComOptions, check_optimizer,
+                                   dense_reasons)
 
 # The wire a gradient's values travel in.
 _WIRE_OF_DTYPE = {torch.float32: "f32", torch.bfloat16: "bf16",
@@ -154,38 +157,49 @@ def _dense_shard(state, name, grad, output, wire):
 
 
 class ScaleComShardedState(ShardedState):
-    """ScaleCom's reduce-scatter: the low-pass filter's `beta` and a dense
-    warm-up of `warmup_steps` backward passes; the defaults are the
-    recipe's (docs/scalecom.md, "The recipe").
+    """ScaleCom's reduce-scatter with the training recipe of `options` (a
+    ScaleComOptions; keyword arguments replace its fields, as for
+    ddp.ScaleComState: ScaleComShardedState(ratio=400, momentum=0.9)):
+    beta, the dense warm-up, momentum correction (the optimizer then runs
+    without momentum: check_optimizer), clipping of each flat parameter's
+    local gradient, and with `module` the layer policy. The defaults are
+    the recipe's (docs/scalecom.md, "The recipe").
 
     Without `module`, one selection per flat parameter: k = ceil(length /
     ratio) over the whole of it. With `module` (the FSDP-wrapped model),
     the selection is per original tensor inside each flat parameter, as
     the DDP hook's recipe selects per parameter: a tensor of fewer than
-    `min_elements` values is sent whole (biases, norms, a small output
-    layer), each other tensor sends ceil(numel / ratio) values, FSDP's
-    padding none (gradcomm_scalecom_reduce_scatter_segments_f32)."""
+    `min_elements` values, or one that the `dense` presets or `overrides`
+    keep dense (names as in the unwrapped model), is sent whole, each
+    other tensor sends ceil(numel / ratio) values (an override's ratio
+    where one matches), FSDP's padding none
+    (gradcomm_scalecom_reduce_scatter_segments_f32)."""
 
-    def __init__(self, ratio=100.0, beta=0.5, warmup_steps=100,
-                 prefix="fsdp", process_group=None, module=None,
-                 min_elements=1024):
-        if not ratio >= 1:
-            raise ValueError("gradcomm: ratio must be >= 1, got %r" % ratio)
-        if not 0 < beta <= 1:
-            raise ValueError("gradcomm: beta must be in (0, 1], got %r"
-                             % beta)
-        if warmup_steps < 0:
-            raise ValueError("gradcomm: warmup_steps must be >= 0, got %r"
-                             % warmup_steps)
-        if min_elements < 0:
-            raise ValueError("gradcomm: min_elements must be >= 0, got %r"
-                             % min_elements)
+    def __init__(self, options=None, module=None, prefix="fsdp",
+                 process_group=None, **fields):
+        options = dataclasses.replace(options or ScaleComOptions(), **fields)
+        unsupported = [what for what, used in (
+            ("k", options.k is not None),
+            ("chunk selection", options.selection != "exact"),
+            ("a ramp warm-up", options.warmup == "ramp" and
+             options.warmup_steps),
+            ("policy='auto'", options.policy != "fixed"),
+            ("wire (the gradient's type, FSDP's reduce_dtype, sets it)",
+             options.wire is not None)) if used]
+        if unsupported:
+            raise ValueError("gradcomm: the sharded ScaleCom hook does not "
+                             "take %s" % ", ".join(unsupported))
+        if module is None and (options.dense or options.overrides):
+            raise ValueError("gradcomm: dense presets and overrides choose "
+                             "tensors inside the flat parameters: pass "
+                             "module= (the FSDP-wrapped model)")
         super().__init__(prefix, process_group)
-        self.ratio = ratio
-        self.beta = beta
-        self.warmup_steps = warmup_steps
+        self.options = options
         self.module = module
-        self.min_elements = min_elements
+        # Warm-up steps through the runtime's recipe (which keeps the
+        # velocity) with momentum correction or clipping; else the dense
+        # hook's, FSDP's own bits.
+        self.recipe_in_runtime = bool(options.momentum or options.clip)
         # Flat parameter length -> its segments, as segments_of returns
         # them.
         self._segments = {}
@@ -194,20 +208,27 @@ class ScaleComShardedState(ShardedState):
         # (FSDP makes its flat parameters when it wraps the model).
         self._layouts = None
 
+    def check_optimizer(self, optimizer):
+        """Raises ValueError when `optimizer` would apply momentum a second
+        time (recipe.check_optimizer)."""
+        check_optimizer(self.options, optimizer)
+
     def segments_of(self, length):
-        """The segment ends and k's (ctypes int64 arrays) and their number
-        for the flat parameter of `length` elements (the padded gradient
-        the hook gets): one segment without `module`, else its tensors."""
+        """The segment ends and k's (ctypes int64 arrays), their number and
+        k's sum for the flat parameter of `length` elements (the padded
+        gradient the hook gets): one segment without `module`, else its
+        tensors."""
         if length not in self._segments:
             ends, ks = self._layout(length)
             self._segments[length] = ((ctypes.c_int64 * len(ends))(*ends),
                                       (ctypes.c_int64 * len(ks))(*ks),
-                                      len(ends))
+                                      len(ends), sum(ks))
         return self._segments[length]
 
     def _layout(self, length):
         if self.module is None:
-            return (length,), (max(1, math.ceil(length / self.ratio)),)
+            return (length,), (max(1, math.ceil(length /
+                                                self.options.ratio)),)
         if self._layouts is None:
             self._layouts = self._read_layouts()
         layouts = self._layouts.get(length)
@@ -225,23 +246,24 @@ class ScaleComShardedState(ShardedState):
         return next(iter(layouts))
 
     def _read_layouts(self):
-        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        flats, entries = _flat_parameters(self.module)
+        plan = Plan(None, self.options,
+                    reasons=dense_reasons(entries, self.options))
         layouts = {}
-        for unit in FSDP.fsdp_modules(self.module):
-            handle = getattr(unit, "_handle", None)
-            if handle is None:
-                continue
-            flat = handle.flat_param
+        for flat, tensors in flats:
             ends, ks, end = [], [], 0
+            tensors = iter(tensors)
             for numel, padding in zip(flat._numels_with_padding,
                                       flat._is_padding_mask):
                 if numel == 0:
                     continue
                 end += numel
                 ends.append(end)
-                ks.append(0 if padding else numel
-                          if numel < self.min_elements else
-                          max(1, math.ceil(numel / self.ratio)))
+                if padding:
+                    ks.append(0)
+                    continue
+                selected = plan.k_and_chunk(next(tensors)[0], numel)
+                ks.append(numel if selected is None else selected[0])
             # FSDP pads the gradient to a multiple of the world size.
             length = end + (-end) % self.size
             if length > end:
@@ -251,6 +273,50 @@ class ScaleComShardedState(ShardedState):
         return layouts
 
 
+def _flat_parameters(model):
+    """The flat parameters of the FSDP-wrapped `model`, as [(flat
+    parameter, [(name, dimensions, owning module, name in the owner) of
+    each tensor in it, in order])], and all those tensors in the unwrapped
+    model's module order (as recipe.dense_reasons takes them). The names
+    are the unwrapped model's."""
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from torch.distributed.fsdp._common_utils import clean_tensor_name
+    order, names = {}, {}
+    for index, (name, module) in enumerate(model.named_modules()):
+        order.setdefault(id(module), index)
+        names.setdefault(id(module), name)
+    flats = []
+    for unit in FSDP.fsdp_modules(model):
+        handle = getattr(unit, "_handle", None)
+        if handle is None:
+            continue
+        flat = handle.flat_param
+        tensors = []
+        for info, shape in zip(flat._param_infos, flat._shapes):
+            prefix = names.get(id(info.module), "")
+            tensors.append((clean_tensor_name(
+                (prefix + "." if prefix else "") + info.param_name),
+                len(shape), info.module, info.param_name))
+        flats.append((flat, tensors))
+    entries = sorted((entry for _, tensors in flats for entry in tensors),
+                     key=lambda entry: order.get(id(entry[2]), 0))
+    return flats, entries
+
+
+def _recipe_options(state, k, wire):
+    """The runtime's gradcomm_scalecom_options for `state`'s recipe with k
+    values sent after the warm-up."""
+    options, c = state.options, RecipeOptions()
+    state.rt.library.gradcomm_scalecom_options_init(ctypes.byref(c), k)
+    c.beta = options.beta
+    c.warmup_steps = options.warmup_steps
+    c.momentum = options.momentum
+    c.nesterov = int(options.nesterov)
+    c.clip = options.clip or 0.0
+    c.wire = WIRES[wire]
+    return c
+
+
 def scalecom_reduce_scatter_hook(state, grad, output):
     """ScaleCom's compressed reduce-scatter
     (gradcomm_scalecom_reduce_scatter_segments_f32): the leader's top-k of
@@ -258,20 +324,27 @@ def scalecom_reduce_scatter_hook(state, grad, output):
     per tensor inside it), the same indices on every rank; `output`
     receives zeros and, at the selected indices of this rank's shard, the
     mean of every rank's values; the memory is updated as in ScaleCom.
-    During the warm-up, the dense hook's shard. A 16-bit gradient's
-    selected values travel in its 16 bits; its memory is float32."""
+    With momentum correction, g is first the velocity (masked where it was
+    sent, a tensor sent whole excepted). During the warm-up, the dense
+    hook's shard (through the runtime's recipe with momentum correction or
+    clipping). A 16-bit gradient's selected values travel in its 16 bits;
+    its memory is float32."""
     wire = state.check(grad, output)
     name = state.name_of(grad)
-    if state.steps < state.warmup_steps:
+    if state.steps < state.options.warmup_steps and \
+            not state.recipe_in_runtime:
         state.names.add(b"dense." + name)
         _dense_shard(state, b"dense." + name, grad, output, wire)
         return
     # One segment (the whole flat parameter) is
-    # gradcomm_scalecom_reduce_scatter_f32's step.
-    ends, ks, count = state.segments_of(grad.numel())
+    # gradcomm_scalecom_reduce_scatter_recipe_f32's step.
+    ends, ks, count, k = state.segments_of(grad.numel())
+    options = _recipe_options(state, k, wire)
+    if not state.recipe_in_runtime:
+        options.warmup_steps = 0  # the warm-up was the dense hook's
     work, shard = _float32_buffers(grad, output, wire)
     state.rt.call("gradcomm_scalecom_reduce_scatter_segments_f32", name,
                   work.data_ptr(), shard.data_ptr(), work.numel(), ends, ks,
-                  count, state.beta, WIRES[wire], REDUCTIONS["average"])
+                  count, ctypes.byref(options), REDUCTIONS["average"])
     if shard is not output:
         output.copy_(shard)

@@ -146,29 +146,55 @@ def dense_parameters(model, options):
     """{parameter name: the preset or override that keeps it dense} for
     `model` (a module or its DDP wrapper) under `options`."""
     module = getattr(model, "module", model)
+    # Module by module, so that a tied weight is listed under each module
+    # that holds it: either may be the first or last module with a weight.
+    entries = [((prefix + "." if prefix else "") + local, parameter.dim(),
+                owner, local)
+               for prefix, owner in module.named_modules()
+               for local, parameter in owner.named_parameters(recurse=False)]
+    return dense_reasons(entries, options)
+
+
+def dense_reasons(entries, options):
+    """dense_parameters on a list of parameters: (name, dimensions, owning
+    module, name in the owner) in the model's module registration order,
+    as FSDP's flat parameters list them too (gradcomm.torch.fsdp)."""
     reasons = {}
-
-    def mark(name, reason):
-        reasons.setdefault(name, reason)
-
     presets = set(options.dense)
-    with_weight = [(prefix, m) for prefix, m in module.named_modules()
-                   if isinstance(getattr(m, "weight", None),
-                                 torch.nn.Parameter)]
-    for name, parameter in module.named_parameters():
-        if "vectors" in presets and parameter.dim() <= 1:
-            mark(name, "vectors")
-    for prefix, m in module.named_modules():
-        if "embeddings" in presets and type(m).__name__ in (
+    for name, dim, _, _ in entries:
+        if "vectors" in presets and dim <= 1:
+            reasons.setdefault(name, "vectors")
+    for name, _, owner, _ in entries:
+        if "embeddings" in presets and type(owner).__name__ in (
                 "Embedding", "EmbeddingBag"):
-            for name, _ in m.named_parameters(prefix=prefix):
-                mark(name, "embeddings")
+            reasons.setdefault(name, "embeddings")
+    # The modules with a weight, in order.
+    with_weight = [owner for _, _, owner, local in entries
+                   if local == "weight"]
     for preset, index in (("first", 0), ("last", -1)):
         if preset in presets and with_weight:
-            prefix, m = with_weight[index]
-            for name, _ in m.named_parameters(prefix=prefix):
-                mark(name, preset)
+            for name, _, owner, _ in entries:
+                if owner is with_weight[index]:
+                    reasons.setdefault(name, preset)
     return reasons
+
+
+def check_optimizer(options, optimizer):
+    """Raises ValueError when `optimizer` would apply momentum a second
+    time: with momentum correction (options.momentum > 0) the hook's
+    output already carries the momentum, so the optimizer must be plain
+    SGD (momentum 0)."""
+    if options.momentum == 0:
+        return
+    for group in optimizer.param_groups:
+        if not isinstance(optimizer, torch.optim.SGD) or group.get(
+                "momentum", 0):
+            raise ValueError(
+                "gradcomm: momentum correction (momentum=%g) applies the "
+                "momentum in the hook; use torch.optim.SGD with momentum=0, "
+                "got %s with momentum %s" % (
+                    options.momentum, type(optimizer).__name__,
+                    group.get("momentum", "-")))
 
 
 class Plan:
@@ -177,9 +203,15 @@ class Plan:
     the parameter names; warm-up, momentum correction and clipping are the
     runtime's (gradcomm_scalecom_recipe_f32)."""
 
-    def __init__(self, model, options, ranks=1):
+    def __init__(self, model, options, ranks=1, reasons=None):
+        """`reasons`: dense_reasons' answer where the parameters are not
+        `model`'s own (FSDP's flat parameters); policy="auto" then needs
+        `model`'s parameters and is refused."""
         self.options = options
-        self.dense_reasons = dense_parameters(model, options)
+        if reasons is not None and options.policy == "auto":
+            raise ValueError("policy='auto' needs the model's parameters")
+        self.dense_reasons = (dense_parameters(model, options)
+                              if reasons is None else reasons)
         # policy="auto": {name: ratio, or 0 for dense} for the parameters
         # neither a preset nor an override decides.
         self.auto = {}

@@ -604,21 +604,24 @@ gradcomm_status gradcomm_scalecom_recipe_start_f32(
 gradcomm_status gradcomm_all_gather_f32(const char *op_name, const float *shard,
                                         float *data, int64_t count);
 
-/// gradcomm_scalecom_reduce_scatter_f32 with the selection made per
+/// gradcomm_scalecom_reduce_scatter_recipe_f32 with the selection made per
 /// segment: `grad` holds `segments` consecutive tensors (a flat parameter
 /// of sharded training), segment s ending at segment_ends[s] (strictly
-/// increasing, the last equal to `count`). The leader selects, in each
-/// segment, the exact top segment_k[s] of |m + g| (0: none, as for
-/// padding; the segment's length: all of it, a tensor kept dense), so a
-/// small tensor gets its share of k beside a large one. k is the sum of
-/// the segment_k (at least 1); the rest is the unsegmented step: one index
-/// set for every rank, the values reduce-scattered in `wire`, the memory
-/// updated. Every rank must pass the same segments (part of the
-/// agreement). CPU backend.
+/// increasing, the last equal to `count`). On a compressed step the leader
+/// selects, in each segment, the exact top segment_k[s] of |m + s| (0:
+/// none, as for padding; the segment's length: all of it, a tensor kept
+/// dense, whose velocity is then not masked, as with `dense`), so a small
+/// tensor gets its share of k beside a large one;
+/// options->k must be the sum of the segment_k (at least 1) and the
+/// selection exact. The rest is the recipe's step: one index set for every
+/// rank, the values reduce-scattered in options->wire, the memory (and
+/// with momentum correction the velocity) updated. Every rank must pass
+/// the same segments (part of the agreement); bad segments fail on every
+/// rank, on dense steps too. CPU backend.
 gradcomm_status gradcomm_scalecom_reduce_scatter_segments_f32(
     const char *state, const float *grad, float *shard, int64_t count,
     const int64_t *segment_ends, const int64_t *segment_k, int64_t segments,
-    float beta, gradcomm_wire wire, gradcomm_reduction reduction);
+    const gradcomm_scalecom_options *options, gradcomm_reduction reduction);
 
 /// gradcomm_all_gather_f32 with the values travelling as `wire`
 /// (gradcomm_wire): each value of `shard` is rounded to the 16-bit type, so
@@ -629,12 +632,17 @@ gradcomm_status gradcomm_all_gather_wire_f32(const char *op_name,
                                              int64_t count, gradcomm_wire wire);
 
 /// The training recipe's form of gradcomm_scalecom_reduce_scatter_f32
-/// (blocking): steps the options make dense (a dense layer, the dense
-/// warm-up) reduce-scatter g and leave the memory alone; the others are
-/// gradcomm_scalecom_reduce_scatter_f32's step; both on g clipped to
-/// `clip` when it is set; t = t + 1 either way. The values (the k selected
-/// ones, or the dense step's) travel as `options->wire` (16 bits: CPU
-/// backend). Momentum correction and a ramp warm-up are refused
+/// (blocking), the shard of gradcomm_scalecom_recipe_f32's output: g is
+/// clipped to `clip` when it is set; with momentum correction u' =
+/// momentum u + g (the velocity, in the state "<state>.velocity", of the
+/// unsharded length) and s = u' (g + momentum u' with Nesterov), else s =
+/// g. Steps the options make dense (a dense layer, the dense warm-up)
+/// reduce-scatter s and leave the memory alone; the others are
+/// gradcomm_scalecom_reduce_scatter_f32's step on s, after which u = u'
+/// with zeros at the sent indices (the same on every rank); t = t + 1
+/// either way. The values (the k selected ones, or the dense step's)
+/// travel as `options->wire` (16 bits: CPU backend). Momentum correction
+/// and clipping: CPU backend. A ramp warm-up is refused
 /// (GRADCOMM_ERR_UNSUPPORTED on every rank). Every rank must pass the same
 /// options.
 gradcomm_status gradcomm_scalecom_reduce_scatter_recipe_f32(

@@ -91,12 +91,14 @@ int32_t _mlir_ciface_gradcomm_rt_all_gather_f32(const char *op_name,
 
 /// gradcomm_scalecom_reduce_scatter_recipe_f32 with the options as the
 /// compiler has them: a dense warm-up of `warmup_steps`, `clip` 0 is no
-/// clipping. `shard` as for gradcomm_rt_reduce_scatter_f32.
+/// clipping, `momentum` 0 no momentum correction, `dense` 1 a gradient kept
+/// dense (through the recipe for its velocity). `shard` as for
+/// gradcomm_rt_reduce_scatter_f32.
 int32_t _mlir_ciface_gradcomm_rt_scalecom_reduce_scatter_f32(
     const char *state, gradcomm_unranked_memref *grad,
     gradcomm_unranked_memref *shard, int64_t k, int32_t selection,
     int64_t chunk_size, float beta, int64_t warmup_steps, float clip,
-    int32_t reduction);
+    float momentum, int32_t nesterov, int32_t dense, int32_t reduction);
 
 /// The sharded collectives of bf16 and f16 tensors (host memory): widened
 /// into float32 for gradcomm_reduce_scatter_wire_f32,
@@ -121,12 +123,12 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_reduce_scatter_bf16(
     const char *state, gradcomm_unranked_memref *grad,
     gradcomm_unranked_memref *shard, int64_t k, int32_t selection,
     int64_t chunk_size, float beta, int64_t warmup_steps, float clip,
-    int32_t reduction);
+    float momentum, int32_t nesterov, int32_t dense, int32_t reduction);
 int32_t _mlir_ciface_gradcomm_rt_scalecom_reduce_scatter_f16(
     const char *state, gradcomm_unranked_memref *grad,
     gradcomm_unranked_memref *shard, int64_t k, int32_t selection,
     int64_t chunk_size, float beta, int64_t warmup_steps, float clip,
-    int32_t reduction);
+    float momentum, int32_t nesterov, int32_t dense, int32_t reduction);
 
 /// `values`: k f32, `indices`: k i64.
 int32_t _mlir_ciface_gradcomm_rt_cltk_compress_f32(

@@ -79,10 +79,12 @@ int64_t gradcomm::floatBits(float value) {
 
 namespace {
 
-/// Slots of the agreement buffer: operation, name and sequence number,
-/// then the entry point's fields. Fixed, so a rank that failed before it
-/// knew its fields sends a buffer of the same size.
-constexpr size_t kAgreementSlots = 12;
+/// Slots of the agreement buffer: operation, name, sequence number and
+/// non-finite policy, then the entry point's fields (the most: the
+/// compressed reduce-scatter's recipe form with segments, 9). Fixed, so a
+/// rank that failed before it knew its fields sends a buffer of the same
+/// size.
+constexpr size_t kAgreementSlots = 16;
 
 /// FNV-1a of `text`, in 62 bits (positive in an int64 and when negated).
 int64_t nameHash(const char *text) {

@@ -14,6 +14,7 @@
 
 #include "Backend.h"
 
+#include <string>
 #include <vector>
 
 namespace gradcomm {
@@ -89,6 +90,13 @@ int64_t stepK(const gradcomm_scalecom_options &options, int64_t count,
 const float *recipeInput(const gradcomm_scalecom_options &options,
                          const float *grad, int64_t count, State &state,
                          const State *velocity);
+
+/// After a step that ran: the velocity becomes u' (state.recipeVelocity),
+/// zeroed at the sent indices (state.indices) of a compressed step.
+void commitVelocity(State &state, State *velocity, bool compressed);
+
+/// The velocity's state: "<state>.velocity".
+std::string velocityName(const char *stateName);
 
 } // namespace gradcomm
 

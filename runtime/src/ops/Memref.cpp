@@ -219,11 +219,12 @@ namespace {
 /// The compressed reduce-scatter's options as the compiler has them.
 gradcomm_scalecom_options shardedRecipeOptions(int64_t k, int32_t selection,
                                                int64_t chunkSize, float beta,
-                                               int64_t warmupSteps,
-                                               float clip) {
+                                               int64_t warmupSteps, float clip,
+                                               float momentum, int32_t nesterov,
+                                               int32_t dense) {
   return recipeOptions(k, selection, chunkSize, beta, warmupSteps,
-                       /*warmupRampFrom=*/0.0f, clip, /*momentum=*/0.0f,
-                       /*nesterov=*/0, /*dense=*/0);
+                       /*warmupRampFrom=*/0.0f, clip, momentum, nesterov,
+                       dense);
 }
 
 /// A reduce-scatter's input and this rank's shard of it, unpacked as one
@@ -286,14 +287,15 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_reduce_scatter_f32(
     const char *state, gradcomm_unranked_memref *grad,
     gradcomm_unranked_memref *shard, int64_t k, int32_t selection,
     int64_t chunkSize, float beta, int64_t warmupSteps, float clip,
-    int32_t reduction) {
+    float momentum, int32_t nesterov, int32_t dense, int32_t reduction) {
   if (gradcomm_status failed = stepFailure())
     return failed;
   View<float> in, out;
   GRADCOMM_RETURN_IF_ERROR(unpackSharded("scalecom_reduce_scatter_f32", state,
                                          grad, shard, in, out));
   const gradcomm_scalecom_options options =
-      shardedRecipeOptions(k, selection, chunkSize, beta, warmupSteps, clip);
+      shardedRecipeOptions(k, selection, chunkSize, beta, warmupSteps, clip,
+                           momentum, nesterov, dense);
   return gradcomm_scalecom_reduce_scatter_recipe_f32(
       state, in.data, out.data, in.count, &options,
       static_cast<gradcomm_reduction>(reduction));
@@ -510,10 +512,11 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_reduce_scatter_bf16(
     const char *state, gradcomm_unranked_memref *grad,
     gradcomm_unranked_memref *shard, int64_t k, int32_t selection,
     int64_t chunkSize, float beta, int64_t warmupSteps, float clip,
-    int32_t reduction) {
+    float momentum, int32_t nesterov, int32_t dense, int32_t reduction) {
   return scalecomReduceScatter16(
       "scalecom_reduce_scatter_bf16", state, grad, shard,
-      shardedRecipeOptions(k, selection, chunkSize, beta, warmupSteps, clip),
+      shardedRecipeOptions(k, selection, chunkSize, beta, warmupSteps, clip,
+                           momentum, nesterov, dense),
       GRADCOMM_WIRE_BF16, reduction);
 }
 
@@ -521,10 +524,11 @@ int32_t _mlir_ciface_gradcomm_rt_scalecom_reduce_scatter_f16(
     const char *state, gradcomm_unranked_memref *grad,
     gradcomm_unranked_memref *shard, int64_t k, int32_t selection,
     int64_t chunkSize, float beta, int64_t warmupSteps, float clip,
-    int32_t reduction) {
+    float momentum, int32_t nesterov, int32_t dense, int32_t reduction) {
   return scalecomReduceScatter16(
       "scalecom_reduce_scatter_f16", state, grad, shard,
-      shardedRecipeOptions(k, selection, chunkSize, beta, warmupSteps, clip),
+      shardedRecipeOptions(k, selection, chunkSize, beta, warmupSteps, clip,
+                           momentum, nesterov, dense),
       GRADCOMM_WIRE_F16, reduction);
 }
 

@@ -326,49 +326,94 @@ gradcomm_status complete(const Call &call, gradcomm_request_s &started) {
   return GRADCOMM_OK;
 }
 
-/// The recipe form (blocking): the recipe's dense steps reduce-scatter the
-/// (clipped) gradient and leave the memory alone; its compressed steps are
-/// the compressed reduce-scatter of the clipped gradient.
-gradcomm_status scalecomReduceScatterRecipe(const Call &call,
-                                            const char *stateName,
-                                            const float *grad, float *shard,
-                                            int64_t count,
-                                            const gradcomm_scalecom_options *o,
-                                            gradcomm_reduction reduction) {
+/// The selection per segment of the segments form (none: `count` 0).
+struct Segments {
+  const int64_t *ends = nullptr;
+  const int64_t *k = nullptr;
+  int64_t count = 0;
+};
+
+/// A segment sent whole is a layer kept dense: its velocity is u', not
+/// masked (gradcomm_scalecom_recipe_f32's `dense`), or momentum would be
+/// lost there.
+void keepWholeSegmentsVelocity(const State &state, State *velocity,
+                               const Segments &segments) {
+  if (!velocity)
+    return;
+  int64_t begin = 0;
+  for (int64_t s = 0; s < segments.count; ++s) {
+    const int64_t end = segments.ends[s];
+    if (segments.k[s] == end - begin)
+      std::copy(state.recipeVelocity.begin() + begin,
+                state.recipeVelocity.begin() + end, velocity->data() + begin);
+    begin = end;
+  }
+}
+
+/// The recipe form (blocking): the recipe's dense steps (a dense layer,
+/// the dense warm-up) reduce-scatter what the step communicates (the
+/// gradient, clipped, through the velocity with momentum correction) and
+/// leave the memory alone; its compressed steps are the compressed
+/// reduce-scatter of it, selected per segment when `segments` has some,
+/// after which the velocity is masked at the sent indices, as
+/// gradcomm_scalecom_recipe_f32 does.
+gradcomm_status scalecomReduceScatterRecipe(
+    const Call &call, const char *stateName, const float *grad, float *shard,
+    int64_t count, const gradcomm_scalecom_options *o, const Segments &segments,
+    gradcomm_reduction reduction) {
   const double start = now();
   GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
   State *state = nullptr;
+  State *velocity = nullptr;
   GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
     GRADCOMM_RETURN_IF_ERROR(validateRecipe(call, o));
-    if (o->momentum > 0.0f || o->warmup == GRADCOMM_WARMUP_RAMP)
+    if (o->warmup == GRADCOMM_WARMUP_RAMP)
       return call.fail(GRADCOMM_ERR_UNSUPPORTED,
                        "the compressed reduce-scatter takes the recipe's "
-                       "dense warm-up, dense layers, beta, clipping and "
-                       "wire; momentum correction and a ramp warm-up are "
+                       "dense warm-up, dense layers, beta, momentum "
+                       "correction, clipping and wire; a ramp warm-up is "
                        "not built for it");
     GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
     GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, count, o->k));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "grad", grad));
     GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
+    if (segments.count > 0) {
+      // Checked on dense steps too, so a bad layout fails at once.
+      GRADCOMM_RETURN_IF_ERROR(validateCompress(
+          call, {stateName, grad, count, o->k, o->selection, o->chunk_size,
+                 o->wire, segments.ends, segments.k, segments.count}));
+      GRADCOMM_RETURN_IF_ERROR(
+          requireHostTensors(call, "a selection per segment"));
+    }
     if (o->clip > 0.0f)
       GRADCOMM_RETURN_IF_ERROR(requireHostTensors(
           call, "the compressed reduce-scatter with clipping"));
     GRADCOMM_RETURN_IF_ERROR(requireShardsFit(call, count));
     GRADCOMM_RETURN_IF_ERROR(requireShard(call, grad, "grad", count, shard));
+    if (o->momentum > 0.0f)
+      GRADCOMM_RETURN_IF_ERROR(lookupIdleState(
+          call, velocityName(stateName).c_str(), count, velocity));
     return lookupIdleState(call, stateName, count, state);
   }));
-  const float *input = recipeInput(*o, grad, count, *state, nullptr);
+  const float *input = recipeInput(*o, grad, count, *state, velocity);
   gradcomm_request_s started;
   if (!denseStep(*o, state->step)) {
     GRADCOMM_RETURN_IF_ERROR(startCompressed(
         call,
-        {{stateName, input, count, o->k, o->selection, o->chunk_size, o->wire},
+        {{stateName, input, count, o->k, o->selection, o->chunk_size, o->wire,
+          segments.ends, segments.k, segments.count},
          shard,
          o->beta,
          reduction,
          recipeFields(*o)},
         started));
-    return complete(call, started);
+    GRADCOMM_RETURN_IF_ERROR(complete(call, started));
+    // The CPU backend leaves the leader's indices in state.indices.
+    if (!started.skipped) {
+      commitVelocity(*state, velocity, /*compressed=*/true);
+      keepWholeSegmentsVelocity(*state, velocity, segments);
+    }
+    return GRADCOMM_OK;
   }
   std::vector<CheckField> fields = recipeFields(*o);
   fields.push_back({"step", static_cast<int64_t>(state->step)});
@@ -382,6 +427,7 @@ gradcomm_status scalecomReduceScatterRecipe(const Call &call,
   GRADCOMM_RETURN_IF_ERROR(transferDense(call, stateName, input, shard, count,
                                          o->wire, reduction, start, started));
   GRADCOMM_RETURN_IF_ERROR(complete(call, started));
+  commitVelocity(*state, velocity, /*compressed=*/false);
   state->step += 1;
   return GRADCOMM_OK;
 }
@@ -506,37 +552,25 @@ gradcomm_status gradcomm_scalecom_reduce_scatter_start_f32(
 gradcomm_status gradcomm_scalecom_reduce_scatter_segments_f32(
     const char *stateName, const float *grad, float *shard, int64_t count,
     const int64_t *segmentEnds, const int64_t *segmentK, int64_t segments,
-    float beta, gradcomm_wire wire, gradcomm_reduction reduction) {
+    const gradcomm_scalecom_options *options, gradcomm_reduction reduction) {
   return guarded(
       "scalecom_reduce_scatter_segments_f32", stateName, [&](const Call &call) {
         GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
         GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
           return requireRange(call, "segments", segments, 1, int64_t(1) << 40);
         }));
-        // k is the segments' sum; validateCompress checks each of them.
-        int64_t k = 0;
-        if (segmentK)
-          for (int64_t s = 0; s < segments; ++s)
-            k += segmentK[s];
-        gradcomm_request_s started;
-        GRADCOMM_RETURN_IF_ERROR(
-            startCompressed(call,
-                            {{stateName, grad, count, k, GRADCOMM_SELECT_EXACT,
-                              0, wire, segmentEnds, segmentK, segments},
-                             shard,
-                             beta,
-                             reduction},
-                            started));
-        return complete(call, started);
+        return scalecomReduceScatterRecipe(
+            call, stateName, grad, shard, count, options,
+            {segmentEnds, segmentK, segments}, reduction);
       });
 }
 
 gradcomm_status gradcomm_scalecom_reduce_scatter_recipe_f32(
     const char *stateName, const float *grad, float *shard, int64_t count,
     const gradcomm_scalecom_options *options, gradcomm_reduction reduction) {
-  return guarded("scalecom_reduce_scatter_recipe_f32", stateName,
-                 [&](const Call &call) {
-                   return scalecomReduceScatterRecipe(
-                       call, stateName, grad, shard, count, options, reduction);
-                 });
+  return guarded(
+      "scalecom_reduce_scatter_recipe_f32", stateName, [&](const Call &call) {
+        return scalecomReduceScatterRecipe(call, stateName, grad, shard, count,
+                                           options, {}, reduction);
+      });
 }

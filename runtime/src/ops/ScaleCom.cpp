@@ -26,6 +26,10 @@ gradcomm_status gradcomm::validateCompress(const Call &call,
   GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", args.state));
   GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, args.count, args.k));
   GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "grad", args.grad));
+  if (args.segments > 0 && args.selection != GRADCOMM_SELECT_EXACT)
+    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
+                     "a selection per segment is exact (chunks cannot be "
+                     "cut at the segments)");
   if (args.selection == GRADCOMM_SELECT_CHUNK) {
     GRADCOMM_RETURN_IF_ERROR(
         requireRange(call, "chunk_size", args.chunkSize, 1, args.count));
@@ -614,12 +618,6 @@ const float *recipeInput(const gradcomm_scalecom_options &o, const float *grad,
   return state.recipeVelocity.data();
 }
 
-} // namespace gradcomm
-
-namespace {
-
-/// After a step that ran: the velocity becomes u', zeroed at the sent
-/// indices of a compressed step.
 void commitVelocity(State &state, State *velocity, bool compressed) {
   if (!velocity)
     return;
@@ -633,6 +631,10 @@ void commitVelocity(State &state, State *velocity, bool compressed) {
 std::string velocityName(const char *stateName) {
   return std::string(stateName) + ".velocity";
 }
+
+} // namespace gradcomm
+
+namespace {
 
 /// One recipe step's communication, blocking (`started` null) or started.
 struct RecipeStep {

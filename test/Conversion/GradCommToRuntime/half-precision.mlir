@@ -141,8 +141,8 @@ gradcomm.state @h_grad : tensor<256xf32>
 // CHECK-DAG:   func.func private @gradcomm_rt_reduce_scatter_bf16(!llvm.ptr, memref<*xbf16>, memref<*xbf16>, i32) -> i32 attributes {llvm.emit_c_interface}
 // CHECK-DAG:   func.func private @gradcomm_rt_reduce_scatter_f16(!llvm.ptr, memref<*xf16>, memref<*xf16>, i32) -> i32 attributes {llvm.emit_c_interface}
 // CHECK-DAG:   func.func private @gradcomm_rt_all_gather_bf16(!llvm.ptr, memref<*xbf16>, memref<*xbf16>) -> i32 attributes {llvm.emit_c_interface}
-// CHECK-DAG:   func.func private @gradcomm_rt_scalecom_reduce_scatter_bf16(!llvm.ptr, memref<*xbf16>, memref<*xbf16>, i64, i32, i64, f32, i64, f32, i32) -> i32 attributes {llvm.emit_c_interface}
-// CHECK-DAG:   func.func private @gradcomm_rt_scalecom_reduce_scatter_f16(!llvm.ptr, memref<*xf16>, memref<*xf16>, i64, i32, i64, f32, i64, f32, i32) -> i32 attributes {llvm.emit_c_interface}
+// CHECK-DAG:   func.func private @gradcomm_rt_scalecom_reduce_scatter_bf16(!llvm.ptr, memref<*xbf16>, memref<*xbf16>, i64, i32, i64, f32, i64, f32, f32, i32, i32, i32) -> i32 attributes {llvm.emit_c_interface}
+// CHECK-DAG:   func.func private @gradcomm_rt_scalecom_reduce_scatter_f16(!llvm.ptr, memref<*xf16>, memref<*xf16>, i64, i32, i64, f32, i64, f32, f32, i32, i32, i32) -> i32 attributes {llvm.emit_c_interface}
 // CHECK-LABEL: func.func @sharded
 // CHECK:       memref.alloc() : memref<16xbf16>
 // CHECK:       call @gradcomm_rt_reduce_scatter_bf16(

@@ -28,14 +28,17 @@ func.func @dense(%g: tensor<32x16xf32>) -> tensor<8x16xf32> {
 shard.grid @grid(shape = 4)
 gradcomm.state @w_grad : tensor<32x16xf32>
 
-// CHECK-DAG:   func.func private @gradcomm_rt_scalecom_reduce_scatter_f32(!llvm.ptr, memref<*xf32>, memref<*xf32>, i64, i32, i64, f32, i64, f32, i32) -> i32 attributes {llvm.emit_c_interface}
+// CHECK-DAG:   func.func private @gradcomm_rt_scalecom_reduce_scatter_f32(!llvm.ptr, memref<*xf32>, memref<*xf32>, i64, i32, i64, f32, i64, f32, f32, i32, i32, i32) -> i32 attributes {llvm.emit_c_interface}
 // CHECK-LABEL: func.func @compressed
 // CHECK:       %[[SHARD:.*]] = memref.alloc() : memref<8x16xf32>
 // CHECK-DAG:   %[[K:.*]] = arith.constant 6 : i64
 // CHECK-DAG:   %[[BETA:.*]] = arith.constant 5.000000e-01 : f32
 // CHECK-DAG:   %[[WARMUP:.*]] = arith.constant 100 : i64
 // CHECK-DAG:   %[[CLIP:.*]] = arith.constant 2.500000e-01 : f32
-// CHECK:       call @gradcomm_rt_scalecom_reduce_scatter_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[K]], %{{.*}}, %{{.*}}, %[[BETA]], %[[WARMUP]], %[[CLIP]], %{{.*}})
+// CHECK:       %[[MOMENTUM:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:  %[[NESTEROV:.*]] = arith.constant 0 : i32
+// CHECK-NEXT:  %[[DENSE:.*]] = arith.constant 0 : i32
+// CHECK:       call @gradcomm_rt_scalecom_reduce_scatter_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[K]], %{{.*}}, %{{.*}}, %[[BETA]], %[[WARMUP]], %[[CLIP]], %[[MOMENTUM]], %[[NESTEROV]], %[[DENSE]], %{{.*}})
 // CHECK-NOT:   gradcomm.
 func.func @compressed(%g: tensor<32x16xf32>) -> tensor<8x16xf32> {
   %v, %i = gradcomm.cltk_compress %g state @w_grad on @grid grid_axes = [0]
@@ -75,7 +78,7 @@ shard.grid @grid(shape = 4)
 gradcomm.state @w_grad : tensor<32x16xf32>
 
 func.func @ramp(%g: tensor<32x16xf32>) -> tensor<8x16xf32> {
-  // expected-error @+1 {{feeds a sparse_reduce_scatter, whose runtime call has the dense warm-up and clipping only ('warmup_ramp_from' is not built for it)}}
+  // expected-error @+1 {{feeds a sparse_reduce_scatter, whose runtime call has a dense warm-up only ('warmup_ramp_from' is not built for it)}}
   %v, %i = gradcomm.cltk_compress %g state @w_grad on @grid grid_axes = [0]
       k = 6 selection = exact {warmup_steps = 10 : i64, warmup_ramp_from = 2.0 : f32}
       : tensor<32x16xf32> -> tensor<6xf32>, tensor<6xi64>
@@ -91,18 +94,38 @@ func.func @ramp(%g: tensor<32x16xf32>) -> tensor<8x16xf32> {
 
 shard.grid @grid(shape = 4)
 gradcomm.state @w_grad : tensor<32x16xf32>
+gradcomm.state @b_grad : tensor<8xf32>
 
-func.func @momentum(%g: tensor<32x16xf32>) -> tensor<8x16xf32> {
-  // expected-error @+1 {{feeds a sparse_reduce_scatter, whose runtime call has the dense warm-up and clipping only ('momentum' is not built for it)}}
+// Momentum correction (Nesterov) and a gradient kept dense for its
+// velocity reach the runtime's call.
+// CHECK-LABEL: func.func @momentum
+// CHECK:       %[[MOMENTUM:.*]] = arith.constant 0.899999976 : f32
+// CHECK-NEXT:  %[[NESTEROV:.*]] = arith.constant 1 : i32
+// CHECK-NEXT:  %[[DENSE:.*]] = arith.constant 0 : i32
+// CHECK:       call @gradcomm_rt_scalecom_reduce_scatter_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[MOMENTUM]], %[[NESTEROV]], %[[DENSE]], %{{.*}})
+// CHECK:       %[[MOMENTUM:.*]] = arith.constant 0.899999976 : f32
+// CHECK-NEXT:  %[[NESTEROV:.*]] = arith.constant 0 : i32
+// CHECK-NEXT:  %[[DENSE:.*]] = arith.constant 1 : i32
+// CHECK:       call @gradcomm_rt_scalecom_reduce_scatter_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[MOMENTUM]], %[[NESTEROV]], %[[DENSE]], %{{.*}})
+func.func @momentum(%g: tensor<32x16xf32>, %b: tensor<8xf32>)
+    -> (tensor<8x16xf32>, tensor<2xf32>) {
   %v, %i = gradcomm.cltk_compress %g state @w_grad on @grid grid_axes = [0]
-      k = 6 selection = exact {momentum = 0.9 : f32}
+      k = 6 selection = exact {momentum = 0.9 : f32, nesterov}
       : tensor<32x16xf32> -> tensor<6xf32>, tensor<6xi64>
   %s = gradcomm.sparse_reduce_scatter %v, %i on @grid grid_axes = [0]
       reduction = sum scatter_axis = 0
       : tensor<6xf32>, tensor<6xi64> -> tensor<8x16xf32>
   gradcomm.memory_update %g, %i state @w_grad beta = 0.5
       : tensor<32x16xf32>, tensor<6xi64>
-  return %s : tensor<8x16xf32>
+  %bv, %bi = gradcomm.cltk_compress %b state @b_grad on @grid grid_axes = [0]
+      k = 8 selection = exact {momentum = 0.9 : f32, dense}
+      : tensor<8xf32> -> tensor<8xf32>, tensor<8xi64>
+  %bs = gradcomm.sparse_reduce_scatter %bv, %bi on @grid grid_axes = [0]
+      reduction = sum scatter_axis = 0
+      : tensor<8xf32>, tensor<8xi64> -> tensor<2xf32>
+  gradcomm.memory_update %b, %bi state @b_grad beta = 0.5
+      : tensor<8xf32>, tensor<8xi64>
+  return %s, %bs : tensor<8x16xf32>, tensor<2xf32>
 }
 
 // -----

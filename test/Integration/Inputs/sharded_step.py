@@ -13,9 +13,13 @@ against a numpy reference written here, independent of the runtime.
     rank, and the shards put together (the step's own all-gather) equal
     the replicated step a ScaleCom all-reduce would give every replica (the
     shards stay consistent).
-In both modes the step all-gathers the updated parameter: on every rank it
+  - momentum: scalecom with momentum correction 0.5 (compiled with
+    --momentum=0.5): each rank's velocity u = 0.5 u + g is what is
+    communicated (dense warm-up steps included) and is zeroed at the sent
+    indices after a compressed step; the velocity state is checked too.
+In every mode the step all-gathers the updated parameter: on every rank it
 must be the whole reference parameter.
-Usage: sharded_step.py dense|scalecom <libstep.so> <ranks>
+Usage: sharded_step.py dense|scalecom|momentum <libstep.so> <ranks>
 """
 
 import ctypes
@@ -46,17 +50,25 @@ def gradient(rank, step):
     return rng.integers(-30, 31, size=(ROWS, COLUMNS)).astype(np.float32)
 
 
-def scalecom_reference(ranks):
+def scalecom_reference(ranks, momentum=None):
     """Per step: the averaged (compressed) gradient every replica would
-    apply, and each rank's memory after the step."""
+    apply, each rank's memory and each rank's velocity (with momentum
+    correction; else zeros) after the step."""
     memory = [np.zeros(ROWS * COLUMNS, dtype=np.float32) for _ in range(ranks)]
+    velocity = [np.zeros(ROWS * COLUMNS, dtype=np.float32)
+                for _ in range(ranks)]
     for t in range(STEPS):
         grads = [gradient(r, t).reshape(-1) for r in range(ranks)]
+        if momentum is not None:
+            # u' = momentum u + g is communicated (0.5: exact in float32).
+            velocity = [momentum * u + g for u, g in zip(velocity, grads)]
+            grads = [u.copy() for u in velocity]
         if t < WARMUP:
             total = np.zeros(ROWS * COLUMNS, dtype=np.float32)
             for g in grads:
                 total = total + g
-            yield total / np.float32(ranks), [m.copy() for m in memory]
+            yield (total / np.float32(ranks), [m.copy() for m in memory],
+                   [u.copy() for u in velocity])
             continue
         leader = t % ranks
         p_leader = memory[leader] + grads[leader]
@@ -70,7 +82,19 @@ def scalecom_reference(ranks):
             sent[indices] = p[indices]
             memory[r] = ((np.float32(1) - BETA) * memory[r]
                          + BETA * (p - sent))
-        yield total / np.float32(ranks), [m.copy() for m in memory]
+            velocity[r][indices] = 0  # factor masking
+        yield (total / np.float32(ranks), [m.copy() for m in memory],
+               [u.copy() for u in velocity])
+
+
+def read_state(step, rank, name):
+    values = np.zeros(ROWS * COLUMNS, dtype=np.float32)
+    if step.library.gradcomm_state_read(
+            ctypes.create_string_buffer(name),
+            values.ctypes.data_as(ctypes.c_void_p),
+            ctypes.c_int64(values.size)) != 0:
+        fail(rank, "no state '%s'" % name.decode())
+    return values
 
 
 def main():
@@ -107,22 +131,24 @@ def main():
                 fail(rank, "step %d: the all-gathered parameter differs"
                      % t)
     else:
-        state = ctypes.create_string_buffer(b"w_grad")
-        for t, (update, memories) in enumerate(scalecom_reference(ranks)):
+        momentum = np.float32(0.5) if mode == "momentum" else None
+        for t, (update, memories, velocities) in enumerate(
+                scalecom_reference(ranks, momentum)):
             out = step({"w": w, "g": gradient(rank, t)})
             w = out["w"]
             ref_full = ref_full - update.reshape(ROWS, COLUMNS)
             if not np.array_equal(w, ref_full[rows]):
                 fail(rank, "step %d: the shard differs from the reference "
                      "by %g" % (t, np.abs(w - ref_full[rows]).max()))
-            memory = np.zeros(ROWS * COLUMNS, dtype=np.float32)
-            if step.library.gradcomm_state_read(
-                    state, memory.ctypes.data_as(ctypes.c_void_p),
-                    ctypes.c_int64(memory.size)) != 0:
-                fail(rank, "no state 'w_grad'")
+            memory = read_state(step, rank, b"w_grad")
             if not np.array_equal(memory, memories[rank]):
                 fail(rank, "step %d: the memory differs from the reference "
                      "by %g" % (t, np.abs(memory - memories[rank]).max()))
+            if momentum is not None and not np.array_equal(
+                    read_state(step, rank, b"w_grad.velocity"),
+                    velocities[rank]):
+                fail(rank, "step %d: the velocity differs from the "
+                     "reference" % t)
             if t < WARMUP and memory.any():
                 fail(rank, "step %d: a warm-up step wrote the memory" % t)
             # The shards put together (the step's all-gather): the

@@ -338,8 +338,8 @@ FailureOr<Decision> ScaleComRewritePass::decide(Operation *op) {
   }
   auto type = cast<RankedTensorType>(reducedInput(op).getType());
   if (isa<shard::ReduceScatterOp>(op)) {
-    // The sharded step is CLT-k's alone, and its runtime call has the
-    // dense warm-up only.
+    // The sharded step is CLT-k's alone, and its runtime call's warm-up is
+    // dense.
     if (compressor == "local-topk") {
       if (shared->forced)
         return op->emitError()
@@ -354,8 +354,6 @@ FailureOr<Decision> ScaleComRewritePass::decide(Operation *op) {
       return op->emitError() << kPass
                              << ": warmup=ramp is not built for the compressed "
                                 "reduce-scatter (its warm-up is dense)";
-    if (momentum > 0.0)
-      return keepDense(op, *shared, decision);
   }
   PolicyOverrides overrides = shared->overrides;
   if (cluster) {
@@ -390,9 +388,6 @@ ScaleComRewritePass::keepDense(Operation *op, const RewriteDecision &shared,
   auto why = [&]() -> std::optional<std::string> {
     if (std::optional<std::string> structural = whyNotRewritable(op))
       return structural;
-    if (isa<shard::ReduceScatterOp>(op))
-      return std::string("it is a reduce-scatter, whose runtime call has no "
-                         "momentum correction");
     Type element =
         cast<RankedTensorType>(reducedInput(op).getType()).getElementType();
     if (!element.isF32() && !element.isBF16() && !element.isF16())
