@@ -14,7 +14,7 @@
 # in 16 bits).
 # SELECTION=flat (default: one selection per flat parameter) or tensor
 # (per tensor inside it, tensors under 1024 values whole); LABELS limits
-# the strategies (default "fsdp dense r100 r1000").
+# the strategies (default "fsdp dense r100 r1000"; r400 is known too).
 # RECIPE adds train_fmnist.py's recipe flags to the ScaleCom runs (for
 # example "--momentum-correction 1 --dense vectors"), which are then named
 # with RECIPE_NAME (required with RECIPE).
@@ -45,6 +45,7 @@ for seed in $seeds; do
       fsdp) comm=(--comm ddp) ;;
       dense) comm=(--comm dense) ;;
       r100) comm=(--comm scalecom --ratio 100) ;;
+      r400) comm=(--comm scalecom --ratio 400) ;;
       r1000) comm=(--comm scalecom --ratio 1000) ;;
     esac
     # shellcheck disable=SC2206 # RECIPE is a list of flags
@@ -73,7 +74,7 @@ for path in sorted(glob.glob("%s/%s*.json" % (out, prefix))):
     runs.setdefault(run["label"], []).append(run)
 print("| %s, FSDP, wrap %s, %s | seeds | test accuracy | final ones | value + index bytes per step (rank 0) |" % (model, wrap, wire))
 print("|---|---|---|---|---|")
-for label in ("fsdp", "dense", "r100", "r1000"):
+for label in ("fsdp", "dense", "r100", "r400", "r1000"):
     group = runs.get(label, [])
     if not group:
         continue
