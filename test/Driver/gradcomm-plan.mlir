@@ -72,7 +72,7 @@
 // BAD-AUTO: gradcomm-plan: --auto-ratios must be at least 2, got 1
 // MISSING: gradcomm-plan: cannot read calibration file '{{.*}}missing.txt'
 
-// NONE: gradcomm-plan: no shard.all_reduce in -: it reads a step before the strategy rewrite
+// NONE: gradcomm-plan: no shard.all_reduce or shard.reduce_scatter in -: it reads a step before the strategy rewrite
 
 shard.grid @grid(shape = 4)
 func.func @step(%g0: tensor<4096xf32>, %g1: tensor<1048576xf32>)

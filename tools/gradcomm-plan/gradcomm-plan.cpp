@@ -3,9 +3,10 @@
 // Part of the GradComm project.
 //
 // Reads an SPMD training step (before the strategy rewrite: its gradient
-// all-reduces are shard.all_reduce ops) and a cluster (flags or a
-// calibration file), and prints, per all-reduce and in total, the time and
-// bytes each strategy is predicted to take per step (docs/scaling.md).
+// all-reduces are shard.all_reduce ops, the reduce-scatters of sharded
+// training shard.reduce_scatter ones) and a cluster (flags or a calibration
+// file), and prints, per reduction and in total, the time and bytes each
+// strategy is predicted to take per step (docs/scaling.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +27,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,20 +89,23 @@ static cl::opt<int64_t> period("period",
 
 namespace {
 
-/// A strategy's prediction for a tensor of `elements` values of
-/// `valueBytes` each (2: bf16 or f16, sent in 16 bits where the strategy
-/// can).
-struct Strategy {
-  std::string name;
-  std::function<gradcomm::Prediction(const gradcomm::ClusterModel &,
-                                     int64_t elements, int64_t valueBytes)>
-      predict;
-};
-
 struct Tensor {
   std::string label;
   int64_t elements;
+  /// 2: bf16 or f16, sent in 16 bits where the strategy can.
   int64_t valueBytes;
+  /// A reduce-scatter (sharded training): dense and ScaleCom have their
+  /// reduce-scatter forms, the other strategies none.
+  bool sharded;
+};
+
+/// A strategy's prediction for a tensor, or none where it has no form for
+/// it (a reduce-scatter).
+struct Strategy {
+  std::string name;
+  std::function<std::optional<gradcomm::Prediction>(
+      const gradcomm::ClusterModel &, const Tensor &)>
+      predict;
 };
 
 FailureOr<gradcomm::ClusterModel> clusterFromFlags() {
@@ -141,7 +146,8 @@ FailureOr<std::vector<Tensor>> allReduces(ModuleOp module) {
       label = name.getName().str();
     Type element = type.getElementType();
     tensors.push_back({label, type.getNumElements(),
-                       element.isBF16() || element.isF16() ? 2 : 4});
+                       element.isBF16() || element.isF16() ? 2 : 4,
+                       isa<shard::ReduceScatterOp>(op)});
     return WalkResult::advance();
   });
   if (walk.wasInterrupted())
@@ -209,7 +215,9 @@ int main(int argc, char **argv) {
   if (failed(tensors))
     return 1;
   if (tensors->empty()) {
-    llvm::errs() << "gradcomm-plan: no shard.all_reduce in " << inputFile
+    llvm::errs() << "gradcomm-plan: no shard.all_reduce or "
+                    "shard.reduce_scatter in "
+                 << inputFile
                  << ": it reads a step before the strategy rewrite\n";
     return 1;
   }
@@ -221,35 +229,50 @@ int main(int argc, char **argv) {
     return gradcomm::runSimulation(*cluster, sizes);
   }
 
-  // Dense and ScaleCom send a 16-bit tensor's values in 16 bits; the other
-  // strategies' models count float32 values.
+  // Dense and ScaleCom send a 16-bit tensor's values in 16 bits and have
+  // reduce-scatter forms; the other strategies' models count float32
+  // values and have none.
   std::vector<Strategy> strategies = {
-      {"dense",
-       [](const gradcomm::ClusterModel &m, int64_t n, int64_t valueBytes) {
-         return gradcomm::predictDense(m, n, valueBytes);
+      {"dense", [](const gradcomm::ClusterModel &m, const Tensor &t) {
+         return t.sharded ? gradcomm::predictReduceScatter(m, t.elements,
+                                                           t.valueBytes)
+                          : gradcomm::predictDense(m, t.elements, t.valueBytes);
        }}};
   for (int64_t ratio : compression)
-    strategies.push_back({llvm::formatv("scalecom-r{0}", ratio).str(),
-                          [ratio](const gradcomm::ClusterModel &m, int64_t n,
-                                  int64_t valueBytes) {
-                            return gradcomm::predictScaleCom(
-                                m, n, ratio, !chunkSelection, valueBytes);
-                          }});
+    strategies.push_back(
+        {llvm::formatv("scalecom-r{0}", ratio).str(),
+         [ratio](const gradcomm::ClusterModel &m, const Tensor &t) {
+           return t.sharded
+                      ? gradcomm::predictScaleComReduceScatter(
+                            m, t.elements, ratio, !chunkSelection, t.valueBytes)
+                      : gradcomm::predictScaleCom(m, t.elements, ratio,
+                                                  !chunkSelection,
+                                                  t.valueBytes);
+         }});
+  // Replicated only: none where the tensor is a reduce-scatter.
+  auto replicated = [](auto predict) {
+    return [predict](const gradcomm::ClusterModel &m,
+                     const Tensor &t) -> std::optional<gradcomm::Prediction> {
+      if (t.sharded)
+        return std::nullopt;
+      return predict(m, t.elements);
+    };
+  };
   for (int64_t ratio : compression)
     strategies.push_back(
         {llvm::formatv("local-topk-r{0}", ratio).str(),
-         [ratio](const gradcomm::ClusterModel &m, int64_t n, int64_t) {
+         replicated([ratio](const gradcomm::ClusterModel &m, int64_t n) {
            return gradcomm::predictLocalTopk(m, n, ratio);
-         }});
+         })});
   strategies.push_back(
-      {"gossip", [](const gradcomm::ClusterModel &m, int64_t n, int64_t) {
+      {"gossip", replicated([](const gradcomm::ClusterModel &m, int64_t n) {
          return gradcomm::predictGossip(m, n);
-       }});
+       })});
   strategies.push_back(
       {llvm::formatv("easgd-p{0}", int64_t(period)).str(),
-       [](const gradcomm::ClusterModel &m, int64_t n, int64_t) {
+       replicated([](const gradcomm::ClusterModel &m, int64_t n) {
          return gradcomm::predictEasgd(m, n, period);
-       }});
+       })});
 
   llvm::raw_ostream &os = llvm::outs();
   const gradcomm::ClusterModel &model = *cluster;
@@ -265,26 +288,36 @@ int main(int argc, char **argv) {
     os << llvm::formatv(" {0,16}", strategy.name);
   os << llvm::formatv(" {0,16} {1}\n", "auto", "choice");
   std::vector<gradcomm::Prediction> totals(strategies.size());
+  // A strategy without a form for some tensor has no total.
+  std::vector<bool> complete(strategies.size(), true);
   gradcomm::Prediction automatic;
-  // The tensors policy=auto leaves dense: separately, and in one bucket
+  // The all-reduces policy=auto leaves dense: separately, and in one bucket
   // (gradcomm-compile --bucket-elements).
   double leftDenseSeconds = 0;
   int64_t leftDenseElements = 0, leftDenseCount = 0;
+  bool anySharded = false;
   for (const Tensor &tensor : *tensors) {
-    os << llvm::formatv("{0,-24} {1,12}", tensor.label, tensor.elements);
+    anySharded |= tensor.sharded;
+    os << llvm::formatv("{0,-24} {1,12}",
+                        tensor.label + (tensor.sharded ? " [rs]" : ""),
+                        tensor.elements);
     for (auto [i, strategy] : llvm::enumerate(strategies)) {
-      gradcomm::Prediction p =
-          strategy.predict(model, tensor.elements, tensor.valueBytes);
-      totals[i].seconds += p.seconds;
-      totals[i].bytesSent += p.bytesSent;
-      os << llvm::formatv(" {0,16:f4}", p.seconds * 1e3);
+      std::optional<gradcomm::Prediction> p = strategy.predict(model, tensor);
+      if (!p) {
+        complete[i] = false;
+        os << llvm::formatv(" {0,16}", "n/a");
+        continue;
+      }
+      totals[i].seconds += p->seconds;
+      totals[i].bytesSent += p->bytesSent;
+      os << llvm::formatv(" {0,16:f4}", p->seconds * 1e3);
     }
     gradcomm::CompressionChoice choice = gradcomm::chooseCompression(
         model, tensor.elements, candidates, autoTolerance, !chunkSelection,
-        /*sharded=*/false, tensor.valueBytes);
+        tensor.sharded, tensor.valueBytes);
     automatic.seconds += choice.chosen.seconds;
     automatic.bytesSent += choice.chosen.bytesSent;
-    if (choice.ratio == 0) {
+    if (choice.ratio == 0 && !tensor.sharded) {
       leftDenseSeconds += choice.dense.seconds;
       leftDenseElements += tensor.elements;
       leftDenseCount += 1;
@@ -297,17 +330,29 @@ int main(int argc, char **argv) {
   int64_t elements = 0;
   for (const Tensor &tensor : *tensors)
     elements += tensor.elements;
-  os << llvm::formatv("{0,-24} {1,12}", "total", elements);
-  for (const gradcomm::Prediction &total : totals)
-    os << llvm::formatv(" {0,16:f4}", total.seconds * 1e3);
-  os << llvm::formatv(" {0,16:f4}\n", automatic.seconds * 1e3);
-  os << llvm::formatv("{0,-24} {1,12}", "MB sent per rank", "");
-  for (const gradcomm::Prediction &total : totals)
-    os << llvm::formatv(" {0,16:f4}", total.bytesSent / 1e6);
-  os << llvm::formatv(" {0,16:f4}\n", automatic.bytesSent / 1e6);
+  // A total row: each strategy's (or n/a), then policy=auto's.
+  auto totalRow = [&](const std::string &label, const std::string &count,
+                      auto value) {
+    os << llvm::formatv("{0,-24} {1,12}", label, count);
+    for (auto [i, total] : llvm::enumerate(totals)) {
+      if (complete[i])
+        os << llvm::formatv(" {0,16:f4}", value(total));
+      else
+        os << llvm::formatv(" {0,16}", "n/a");
+    }
+    os << llvm::formatv(" {0,16:f4}\n", value(automatic));
+  };
+  totalRow("total", std::to_string(elements),
+           [](const gradcomm::Prediction &p) { return p.seconds * 1e3; });
+  totalRow("MB sent per rank", "",
+           [](const gradcomm::Prediction &p) { return p.bytesSent / 1e6; });
+  if (anySharded)
+    os << "[rs]: a reduce-scatter (sharded training): dense and ScaleCom in "
+          "their reduce-scatter forms; local top-k, gossip and EASGD have "
+          "none (n/a)\n";
   size_t best = 0;
   for (size_t i = 1; i < totals.size(); ++i)
-    if (totals[i].seconds < totals[best].seconds)
+    if (complete[i] && totals[i].seconds < totals[best].seconds)
       best = i;
   auto ofDense = [&](double seconds) {
     return totals[0].seconds > 0 ? seconds / totals[0].seconds : 1.0;
