@@ -203,6 +203,9 @@ class ScaleComShardedState(ShardedState):
         # Flat parameter length -> its segments, as segments_of returns
         # them.
         self._segments = {}
+        # (length, wire) -> the runtime's options, as _recipe_options
+        # makes them.
+        self._options = {}
         # Flat parameter length -> the (ends, k's) of the flat parameters
         # of that length in `module`, read at the first compressed call
         # (FSDP makes its flat parameters when it wraps the model).
@@ -303,18 +306,25 @@ def _flat_parameters(model):
     return flats, entries
 
 
-def _recipe_options(state, k, wire):
-    """The runtime's gradcomm_scalecom_options for `state`'s recipe with k
-    values sent after the warm-up."""
-    options, c = state.options, RecipeOptions()
-    state.rt.library.gradcomm_scalecom_options_init(ctypes.byref(c), k)
-    c.beta = options.beta
-    c.warmup_steps = options.warmup_steps
-    c.momentum = options.momentum
-    c.nesterov = int(options.nesterov)
-    c.clip = options.clip or 0.0
-    c.wire = WIRES[wire]
-    return c
+def _recipe_options(state, length, wire):
+    """The runtime's gradcomm_scalecom_options for the flat parameter of
+    `length` elements travelling as `wire`, made once: k is its segments'
+    sum, and the warm-up the runtime's only when it keeps the velocity
+    (else the dense hook ran it)."""
+    key = (length, wire)
+    if key not in state._options:
+        options, c = state.options, RecipeOptions()
+        state.rt.library.gradcomm_scalecom_options_init(
+            ctypes.byref(c), state.segments_of(length)[3])
+        c.beta = options.beta
+        c.warmup_steps = (options.warmup_steps if state.recipe_in_runtime
+                          else 0)
+        c.momentum = options.momentum
+        c.nesterov = int(options.nesterov)
+        c.clip = options.clip or 0.0
+        c.wire = WIRES[wire]
+        state._options[key] = c
+    return state._options[key]
 
 
 def scalecom_reduce_scatter_hook(state, grad, output):
@@ -338,10 +348,8 @@ def scalecom_reduce_scatter_hook(state, grad, output):
         return
     # One segment (the whole flat parameter) is
     # gradcomm_scalecom_reduce_scatter_recipe_f32's step.
-    ends, ks, count, k = state.segments_of(grad.numel())
-    options = _recipe_options(state, k, wire)
-    if not state.recipe_in_runtime:
-        options.warmup_steps = 0  # the warm-up was the dense hook's
+    ends, ks, count, _ = state.segments_of(grad.numel())
+    options = _recipe_options(state, grad.numel(), wire)
     work, shard = _float32_buffers(grad, output, wire)
     state.rt.call("gradcomm_scalecom_reduce_scatter_segments_f32", name,
                   work.data_ptr(), shard.data_ptr(), work.numel(), ends, ks,
