@@ -791,18 +791,34 @@ def test_no_mpiexec():
 
 
 def main():
-    mode = sys.argv[1]
-    setup()
+    """ddp_hook.py CASE [CASE ...] runs the cases one after another in one
+    job (one Python start-up per rank for all of them); save and resume
+    take a directory instead: ddp_hook.py save|resume DIR."""
     tests = {"dense": test_dense, "scalecom": test_scalecom, "bad": test_bad,
              "no-mpiexec": test_no_mpiexec,
              "sixteen-bits": test_sixteen_bits, "gossip": test_gossip,
              "overlap": test_overlap,
-             "easgd": test_easgd, "recipe": test_recipe,
-             "save": lambda: test_save(sys.argv[2]),
-             "resume": lambda: test_resume(sys.argv[2])}
-    failures = tests[mode]()
+             "easgd": test_easgd, "recipe": test_recipe}
+    if sys.argv[1] in ("save", "resume"):
+        directory = sys.argv[2]
+        cases = {"save": lambda: test_save(directory),
+                 "resume": lambda: test_resume(directory)}
+        names = [sys.argv[1]]
+    else:
+        names = sys.argv[1:]
+        unknown = [n for n in names if n not in tests]
+        if not names or unknown:
+            print("usage: ddp_hook.py CASE [CASE ...] | save DIR | resume "
+                  "DIR; cases: %s (unknown: %s)" % (", ".join(tests),
+                                                    ", ".join(unknown)))
+            return 2
+        cases = tests
+    rank, _ = setup()
+    failed = [name for name in names if cases[name]()]
     dist.destroy_process_group()
-    return 1 if failures else 0
+    if failed:
+        print("rank %d: failed cases: %s" % (rank, ", ".join(failed)))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -36,12 +36,10 @@ case $model in
   *) echo "unknown model $model"; exit 2 ;;
 esac
 
-step() { # <name> <ranks> <steps> <manifest> <extra run flags...>
-  local name=$1 ranks=$2 steps=$3 manifest=$4
-  shift 4
-  "$mpiexec" -n "$ranks" "$python" "$here/model_step.py" run --model "$model" \
-    --library "./lib$name.so" --manifest "$manifest" --steps "$steps" \
-    --out "out-$name" "$@"
+run() { # <ranks> <model_step.py run arguments...>: one job, one process per rank
+  local ranks=$1
+  shift
+  "$mpiexec" -n "$ranks" "$python" "$here/model_step.py" run --model "$model" "$@"
 }
 
 for ranks in 1 4; do
@@ -62,16 +60,18 @@ done
 "$bin/gradcomm-compile" np4-sgd.mlir -o libgossip4.so --emit=shared \
   --strategy=gossip --schedule=matching --mixing=0.5
 
-step dense1 1 5 np1.json --check --optimizer-options "$options"
-step dense4 4 5 np4.json --check --optimizer-options "$options"
-step dense4-overlap 4 5 np4.json --optimizer-options "$options"
+run 1 --job dense1 5 np1.json "$options" --check dense1
+# The 4-rank steps one after another in one job (a Python start-up per rank
+# is about 3 s of CPU: one job per step made up much of this test's time).
+run 4 --job dense4 5 np4.json "$options" --check dense4 \
+  --job dense4-overlap 5 np4.json "$options" \
+  --job scalecom4 3 np4.json "$options" \
+  --job scalecom4-warmup 5 np4.json "$options" \
+  --job gossip4 1 np4-sgd.json '{}'
 "$python" "$here/model_step.py" identical --out out-dense4-overlap \
   --other out-dense4
-step scalecom4 4 3 np4.json --optimizer-options "$options"
-step scalecom4-warmup 4 5 np4.json --optimizer-options "$options"
 "$python" "$here/model_step.py" identical --out out-scalecom4-warmup \
   --other out-dense4
 "$python" "$here/model_step.py" replicas --out out-scalecom4
-step gossip4 4 1 np4-sgd.json
 "$python" "$here/model_step.py" mean --model "$model" --manifest np4-sgd.json \
   --out out-gossip4

@@ -1,23 +1,32 @@
-"""Runs an exported, gradcomm-compiled step of an example model on this MPI
-rank and checks it against eager PyTorch.
+"""Runs exported, gradcomm-compiled steps of an example model on this MPI
+rank and checks them against eager PyTorch.
 
   run (under mpiexec, every rank):
-    model_step.py run --model M --library libstep.so --manifest step.json
-                      --steps S --out DIR [--check]
-  --check: compare this rank's parameters, buffers and loss after S steps
-  with PyTorch's data-parallel step (the global batch split over the ranks,
-  per-rank gradients averaged, torch.optim updating), within --tolerance
-  relative to the largest magnitude of each tensor.
+    model_step.py run --model M --job NAME STEPS MANIFEST OPTIONS ...
+                      [--check NAME ...]
+  Each job runs STEPS steps of ./libNAME.so (manifest MANIFEST, optimizer
+  options OPTIONS as JSON) and writes this rank's parameters to out-NAME;
+  the jobs run one after another in one process. --check NAME: compare
+  that job's parameters, buffers and loss with PyTorch's data-parallel
+  step (the global batch split over the ranks, per-rank gradients
+  averaged, torch.optim updating), within --tolerance relative to the
+  largest magnitude of each tensor.
 
   compare (after mpiexec, one process):
     model_step.py replicas --out DIR       every rank's parameters equal, bit
                                            for bit (ScaleCom)
+    model_step.py identical --out DIR --other DIR
+                                           two runs' parameters equal, bit for
+                                           bit, rank by rank
     model_step.py mean --model M --manifest step.json --out DIR
                                            the mean of the replicas equals the
                                            PyTorch step (gossip, one step)
 """
 
 import argparse
+import atexit
+import ctypes
+import ctypes.util
 import glob
 import json
 import os
@@ -35,6 +44,19 @@ import models  # noqa: E402
 from gradcomm.runner import CompiledStep  # noqa: E402
 from gradcomm.torch import optim  # noqa: E402
 from gradcomm.torch.export import functional_call, initial_values  # noqa
+
+
+def hold_mpi():
+    """Initializes MPI in this process, so that a CompiledStep's close()
+    (gradcomm_finalize) leaves MPI up and the next compiled step
+    initializes the runtime again, from fresh state (runtime.h: a program
+    that initialized MPI keeps it). Several steps then run in one process:
+    one Python start-up per rank (about 3 s of CPU with torch) for all."""
+    mpi = ctypes.CDLL(ctypes.util.find_library("mpich") or "libmpich.so.12",
+                      mode=ctypes.RTLD_GLOBAL)
+    if mpi.MPI_Init(None, None) != 0:
+        raise SystemExit("MPI_Init failed")
+    atexit.register(mpi.MPI_Finalize)
 
 
 def global_batch(spec, manifest, step):
@@ -112,21 +134,31 @@ def relative_error(actual, expected):
         if expected.size else 0.0
 
 
-def load_manifest(path, args):
+def load_manifest(path, options):
     with open(path) as f:
         manifest = json.load(f)
-    manifest["test_optimizer"] = json.loads(args.optimizer_options)
+    manifest["test_optimizer"] = json.loads(options)
     return manifest
 
 
 def run(args):
-    manifest = load_manifest(args.manifest, args)
-    spec = getattr(models, args.model)()
-    step = CompiledStep(args.library, manifest)
+    """Every --job in turn, in this one process (hold_mpi)."""
+    hold_mpi()
+    failures = 0
+    for name, steps, manifest, options in args.job:
+        failures += run_job(args.model, "lib%s.so" % name,
+                            load_manifest(manifest, options), int(steps),
+                            "out-" + name, name in args.check, args.tolerance)
+    return 1 if failures else 0
+
+
+def run_job(model, library, manifest, steps, out, check, tolerance):
+    spec = getattr(models, model)()
+    step = CompiledStep(os.path.join(os.curdir, library), manifest)
     rank = step.rank()
     values = initial_inputs(spec, manifest)
     loss = None
-    for s in range(args.steps):
+    for s in range(steps):
         x, y = global_batch(spec, manifest, s)
         values["input"] = rank_slice(x, manifest, rank).numpy()
         values["target"] = rank_slice(y, manifest, rank).numpy()
@@ -134,13 +166,13 @@ def run(args):
         loss = float(outputs.pop("loss")[0])
         values.update(outputs)
     step.close()
-    os.makedirs(args.out, exist_ok=True)
+    os.makedirs(out, exist_ok=True)
     params = {n: values[n] for n, _ in spec.model.named_parameters()}
-    np.savez(os.path.join(args.out, "rank%d.npz" % rank), **params)
-    if not args.check:
+    np.savez(os.path.join(out, "rank%d.npz" % rank), **params)
+    if not check:
         return 0
     expected, buffers, expected_loss = reference(
-        getattr(models, args.model)(), manifest, args.steps)
+        getattr(models, model)(), manifest, steps)
     worst, worst_name = 0.0, None
     failures = []
     checked = list(expected.items()) + [
@@ -151,17 +183,17 @@ def run(args):
         error = relative_error(values[name], want)
         if error >= worst:
             worst, worst_name = error, name
-        if error > args.tolerance:
+        if error > tolerance:
             failures.append("%s: relative error %.3g" % (name, error))
     loss_error = abs(loss - expected_loss) / max(abs(expected_loss), 1e-30)
-    if loss_error > args.tolerance:
+    if loss_error > tolerance:
         failures.append("loss %.9g, PyTorch %.9g" % (loss, expected_loss))
-    print("rank %d: %d tensors after %d steps, worst relative error %.3g "
-          "(%s), loss %.6f (PyTorch %.6f)" % (rank, len(checked), args.steps,
-                                              worst, worst_name, loss,
-                                              expected_loss))
+    print("rank %d: %s: %d tensors after %d steps, worst relative error "
+          "%.3g (%s), loss %.6f (PyTorch %.6f)" % (
+              rank, library, len(checked), steps, worst, worst_name, loss,
+              expected_loss))
     for failure in failures:
-        print("rank %d: MISMATCH %s" % (rank, failure))
+        print("rank %d: %s: MISMATCH %s" % (rank, library, failure))
     return 1 if failures else 0
 
 
@@ -204,7 +236,7 @@ def identical(args):
 
 
 def mean(args):
-    manifest = load_manifest(args.manifest, args)
+    manifest = load_manifest(args.manifest, args.optimizer_options)
     ranks = rank_files(args.out)
     expected, _, _ = reference(getattr(models, args.model)(), manifest, 1)
     worst = 0.0
@@ -224,16 +256,21 @@ def main():
     parser.add_argument("mode", choices=["run", "replicas", "mean",
                                          "identical"])
     parser.add_argument("--model")
-    parser.add_argument("--library")
+    parser.add_argument("--job", nargs=4, action="append", default=[],
+                        metavar=("NAME", "STEPS", "MANIFEST", "OPTIONS"),
+                        help="run: STEPS steps of ./libNAME.so into out-NAME"
+                        "; OPTIONS: JSON keyword arguments of "
+                        "gradcomm.torch.optim.make (must match the export)")
+    parser.add_argument("--check", action="append", default=[],
+                        metavar="NAME", help="run: compare job NAME with "
+                        "PyTorch")
     parser.add_argument("--manifest")
-    parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out")
     parser.add_argument("--other", help="identical: the other outputs")
-    parser.add_argument("--check", action="store_true")
     parser.add_argument("--tolerance", type=float, default=1e-5)
     parser.add_argument("--optimizer-options", default="{}",
-                        help="JSON keyword arguments of gradcomm.torch.optim"
-                        ".make (must match the export)")
+                        help="mean: JSON keyword arguments of "
+                        "gradcomm.torch.optim.make (must match the export)")
     args = parser.parse_args()
     return {"run": run, "replicas": replicas, "mean": mean,
             "identical": identical}[args.mode](args)
