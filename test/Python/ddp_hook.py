@@ -799,22 +799,19 @@ def main():
              "sixteen-bits": test_sixteen_bits, "gossip": test_gossip,
              "overlap": test_overlap,
              "easgd": test_easgd, "recipe": test_recipe}
-    if sys.argv[1] in ("save", "resume"):
-        directory = sys.argv[2]
-        cases = {"save": lambda: test_save(directory),
-                 "resume": lambda: test_resume(directory)}
-        names = [sys.argv[1]]
+    if sys.argv[1:2] in (["save"], ["resume"]) and len(sys.argv) == 3:
+        test = {"save": test_save, "resume": test_resume}[sys.argv[1]]
+        runs = [(sys.argv[1], lambda: test(sys.argv[2]))]
     else:
-        names = sys.argv[1:]
-        unknown = [n for n in names if n not in tests]
-        if not names or unknown:
+        unknown = [n for n in sys.argv[1:] if n not in tests]
+        if len(sys.argv) < 2 or unknown:
             print("usage: ddp_hook.py CASE [CASE ...] | save DIR | resume "
                   "DIR; cases: %s (unknown: %s)" % (", ".join(tests),
                                                     ", ".join(unknown)))
             return 2
-        cases = tests
+        runs = [(n, tests[n]) for n in sys.argv[1:]]
     rank, _ = setup()
-    failed = [name for name in names if cases[name]()]
+    failed = [name for name, run in runs if run()]
     dist.destroy_process_group()
     if failed:
         print("rank %d: failed cases: %s" % (rank, ", ".join(failed)))
