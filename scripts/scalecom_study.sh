@@ -37,7 +37,9 @@
 # runtime. COMPILED_LABELS picks labels (default: all five).
 # COMPILED_LR_SCHEDULE=cosine (default constant) exports the steps with
 # --lr-input and has train.py decay the rate to 0 over the run, as the hook
-# path's cosine schedule does.
+# path's cosine schedule does. COMPILED_WARMUP_STEPS (default 100,
+# gradcomm-compile's) sets the ScaleCom steps' dense warm-up; another value
+# is named in their labels ("scalecom-r400-warmup494").
 #
 # Sizes: MODELS="mlp cnn", SEEDS="1 2 3", EPOCHS=5 (about 50 minutes on 2
 # cores with the ablation); LABELS="dense scalecom-r400" runs only those
@@ -60,6 +62,7 @@ labels=${LABELS:-}  # run only these strategies (labels below); all if empty
 compiled_models=${COMPILED_MODELS:-}
 compiled_labels=${COMPILED_LABELS:-"dense scalecom-r100 scalecom-r400 scalecom-r100-mc scalecom-r400-mc"}
 compiled_schedule=${COMPILED_LR_SCHEDULE:-constant}
+compiled_warmup=${COMPILED_WARMUP_STEPS:-100} # gradcomm-compile's default
 lm_lr=${LM_LR:-0.003}
 lm_epochs=${LM_EPOCHS:-10}
 
@@ -153,7 +156,12 @@ for model in $compiled_models; do
   for label in $compiled_labels; do
     ratio=${label#scalecom-r} ratio=${ratio%-mc} options=(--strategy=dense)
     [ "$label" = dense ] && ratio=0
-    [ "$ratio" != 0 ] && options=(--strategy=scalecom --ratio="$ratio")
+    comm=${label%%-*} warmup=0 run_label=$label
+    if [ "$comm" = scalecom ]; then
+      options=(--strategy=scalecom --ratio="$ratio" --warmup-steps="$compiled_warmup")
+      warmup=$compiled_warmup
+      [ "$warmup" = 100 ] || run_label=$label-warmup$warmup
+    fi
     step=step model_options=("${train_options[@]}")
     if [ "${label%-mc}" != "$label" ]; then
       [ "$model" = transformer ] && continue # Adam: no momentum correction
@@ -161,17 +169,15 @@ for model in $compiled_models; do
       model_options+=(--optimizer-options "")
     fi
     "$build/bin/gradcomm-compile" "$exported/$step.mlir" --emit=shared \
-      -o "$exported/$label.so" "${options[@]}"
-    comm=${label%%-*} warmup=0
-    [ "$comm" = scalecom ] && warmup=100 # gradcomm-compile's default
+      -o "$exported/$run_label.so" "${options[@]}"
     for seed in $seeds; do
-      log="$out/runs/$model-compiled-$label-seed$seed.json"
+      log="$out/runs/$model-compiled-$run_label-seed$seed.json"
       /usr/bin/mpiexec.mpich -n 2 "$python" examples/pytorch/train.py \
-        --model "$model" --library "$exported/$label.so" \
+        --model "$model" --library "$exported/$run_label.so" \
         --manifest "$exported/$step.json" "${model_options[@]}" --seed "$seed" \
-        --label "$label" --comm "$comm" --ratio "$ratio" \
+        --label "$run_label" --comm "$comm" --ratio "$ratio" \
         --warmup-steps "$warmup" --json "$log" |
-        sed "s/^summary /  $model compiled $label seed $seed: /"
+        sed "s/^summary /  $model compiled $run_label seed $seed: /"
       logs+=("$log")
     done
   done
@@ -188,5 +194,6 @@ per rank and step, warm-up included; wall time of all runs $elapsed s;
 command: MODELS='$models' SEEDS='$seeds' EPOCHS=$epochs LR=$lr
 LM_EPOCHS=$lm_epochs LM_LR=$lm_lr ABLATION=$ablation
 COMPILED_MODELS='$compiled_models' COMPILED_LABELS='$compiled_labels'
-COMPILED_LR_SCHEDULE=$compiled_schedule scripts/scalecom_study.sh" "${logs[@]}"
+COMPILED_LR_SCHEDULE=$compiled_schedule COMPILED_WARMUP_STEPS=$compiled_warmup
+scripts/scalecom_study.sh" "${logs[@]}"
 echo "report: $out/report.md"
