@@ -3,9 +3,9 @@
 // Part of the GradComm project.
 //
 // One rank (one-rank NCCL): the CUDA backend's fused ScaleCom step, dense
-// all-reduce, reduce-scatters and gossip against the CPU backend on the
-// same data, bit for bit, and a checkpoint written by one backend restored
-// by the other.
+// all-reduce (also on a 16-bit wire, with the recipe), reduce-scatters and
+// gossip against the CPU backend on the same data, bit for bit, and a
+// checkpoint written by one backend restored by the other.
 // Needs a GPU: on a machine without one the program exits 77 (ctest:
 // skipped); with one that CUDA cannot use it fails (CudaTestUtil.h).
 //
@@ -135,6 +135,62 @@ TEST(CudaBackend, ReduceScattersMatchCpu) {
   EXPECT_EQ(toHost(shard, n), x); // one rank: the mean is the value
   cudaFree(d);
   cudaFree(shard);
+  ASSERT_OK(gradcomm_finalize());
+}
+
+TEST(CudaBackend, SixteenBitWireMatchesCpu) {
+  // One rank: NCCL's 16-bit all-reduce returns its input, so each backend
+  // leaves every sent value rounded to the wire's type. The dense
+  // all-reduce and the recipe (two dense warm-up steps, then compressed
+  // steps whose k values travel narrowed), blocking and started, must give
+  // the CPU backend's bits, memory included.
+  const int64_t n = 30000;
+  for (gradcomm_wire wire : {GRADCOMM_WIRE_BF16, GRADCOMM_WIRE_F16}) {
+    std::vector<std::vector<float>> results[2];
+    for (int device = 0; device < 2; ++device) {
+      ASSERT_OK(gradcomm_finalize());
+      ASSERT_OK(gradcomm_set_backend(device ? GRADCOMM_BACKEND_CUDA
+                                            : GRADCOMM_BACKEND_CPU));
+      gradcomm_scalecom_options options;
+      gradcomm_scalecom_options_init(&options, 300);
+      options.warmup_steps = 2;
+      options.wire = wire;
+      for (uint64_t step = 0; step < 5; ++step) {
+        std::vector<float> grad = gradient(13, 0, step, n), dense = grad;
+        std::vector<float> out(n), startedOut(n);
+        float *g = device ? toDevice(grad) : grad.data();
+        float *d = device ? toDevice(dense) : dense.data();
+        float *o = device ? toDevice(out) : out.data();
+        float *so = device ? toDevice(startedOut) : startedOut.data();
+        ASSERT_OK(gradcomm_dense_all_reduce_wire_f32("dw", d, n, wire,
+                                                     GRADCOMM_REDUCE_AVERAGE));
+        ASSERT_OK(gradcomm_scalecom_recipe_f32("rw", g, o, n, &options,
+                                               GRADCOMM_REDUCE_AVERAGE));
+        gradcomm_request request = nullptr;
+        ASSERT_OK(gradcomm_scalecom_recipe_start_f32(
+            "rws", g, so, n, &options, GRADCOMM_REDUCE_AVERAGE, &request));
+        ASSERT_OK(gradcomm_wait(&request));
+        std::vector<float> memory(n);
+        ASSERT_OK(gradcomm_state_read("rw", memory.data(), n));
+        results[device].push_back(device ? toHost(d, n) : dense);
+        results[device].push_back(device ? toHost(o, n) : out);
+        results[device].push_back(device ? toHost(so, n) : startedOut);
+        results[device].push_back(memory);
+        if (device)
+          for (float *p : {g, d, o, so})
+            cudaFree(p);
+      }
+    }
+    ASSERT_EQ(results[1].size(), results[0].size());
+    for (size_t i = 0; i < results[0].size(); ++i)
+      EXPECT_EQ(results[1][i], results[0][i])
+          << "wire " << wire << ", step " << i / 4 << ", result " << i % 4;
+    // The wire rounds: the dense sum is not the float32 gradient.
+    EXPECT_NE(results[0][0], gradient(13, 0, 0, n));
+    // A started step gives the blocking step's bits.
+    for (size_t i = 0; i < results[1].size(); i += 4)
+      EXPECT_EQ(results[1][i + 2], results[1][i + 1]) << "step " << i / 4;
+  }
   ASSERT_OK(gradcomm_finalize());
 }
 

@@ -10,6 +10,7 @@
 
 #include "CudaKernels.h"
 #include "CudaTestUtil.h"
+#include "HalfFloat.h"
 #include "Kernels.h"
 
 #include "MiniTest.h"
@@ -467,6 +468,46 @@ TEST(CudaKernels, IndicesNarrowAndWidenOnTheWire) {
               cudaSuccess);
     EXPECT_EQ(wire.host(), expected) << "width " << c.width;
     EXPECT_EQ(back.host(), indices) << "width " << c.width;
+  }
+}
+
+TEST(CudaKernels, ValuesNarrowAndWidenOnTheWireAsOnTheHost) {
+  // Every rounding case of both types: values of all magnitudes, ties,
+  // binary16's subnormals and overflow, infinities, NaNs with payloads.
+  std::vector<float> values = data(100000, 21);
+  for (int64_t i = 0; i < 100000; i += 7)
+    values[i] *= std::ldexp(1.0f, int(i % 61) - 30);
+  const uint32_t special[] = {
+      0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u,
+      0x7f800001u, 0xffa12345u, 0x3f808000u, 0x3f818000u, 0x477fe000u,
+      0x477ff000u, 0x33800000u, 0x33000001u, 0x00000001u, 0x7f7fffffu};
+  // At the front: the host's vector path (F16C) converts them, as it does
+  // in the runtime for any tensor of 8 values or more.
+  for (size_t i = 0; i < std::size(special); ++i)
+    std::memcpy(&values[i], &special[i], sizeof(float));
+  const int64_t n = static_cast<int64_t>(values.size());
+  for (bool bfloat16 : {true, false}) {
+    std::vector<uint16_t> expected(n);
+    std::vector<float> widened(n);
+    if (bfloat16) {
+      gradcomm::half::narrowBfloat16(values.data(), expected.data(), n);
+      gradcomm::half::widenBfloat16(expected.data(), widened.data(), n);
+    } else {
+      gradcomm::half::narrowHalf(values.data(), expected.data(), n);
+      gradcomm::half::widenHalf(expected.data(), widened.data(), n);
+    }
+    Device<float> in(values), back(static_cast<size_t>(n));
+    Device<uint16_t> wire(static_cast<size_t>(n));
+    ASSERT_EQ(
+        gradcomm::cuda::narrowValues(in.ptr, wire.ptr, n, bfloat16, nullptr),
+        cudaSuccess);
+    ASSERT_EQ(
+        gradcomm::cuda::widenValues(wire.ptr, back.ptr, n, bfloat16, nullptr),
+        cudaSuccess);
+    EXPECT_EQ(wire.host(), expected) << (bfloat16 ? "bfloat16" : "binary16");
+    std::vector<float> device = back.host();
+    EXPECT_EQ(std::memcmp(device.data(), widened.data(), 4 * n), 0)
+        << (bfloat16 ? "bfloat16" : "binary16") << ": widened bits differ";
   }
 }
 

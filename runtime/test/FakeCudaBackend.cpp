@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaBackendTable.h"
+#include "HalfFloat.h"
 #include "Kernels.h"
 
 #include <cstdio>
@@ -128,9 +129,27 @@ int anyNonFinite(const float *memory, const float *input, int64_t count,
 
 // One rank: a sum over the group is the value, a mean divides by one.
 
-int denseAllReduce(float *, int64_t, int, char *error) {
-  ENTER();
+/// One rank's sum on `wire`: each value rounded to the 16-bit type and
+/// widened back, as the real library's narrow, NCCL sum and widen leave it.
+int sumOnWire(float *data, int64_t count, int wire, char *error) {
+  if (wire == kWireFloat32)
+    return 0;
+  if (wire != kWireBfloat16 && wire != kWireFloat16)
+    return fail(error, "fake cuda backend: unknown wire type");
+  std::vector<uint16_t> packed(count);
+  if (wire == kWireBfloat16) {
+    half::narrowBfloat16(data, packed.data(), count);
+    half::widenBfloat16(packed.data(), data, count);
+  } else {
+    half::narrowHalf(data, packed.data(), count);
+    half::widenHalf(packed.data(), data, count);
+  }
   return 0;
+}
+
+int denseAllReduce(float *data, int64_t count, int, int wire, char *error) {
+  ENTER();
+  return sumOnWire(data, count, wire, error);
 }
 
 void select(const float *memory, const float *grad, int64_t count, int64_t k,
@@ -158,7 +177,7 @@ int checkWire(const int64_t *indices, int64_t k, int64_t chunkSize,
 
 int scalecom(float *memory, const float *grad, float *out, int64_t count,
              int64_t k, int selection, int64_t chunkSize, float beta, int,
-             int leader, int indexBytes, char *error) {
+             int leader, int indexBytes, int wire, char *error) {
   ENTER();
   if (leader != 0)
     return fail(error, "fake cuda backend: the leader of one rank is 0");
@@ -169,6 +188,8 @@ int scalecom(float *memory, const float *grad, float *out, int64_t count,
     return 1;
   cpu::gatherAndUpdate(memory, grad, count, indices.data(), k, beta,
                        values.data(), out);
+  if (sumOnWire(values.data(), k, wire, error))
+    return 1;
   cpu::scatter(out, indices.data(), values.data(), k);
   return 0;
 }
@@ -231,17 +252,19 @@ int complete(void **completion, int64_t value = 0) {
   return 0;
 }
 
-int startDenseAllReduce(float *data, int64_t count, int average,
+int startDenseAllReduce(float *data, int64_t count, int average, int wire,
                         void **completion, char *error) {
-  return denseAllReduce(data, count, average, error) ? 1 : complete(completion);
+  return denseAllReduce(data, count, average, wire, error)
+             ? 1
+             : complete(completion);
 }
 
 int startScalecom(float *memory, const float *grad, float *out, int64_t count,
                   int64_t k, int selection, int64_t chunkSize, float beta,
-                  int average, int leader, int indexBytes, void **completion,
-                  char *error) {
+                  int average, int leader, int indexBytes, int wire,
+                  void **completion, char *error) {
   return scalecom(memory, grad, out, count, k, selection, chunkSize, beta,
-                  average, leader, indexBytes, error)
+                  average, leader, indexBytes, wire, error)
              ? 1
              : complete(completion);
 }
@@ -326,14 +349,14 @@ int scalecomReduceScatter(float *memory, const float *grad, float *shard,
                           int64_t chunkSize, float beta, int average,
                           int leader, int indexBytes, char *error) {
   return scalecom(memory, grad, shard, count, k, selection, chunkSize, beta,
-                  average, leader, indexBytes, error);
+                  average, leader, indexBytes, kWireFloat32, error);
 }
 
 } // namespace
 
 extern "C" __attribute__((visibility("default")))
 // In the order of CudaBackendTable.h; the real library's symbol.
-const CudaBackendTable gradcomm_cuda_backend_v8 = {kCudaBackendVersion,
+const CudaBackendTable gradcomm_cuda_backend_v9 = {kCudaBackendVersion,
                                                    prepare,
                                                    connect,
                                                    shutdown,

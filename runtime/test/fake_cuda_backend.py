@@ -25,6 +25,7 @@ OK, ERR_STATE, ERR_UNSUPPORTED = 0, 9, 10
 CPU, CUDA = 0, 1
 SUM, AVERAGE = 0, 1
 EXACT, CHUNK = 0, 1
+BF16, F16 = 1, 2  # gradcomm_wire
 SKIP, ERROR = 1, 0
 
 lib = ctypes.CDLL(os.path.join(sys.argv[1], "libgradcomm_runtime.so"))
@@ -104,11 +105,11 @@ def recipe_options(**fields):
     return options
 
 
-def recipe_steps(name, started, n=20000, steps=4):
+def recipe_steps(name, started, n=20000, steps=4, wire=0):
     """The recipe with its dense warm-up (2 steps here), then compressed
     steps with beta 0.5: what the compiler's defaults run on a device.
-    Outputs, then the memory."""
-    options = recipe_options(warmup_steps=2)
+    Outputs, then the memory. A 16-bit `wire` rounds what is summed."""
+    options = recipe_options(warmup_steps=2, wire=wire)
     results = []
     for step in range(steps):
         grad, out = gradient(10 + step, n), np.full(n, 5.0, np.float32)
@@ -121,11 +122,43 @@ def recipe_steps(name, started, n=20000, steps=4):
             check(lib.gradcomm_wait(ctypes.byref(request)), "wait")
         else:
             check(lib.gradcomm_scalecom_recipe_f32(*args), "recipe")
-        # One rank: a dense step's mean is the gradient; a compressed one
-        # differs from it.
-        assert np.array_equal(out, grad) == (step < 2), (name, step)
+        # One rank: a dense step's mean is the gradient (rounded to the
+        # wire); a compressed one differs from it.
+        assert np.array_equal(out, rounded(grad, wire)) == (step < 2), \
+            (name, step)
         results.append(out)
     results.append(read_state(name, n))
+    return results
+
+
+def rounded(values, wire):
+    """`values` through a 16-bit wire: rounded to nearest even and back."""
+    if wire == BF16:
+        bits = values.view(np.uint32).astype(np.uint64)
+        bits = (bits + 0x7fff + ((bits >> 16) & 1)) >> 16 << 16
+        return bits.astype(np.uint32).view(np.float32)
+    if wire == F16:
+        return values.astype(np.float16).astype(np.float32)
+    return values
+
+
+def dense_wire(n=5000):
+    """The dense all-reduce on a 16-bit wire, blocking and started: one
+    rank's sum is each value rounded to the wire's type."""
+    results = []
+    for wire in (BF16, F16):
+        data, started = gradient(30 + wire, n), gradient(40 + wire, n)
+        expected = [rounded(data, wire), rounded(started, wire)]
+        assert not np.array_equal(expected[0], data), "nothing rounded"
+        check(lib.gradcomm_dense_all_reduce_wire_f32(
+            b"dw", ptr(data), i64(n), wire, AVERAGE), "dense wire")
+        request = Request()
+        check(lib.gradcomm_dense_all_reduce_wire_start_f32(
+            b"dw", ptr(started), i64(n), wire, AVERAGE,
+            ctypes.byref(request)), "dense wire start")
+        check(lib.gradcomm_wait(ctypes.byref(request)), "wait (dense wire)")
+        assert same([data, started], expected), "wire %d: not rounded" % wire
+        results += [data, started]
     return results
 
 
@@ -264,6 +297,10 @@ def run_all():
         "scalecom exact started": scalecom_steps(b"ws", EXACT, started=True),
         "recipe": recipe_steps(b"r", started=False),
         "recipe started": recipe_steps(b"rs", started=True),
+        "recipe bf16": recipe_steps(b"rb", started=False, wire=BF16),
+        "recipe bf16 started": recipe_steps(b"rbs", started=True, wire=BF16),
+        "recipe f16": recipe_steps(b"rh", started=False, wire=F16),
+        "dense wire": dense_wire(),
         "unfused": unfused_steps(),
         "reduce-scatters": reduce_scatters(),
         "dense and local top-k": dense_and_topk(),
@@ -288,6 +325,9 @@ for name in cpu:
 # The started forms give the blocking bits on both backends.
 assert same(cpu["scalecom exact"], cuda["scalecom exact started"])
 assert same(cpu["recipe"], cuda["recipe started"])
+assert same(cpu["recipe bf16"], cuda["recipe bf16 started"])
+# The wire is not ignored: its compressed steps differ from float32's.
+assert not same(cpu["recipe"][2:4], cpu["recipe bf16"][2:4])
 assert same(cpu["dense and local top-k"][2:], cuda["started local top-k"])
 
 # Checkpoints cross backends through the host staging.
@@ -320,6 +360,16 @@ options = recipe_options(clip=1.0)
 expect(lib.gradcomm_scalecom_reduce_scatter_recipe_f32(
     b"rsr2", ptr(data), ptr(shard), i64(1000), ctypes.byref(options), SUM),
     ERR_UNSUPPORTED, "the reduce-scatter recipe with clipping")
+# 16-bit wires that only the host narrows: the reduce-scatter, gossip's
+# exchange and the local top-k's all-gather.
+expect(lib.gradcomm_reduce_scatter_wire_f32(
+    b"rsw", ptr(data), ptr(shard), i64(1000), BF16, SUM),
+    ERR_UNSUPPORTED, "the reduce-scatter on a 16-bit wire")
+union = i64(-1)
+grad, out = gradient(6, 1000), np.zeros(1000, np.float32)
+expect(lib.gradcomm_local_topk_all_gather_wire_f32(
+    b"tw", ptr(grad), ptr(out), i64(1000), i64(10), BF16, SUM,
+    ctypes.byref(union)), ERR_UNSUPPORTED, "the local top-k on a 16-bit wire")
 for refused in (dict(clip=1.0), dict(momentum=0.9), dict(warmup=1)):
     options = recipe_options(**refused)
     grad, out = gradient(4, 1000), np.zeros(1000, np.float32)

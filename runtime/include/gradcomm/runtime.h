@@ -100,7 +100,9 @@ typedef GRADCOMM_ENUM(gradcomm_selection){
 /// each value to nearest even before it is sent, so a value crosses half
 /// the bytes. MPI reduces a 16-bit type pairwise, rounding each partial sum
 /// to 16 bits: with n ranks a sum is rounded n - 1 times (once at 2 ranks,
-/// as if accumulated in float32). CPU backend.
+/// as if accumulated in float32). CPU backend; on the CUDA backend the
+/// dense all-reduce and the ScaleCom recipe (narrowed and widened on the
+/// device, summed by NCCL in the 16-bit type).
 typedef GRADCOMM_ENUM(gradcomm_wire){
     GRADCOMM_WIRE_F32 = 0,
     /// bfloat16: float32's range, 8 significant bits.
@@ -247,7 +249,7 @@ gradcomm_status gradcomm_dense_all_reduce_f32(const char *op_name, float *data,
 /// gradcomm_dense_all_reduce_f32 with the values travelling as `wire`
 /// (gradcomm_wire): `data` stays float32, each value is rounded to the wire
 /// type, reduced in it, and the result (then the mean, divided in float32)
-/// written back. CPU backend.
+/// written back. CPU and CUDA backends.
 gradcomm_status
 gradcomm_dense_all_reduce_wire_f32(const char *op_name, float *data,
                                    int64_t count, gradcomm_wire wire,
@@ -276,7 +278,7 @@ gradcomm_dense_all_reduce_start_f32(const char *op_name, float *data,
 
 /// The non-blocking form of gradcomm_dense_all_reduce_wire_f32: the values
 /// are rounded now, reduced until gradcomm_wait, which widens them back
-/// into `data` (not to be touched until then). CPU backend.
+/// into `data` (not to be touched until then). CPU and CUDA backends.
 gradcomm_status gradcomm_dense_all_reduce_wire_start_f32(
     const char *op_name, float *data, int64_t count, gradcomm_wire wire,
     gradcomm_reduction reduction, gradcomm_request *request);
@@ -565,7 +567,8 @@ typedef struct gradcomm_scalecom_options {
   /// momentum SGD's.
   int32_t dense;
   /// The type the values (selected or dense) travel in; indices are as
-  /// without it. 16 bits: CPU backend.
+  /// without it. 16 bits: CPU and CUDA backends (the reduce-scatter
+  /// recipe: CPU backend).
   gradcomm_wire wire;
 } gradcomm_scalecom_options;
 

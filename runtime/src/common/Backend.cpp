@@ -93,6 +93,23 @@ gradcomm_status Backend::compressAndUpdate(const Call &call,
                       beta);
 }
 
+gradcomm_status Backend::deviceDenseAllReduceWire(const Call &call, float *,
+                                                  int64_t, bool,
+                                                  gradcomm_wire) const {
+  return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                   std::string("the ") + name() +
+                       " backend does not narrow a 16-bit wire itself");
+}
+
+gradcomm_status
+Backend::startDeviceDenseAllReduceWire(const Call &call, float *, int64_t, bool,
+                                       gradcomm_wire,
+                                       gradcomm_request_s &) const {
+  return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                   std::string("the ") + name() +
+                       " backend does not narrow a 16-bit wire itself");
+}
+
 gradcomm_status Backend::deviceReduceScatter(const Call &call, const float *,
                                              float *, int64_t, bool) const {
   return call.fail(GRADCOMM_ERR_UNSUPPORTED,

@@ -43,8 +43,8 @@ struct CompressStep {
   int64_t chunkSize;
   /// The rank whose selection every rank uses this step (step mod n).
   int leader;
-  /// The type the k values travel in (CPU backend, blocking calls; the
-  /// entry points refuse 16 bits elsewhere).
+  /// The type the k values travel in (host tensors, or a backend that
+  /// narrowsOnDevice(); the entry points refuse 16 bits elsewhere).
   gradcomm_wire wire = GRADCOMM_WIRE_F32;
   /// Selection per segment (exact, CPU backend): `segments` consecutive
   /// runs ending at segmentEnds[s], the top segmentK[s] of each (k is
@@ -127,6 +127,21 @@ public:
   virtual gradcomm_status startGossip(const Call &call, float *x, int64_t count,
                                       int peer, float mixing,
                                       gradcomm_request_s &request) const = 0;
+
+  // A 16-bit wire (Wire.h) on the backend's own memory. A host backend's
+  // 16-bit wire is Wire.cpp's, around its float32 calls; a device backend
+  // that narrows on the device says so, and then its dense all-reduce
+  // below and its fused ScaleCom step (scalecom, startScalecom: the k
+  // values, CompressStep::wire) carry the wire. The defaults refuse.
+  virtual bool narrowsOnDevice() const { return false; }
+  virtual gradcomm_status deviceDenseAllReduceWire(const Call &call,
+                                                   float *data, int64_t count,
+                                                   bool average,
+                                                   gradcomm_wire wire) const;
+  virtual gradcomm_status
+  startDeviceDenseAllReduceWire(const Call &call, float *data, int64_t count,
+                                bool average, gradcomm_wire wire,
+                                gradcomm_request_s &request) const;
 
   // ScaleCom. The leader's indices travel as indexCoding(step) says.
   /// Fixed width (wireIndexBytes) by default; the CPU backend sends an

@@ -15,11 +15,17 @@
 //===----------------------------------------------------------------------===//
 
 #include "Backend.h"
+#include "Wire.h"
 
 #include <numeric>
 #include <vector>
 
 using namespace gradcomm;
+
+static_assert(kWireFloat32 == GRADCOMM_WIRE_F32 &&
+                  kWireBfloat16 == GRADCOMM_WIRE_BF16 &&
+                  kWireFloat16 == GRADCOMM_WIRE_F16,
+              "CudaBackendTable.h's wire values are runtime.h's");
 
 namespace {
 
@@ -93,20 +99,35 @@ public:
 
   gradcomm_status denseAllReduce(const Call &call, float *data, int64_t count,
                                  bool average) const override {
-    char error[kErrorSize] = {0};
-    return status(call, table->denseAllReduce(data, count, average, error),
-                  error);
+    return deviceDenseAllReduceWire(call, data, count, average,
+                                    GRADCOMM_WIRE_F32);
   }
   gradcomm_status
   startDenseAllReduce(const Call &call, float *data, int64_t count,
                       bool average,
                       gradcomm_request_s &request) const override {
+    return startDeviceDenseAllReduceWire(call, data, count, average,
+                                         GRADCOMM_WIRE_F32, request);
+  }
+  bool narrowsOnDevice() const override { return true; }
+  gradcomm_status deviceDenseAllReduceWire(const Call &call, float *data,
+                                           int64_t count, bool average,
+                                           gradcomm_wire wire) const override {
+    char error[kErrorSize] = {0};
+    return status(
+        call, table->denseAllReduce(data, count, average, wire, error), error);
+  }
+  gradcomm_status
+  startDeviceDenseAllReduceWire(const Call &call, float *data, int64_t count,
+                                bool average, gradcomm_wire wire,
+                                gradcomm_request_s &request) const override {
     char error[kErrorSize] = {0};
     void *completion = nullptr;
-    GRADCOMM_RETURN_IF_ERROR(status(
-        call,
-        table->startDenseAllReduce(data, count, average, &completion, error),
-        error));
+    GRADCOMM_RETURN_IF_ERROR(
+        status(call,
+               table->startDenseAllReduce(data, count, average, wire,
+                                          &completion, error),
+               error));
     awaitDevice(request, completion, "ncclAllReduce (started)");
     return GRADCOMM_OK;
   }
@@ -140,7 +161,7 @@ public:
                   table->scalecom(step.state.data(), step.grad, out, step.count,
                                   step.k, step.selection, step.chunkSize, beta,
                                   average, step.leader, wireIndexBytes(step),
-                                  error),
+                                  step.wire, error),
                   error);
   }
   gradcomm_status startScalecom(const Call &call, const CompressStep &step,
@@ -149,13 +170,13 @@ public:
                                 gradcomm_request_s &request) const override {
     char error[kErrorSize] = {0};
     void *completion = nullptr;
-    GRADCOMM_RETURN_IF_ERROR(
-        status(call,
-               table->startScalecom(step.state.data(), step.grad, out,
-                                    step.count, step.k, step.selection,
-                                    step.chunkSize, beta, average, step.leader,
-                                    wireIndexBytes(step), &completion, error),
-               error));
+    GRADCOMM_RETURN_IF_ERROR(status(
+        call,
+        table->startScalecom(step.state.data(), step.grad, out, step.count,
+                             step.k, step.selection, step.chunkSize, beta,
+                             average, step.leader, wireIndexBytes(step),
+                             step.wire, &completion, error),
+        error));
     awaitDevice(request, completion, "ScaleCom step on the device (started)");
     return GRADCOMM_OK;
   }
@@ -296,7 +317,8 @@ private:
     GRADCOMM_RETURN_IF_ERROR(
         status(call,
                table->anyNonFinite(step.state.data(), step.grad, step.count,
-                                   inputLimit(/*summed=*/true), &found, error),
+                                   wireInputLimit(step.wire, /*summed=*/true),
+                                   &found, error),
                error));
     prepared.nonFinite = found != 0;
     return GRADCOMM_OK;

@@ -23,13 +23,19 @@
 
 namespace gradcomm {
 
-inline constexpr int kCudaBackendVersion = 8;
+inline constexpr int kCudaBackendVersion = 9;
 inline constexpr size_t kErrorSize = 512;
 /// sizeof(ncclUniqueId) (NCCL_UNIQUE_ID_BYTES), checked where nccl.h is.
 inline constexpr size_t kNcclUniqueIdBytes = 128;
-inline constexpr const char *kCudaBackendSymbol = "gradcomm_cuda_backend_v8";
+inline constexpr const char *kCudaBackendSymbol = "gradcomm_cuda_backend_v9";
 inline constexpr const char *kCudaBackendLibrary =
     "libgradcomm_runtime_cuda.so";
+/// The type values travel in (runtime.h's gradcomm_wire, whose values
+/// these are): float32, or rounded to bfloat16 or binary16 (to nearest
+/// even), summed by NCCL in that type and widened back to float32.
+inline constexpr int kWireFloat32 = 0;
+inline constexpr int kWireBfloat16 = 1;
+inline constexpr int kWireFloat16 = 2;
 
 struct CudaBackendTable {
   int version;
@@ -61,16 +67,21 @@ struct CudaBackendTable {
   /// null) is above `limit` or NaN.
   int (*anyNonFinite)(const float *memory, const float *input, int64_t count,
                       float limit, int *result, char *error);
-  int (*denseAllReduce)(float *data, int64_t count, int average, char *error);
+  /// `wire`: kWire*; a 16-bit wire narrows `data` into a buffer of the
+  /// backend's and widens the sum back.
+  int (*denseAllReduce)(float *data, int64_t count, int average, int wire,
+                        char *error);
   /// One fused ScaleCom step on the device (leader's selection, NCCL
   /// broadcast of the indices, gather + low-pass update, NCCL all-reduce of
   /// the k values, scatter into `out`). The indices travel as
   /// `indexBytes` bytes each (wireIndexBytes: the offset inside its
   /// chunk in 1 or 2 bytes, int32 below 2^31 elements, else int64), so the
-  /// counters and the wire agree.
+  /// counters and the wire agree; the k values as `wire` (kWire*: the
+  /// memory update uses them in float32, only the all-reduce narrows).
   int (*scalecom)(float *memory, const float *grad, float *out, int64_t count,
                   int64_t k, int selection, int64_t chunkSize, float beta,
-                  int average, int leader, int indexBytes, char *error);
+                  int average, int leader, int indexBytes, int wire,
+                  char *error);
   /// The dialect's three ScaleCom ops, unfused: the leader's selection and
   /// NCCL broadcast into `indices` and this rank's p[I] into `values`; the
   /// sum (or mean) of `values` scattered into a zeroed `out`; the low-pass
@@ -97,12 +108,13 @@ struct CudaBackendTable {
   /// `*completion` marks its end (an event recorded after it). Work started
   /// earlier runs first (one stream), so the backend's scratch buffers are
   /// reused in order.
-  int (*startDenseAllReduce)(float *data, int64_t count, int average,
+  int (*startDenseAllReduce)(float *data, int64_t count, int average, int wire,
                              void **completion, char *error);
   int (*startScalecom)(float *memory, const float *grad, float *out,
                        int64_t count, int64_t k, int selection,
                        int64_t chunkSize, float beta, int average, int leader,
-                       int indexBytes, void **completion, char *error);
+                       int indexBytes, int wire, void **completion,
+                       char *error);
   int (*startGossip)(float *x, int64_t count, int peer, float mixing,
                      void **completion, char *error);
   int (*startSparseAllReduce)(const float *values, const int64_t *indices,

@@ -40,6 +40,14 @@ gradcomm_status gradcomm::requireWireOnHost(const Call &call,
   return requireHostTensors(call, "a 16-bit wire");
 }
 
+gradcomm_status gradcomm::requireWireOnHostOrDevice(const Call &call,
+                                                    gradcomm_wire wire) {
+  GRADCOMM_RETURN_IF_ERROR(requireWire(call, wire));
+  if (wire == GRADCOMM_WIRE_F32 || backend().narrowsOnDevice())
+    return GRADCOMM_OK;
+  return requireHostTensors(call, "a 16-bit wire");
+}
+
 float gradcomm::wireInputLimit(gradcomm_wire wire, bool summed) {
   if (wire != GRADCOMM_WIRE_F16)
     return inputLimit(summed); // bfloat16 reaches float32's largest values
@@ -159,6 +167,8 @@ gradcomm_status gradcomm::denseAllReduceWire(const Call &call, float *data,
                                              gradcomm_wire wire) {
   if (wire == GRADCOMM_WIRE_F32)
     return backend().denseAllReduce(call, data, count, average);
+  if (backend().narrowsOnDevice())
+    return backend().deviceDenseAllReduceWire(call, data, count, average, wire);
   GRADCOMM_RETURN_IF_ERROR(allReduceSumWire(call, data, count, wire));
   if (average)
     divideByGroupSize(data, count);
@@ -171,6 +181,9 @@ gradcomm_status gradcomm::startDenseAllReduceWire(const Call &call, float *data,
                                                   gradcomm_request_s &request) {
   if (wire == GRADCOMM_WIRE_F32)
     return backend().startDenseAllReduce(call, data, count, average, request);
+  if (backend().narrowsOnDevice())
+    return backend().startDeviceDenseAllReduceWire(call, data, count, average,
+                                                   wire, request);
   std::function<void()> widen;
   GRADCOMM_RETURN_IF_ERROR(
       startAllReduceSumWire(call, data, count, wire, request, &widen));

@@ -40,6 +40,11 @@ gradcomm_status requireWire(const Call &call, gradcomm_wire wire);
 /// them here).
 gradcomm_status requireWireOnHost(const Call &call, gradcomm_wire wire);
 
+/// requireWire, and for a 16-bit wire host tensors or a backend that
+/// narrows on its device (Backend::narrowsOnDevice): what the dense
+/// all-reduce and the ScaleCom recipe accept.
+gradcomm_status requireWireOnHostOrDevice(const Call &call, gradcomm_wire wire);
+
 /// inputLimit(summed) within what the wire type can carry: for binary16,
 /// 65504 / (2 n) when summed (the n-rank sum cannot overflow), else 65504.
 float wireInputLimit(gradcomm_wire wire, bool summed);
@@ -74,8 +79,9 @@ gradcomm_status startReduceScatterWire(const Call &call, const float *send,
 
 /// The selected backend's dense all-reduce (the mean with `average`) of
 /// `data`, its values travelling as `wire`; a 16-bit wire needs host memory
-/// (the entry points validate it). The started form leaves the sum (and
-/// the mean) to the request's finish, after what it already holds.
+/// or a backend that narrows on its device (the entry points validate it). The
+/// started form leaves the sum (and the mean) to the request's finish, after
+/// what it already holds.
 gradcomm_status denseAllReduceWire(const Call &call, float *data, int64_t count,
                                    bool average, gradcomm_wire wire);
 gradcomm_status startDenseAllReduceWire(const Call &call, float *data,

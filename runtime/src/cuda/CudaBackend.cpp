@@ -65,6 +65,9 @@ struct Backend {
   /// The index broadcast's narrowed form (narrowIndices).
   uint8_t *wire = nullptr;
   int64_t wireCapacity = 0;
+  /// Values on a 16-bit wire (narrowValues), summed in place by NCCL.
+  uint16_t *wireValues = nullptr;
+  int64_t wireValueCapacity = 0;
   int *nonFiniteFlag = nullptr; // one device int for the NaN/Inf scan
   /// The local top-k's union size: counted on the device, copied into a
   /// pinned host slot that the blocking form reads and a started call's
@@ -95,6 +98,7 @@ struct Backend {
     cudaFree(marks);
     cudaFree(peer);
     cudaFree(wire);
+    cudaFree(wireValues);
     cudaFree(nonFiniteFlag);
     cudaFree(distinct);
     cudaFreeHost(distinctHost);
@@ -536,10 +540,35 @@ int started(Enqueue &&enqueue, void **completion, char *error,
   return 0;
 }
 
-int enqueueDenseAllReduce(float *data, int64_t count, int average,
-                          char *error) {
-  NCCL_OR_FAIL(ncclAllReduce(data, data, count, ncclFloat, ncclSum,
+/// The sum over the active communicator of `count` floats at `data`, in
+/// place, the values travelling as `wire` (CudaBackendTable.h): float32,
+/// or narrowed into the backend's 16-bit buffer, summed by NCCL in that
+/// type and widened back into `data`.
+int enqueueSumAllReduce(float *data, int64_t count, int wire, char *error) {
+  if (wire == kWireFloat32) {
+    NCCL_OR_FAIL(ncclAllReduce(data, data, count, ncclFloat, ncclSum,
+                               backend->active, backend->stream));
+    return 0;
+  }
+  if (wire != kWireBfloat16 && wire != kWireFloat16)
+    return fail(error, "unknown wire type " + std::to_string(wire));
+  if (reserve(backend->wireValues, backend->wireValueCapacity, count, error))
+    return 1;
+  const bool bfloat16 = wire == kWireBfloat16;
+  CUDA_OR_FAIL(cuda::narrowValues(data, backend->wireValues, count, bfloat16,
+                                  backend->stream));
+  NCCL_OR_FAIL(ncclAllReduce(backend->wireValues, backend->wireValues, count,
+                             bfloat16 ? ncclBfloat16 : ncclFloat16, ncclSum,
                              backend->active, backend->stream));
+  CUDA_OR_FAIL(cuda::widenValues(backend->wireValues, data, count, bfloat16,
+                                 backend->stream));
+  return 0;
+}
+
+int enqueueDenseAllReduce(float *data, int64_t count, int average, int wire,
+                          char *error) {
+  if (enqueueSumAllReduce(data, count, wire, error))
+    return 1;
   // Sum, then divide (not ncclAvg), as the CPU backend does.
   if (average)
     CUDA_OR_FAIL(
@@ -547,16 +576,17 @@ int enqueueDenseAllReduce(float *data, int64_t count, int average,
   return 0;
 }
 
-int denseAllReduce(float *data, int64_t count, int average, char *error) {
+int denseAllReduce(float *data, int64_t count, int average, int wire,
+                   char *error) {
   return completed(
-      [&] { return enqueueDenseAllReduce(data, count, average, error); },
+      [&] { return enqueueDenseAllReduce(data, count, average, wire, error); },
       error);
 }
 
-int startDenseAllReduce(float *data, int64_t count, int average,
+int startDenseAllReduce(float *data, int64_t count, int average, int wire,
                         void **completion, char *error) {
   return started(
-      [&] { return enqueueDenseAllReduce(data, count, average, error); },
+      [&] { return enqueueDenseAllReduce(data, count, average, wire, error); },
       completion, error);
 }
 
@@ -583,7 +613,8 @@ int startSparseAllReduce(const float *values, const int64_t *indices, int64_t k,
 
 int enqueueScalecom(float *memory, const float *grad, float *out, int64_t count,
                     int64_t k, int selection, int64_t chunkSize, float beta,
-                    int average, int leader, int indexBytes, char *error) {
+                    int average, int leader, int indexBytes, int wire,
+                    char *error) {
   int rank = 0;
   NCCL_OR_FAIL(ncclCommUserRank(backend->active, &rank));
   if (reserve(backend->indices, backend->indexCapacity, k, error) ||
@@ -611,8 +642,8 @@ int enqueueScalecom(float *memory, const float *grad, float *out, int64_t count,
     CUDA_OR_FAIL(cuda::gatherAndUpdate(
         memory, grad, count, backend->indices, k, beta, backend->values, out,
         backend->marks, backend->stamp, backend->stream));
-  NCCL_OR_FAIL(ncclAllReduce(backend->values, backend->values, k, ncclFloat,
-                             ncclSum, backend->active, backend->stream));
+  if (enqueueSumAllReduce(backend->values, k, wire, error))
+    return 1;
   CUDA_OR_FAIL(cuda::scatter(out, backend->indices, backend->values, k,
                              average ? float(backend->activeSize) : 1.0f,
                              backend->stream));
@@ -621,25 +652,25 @@ int enqueueScalecom(float *memory, const float *grad, float *out, int64_t count,
 
 int scalecom(float *memory, const float *grad, float *out, int64_t count,
              int64_t k, int selection, int64_t chunkSize, float beta,
-             int average, int leader, int indexBytes, char *error) {
+             int average, int leader, int indexBytes, int wire, char *error) {
   return completed(
       [&] {
         return enqueueScalecom(memory, grad, out, count, k, selection,
                                chunkSize, beta, average, leader, indexBytes,
-                               error);
+                               wire, error);
       },
       error);
 }
 
 int startScalecom(float *memory, const float *grad, float *out, int64_t count,
                   int64_t k, int selection, int64_t chunkSize, float beta,
-                  int average, int leader, int indexBytes, void **completion,
-                  char *error) {
+                  int average, int leader, int indexBytes, int wire,
+                  void **completion, char *error) {
   return started(
       [&] {
         return enqueueScalecom(memory, grad, out, count, k, selection,
                                chunkSize, beta, average, leader, indexBytes,
-                               error);
+                               wire, error);
       },
       completion, error);
 }
@@ -964,7 +995,7 @@ int scalecomReduceScatter(float *memory, const float *grad, float *shard,
 
 extern "C" __attribute__((visibility("default")))
 // In the order of CudaBackendTable.h.
-const CudaBackendTable gradcomm_cuda_backend_v8 = {kCudaBackendVersion,
+const CudaBackendTable gradcomm_cuda_backend_v9 = {kCudaBackendVersion,
                                                    prepare,
                                                    connect,
                                                    shutdown,

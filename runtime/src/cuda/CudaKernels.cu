@@ -10,6 +10,8 @@
 
 #include "CudaKernels.h"
 
+#include <cuda_fp16.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -568,6 +570,42 @@ __global__ void divideKernel(float *x, int64_t n, float divisor) {
     x[i] = x[i] / divisor;
 }
 
+/// float32 -> bfloat16 bits, round to nearest even; a NaN stays a quiet
+/// NaN with its upper payload: HalfFloat.h's toBfloat16, bit for bit.
+__device__ __forceinline__ uint16_t toBfloat16(float value) {
+  const uint32_t bits = __float_as_uint(value);
+  const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  const uint32_t quietNan = (bits >> 16) | 0x40u;
+  return static_cast<uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? quietNan
+                                                                  : rounded);
+}
+
+/// float32 -> binary16 bits, round to nearest even (overflow to infinity);
+/// a NaN keeps its sign and upper payload and turns quiet, as the CPU's
+/// F16C conversion does (CUDA's own conversion returns one canonical NaN).
+__device__ __forceinline__ uint16_t toHalf(float value) {
+  const uint32_t bits = __float_as_uint(value);
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>(((bits >> 16) & 0x8000u) | 0x7e00u |
+                                 ((bits >> 13) & 0x3ffu));
+  return __half_as_ushort(__float2half_rn(value));
+}
+
+__global__ void narrowValuesKernel(const float *in, uint16_t *out, int64_t n,
+                                   bool bfloat16) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = bfloat16 ? toBfloat16(in[i]) : toHalf(in[i]);
+}
+
+__global__ void widenValuesKernel(const uint16_t *in, float *out, int64_t n,
+                                  bool bfloat16) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = bfloat16 ? __uint_as_float(static_cast<uint32_t>(in[i]) << 16)
+                      : __half2float(__ushort_as_half(in[i]));
+}
+
 template <typename T>
 cudaError_t grow(T *&buffer, int64_t &capacity, int64_t needed) {
   if (capacity >= needed)
@@ -768,6 +806,20 @@ cudaError_t mix(float *x, const float *peer, int64_t n, float a,
                 cudaStream_t stream) {
   mixKernel<<<blocksFor(n, kThreads * 8), kThreads, 0, stream>>>(x, peer, n, a,
                                                                  1.0f - a);
+  return cudaGetLastError();
+}
+
+cudaError_t narrowValues(const float *in, uint16_t *out, int64_t n,
+                         bool bfloat16, cudaStream_t stream) {
+  narrowValuesKernel<<<blocksFor(n, kThreads * 8), kThreads, 0, stream>>>(
+      in, out, n, bfloat16);
+  return cudaGetLastError();
+}
+
+cudaError_t widenValues(const uint16_t *in, float *out, int64_t n,
+                        bool bfloat16, cudaStream_t stream) {
+  widenValuesKernel<<<blocksFor(n, kThreads * 8), kThreads, 0, stream>>>(
+      in, out, n, bfloat16);
   return cudaGetLastError();
 }
 

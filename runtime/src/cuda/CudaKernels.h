@@ -108,6 +108,14 @@ cudaError_t widenIndices(const uint8_t *wire, int64_t k, int width,
 cudaError_t mix(float *x, const float *peer, int64_t n, float a,
                 cudaStream_t stream);
 
+/// The 16-bit wire (Wire.h): float32 -> bfloat16 (`bfloat16`) or binary16
+/// bits, rounded to nearest even, and back; HalfFloat.h's bits, NaNs
+/// included.
+cudaError_t narrowValues(const float *in, uint16_t *out, int64_t n,
+                         bool bfloat16, cudaStream_t stream);
+cudaError_t widenValues(const uint16_t *in, float *out, int64_t n,
+                        bool bfloat16, cudaStream_t stream);
+
 /// x = x / divisor (the average after a summing all-reduce).
 cudaError_t divide(float *x, int64_t n, float divisor, cudaStream_t stream);
 

@@ -34,7 +34,7 @@ gradcomm_status beginDenseAllReduce(const Call &call, const char *opName,
                        "count must be >= 0, got " + std::to_string(count));
     if (!data && count > 0)
       return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT, "data pointer is null");
-    GRADCOMM_RETURN_IF_ERROR(requireWireOnHost(call, wire));
+    GRADCOMM_RETURN_IF_ERROR(requireWireOnHostOrDevice(call, wire));
     return requireReduction(call, reduction);
   }));
   // The non-finite policy (docs/runtime.md): the n-rank sum must not

@@ -532,11 +532,7 @@ gradcomm_status validateRecipe(const Call &call,
                "'warmup_start_ratio' >= 1");
   if (o->dense != 0 && o->dense != 1)
     return bad("'dense' must be 0 or 1");
-  GRADCOMM_RETURN_IF_ERROR(requireWire(call, o->wire));
-  if (o->wire != GRADCOMM_WIRE_F32)
-    GRADCOMM_RETURN_IF_ERROR(requireHostTensors(
-        call, "gradcomm_scalecom_recipe_f32 with a 16-bit wire"));
-  return GRADCOMM_OK;
+  return requireWireOnHostOrDevice(call, o->wire);
 }
 
 /// The recipe's options in the agreement (beside ScaleCom's fields or the
