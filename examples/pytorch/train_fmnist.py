@@ -186,6 +186,14 @@ def bytes_sent(state, model):
     return values, indices
 
 
+def cpu_capability():
+    """The vector code PyTorch's CPU kernels run ("AVX512", "AVX2", ...);
+    None where this PyTorch does not say (1.13)."""
+    backend = getattr(torch.backends, "cpu", None)
+    query = getattr(backend, "get_cpu_capability", None)
+    return query() if query else None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--comm", default="scalecom",
@@ -389,6 +397,11 @@ def main():
                     "index_bytes_per_step": indices / schedule.steps,
                     "ms_per_step": 1000 * wall / schedule.steps,
                     "cpu_ms_per_step": 1000 * cpu / schedule.steps,
+                    # PyTorch's CPU kernels pick vector code by CPU
+                    # (AVX2, AVX-512): the same run on another machine
+                    # can round differently (docs/results.md).
+                    "torch": torch.__version__,
+                    "cpu_capability": cpu_capability(),
                     "curve": curve}, f, indent=1)
     dist.destroy_process_group()
     return 0
