@@ -141,9 +141,9 @@ TEST(CudaBackend, ReduceScattersMatchCpu) {
 TEST(CudaBackend, SixteenBitWireMatchesCpu) {
   // One rank: NCCL's 16-bit all-reduce returns its input, so each backend
   // leaves every sent value rounded to the wire's type. The dense
-  // all-reduce and the recipe (two dense warm-up steps, then compressed
-  // steps whose k values travel narrowed), blocking and started, must give
-  // the CPU backend's bits, memory included.
+  // all-reduce, the recipe (two dense warm-up steps, then compressed steps
+  // whose k values travel narrowed), blocking and started, and the local
+  // top-k's all-gather must give the CPU backend's bits, memory included.
   const int64_t n = 30000;
   for (gradcomm_wire wire : {GRADCOMM_WIRE_BF16, GRADCOMM_WIRE_F16}) {
     std::vector<std::vector<float>> results[2];
@@ -170,12 +170,22 @@ TEST(CudaBackend, SixteenBitWireMatchesCpu) {
         ASSERT_OK(gradcomm_scalecom_recipe_start_f32(
             "rws", g, so, n, &options, GRADCOMM_REDUCE_AVERAGE, &request));
         ASSERT_OK(gradcomm_wait(&request));
+        std::vector<float> topk(n);
+        float *t = device ? toDevice(topk) : topk.data();
+        int64_t unionSize = -1;
+        ASSERT_OK(gradcomm_local_topk_all_gather_wire_f32(
+            "tw", g, t, n, 300, wire, GRADCOMM_REDUCE_AVERAGE, &unionSize));
+        if (device) {
+          topk = toHost(t, n);
+          cudaFree(t);
+        }
         std::vector<float> memory(n);
         ASSERT_OK(gradcomm_state_read("rw", memory.data(), n));
         results[device].push_back(device ? toHost(d, n) : dense);
         results[device].push_back(device ? toHost(o, n) : out);
         results[device].push_back(device ? toHost(so, n) : startedOut);
         results[device].push_back(memory);
+        results[device].push_back(topk);
         if (device)
           for (float *p : {g, d, o, so})
             cudaFree(p);
@@ -184,12 +194,12 @@ TEST(CudaBackend, SixteenBitWireMatchesCpu) {
     ASSERT_EQ(results[1].size(), results[0].size());
     for (size_t i = 0; i < results[0].size(); ++i)
       EXPECT_EQ(results[1][i], results[0][i])
-          << "wire " << wire << ", step " << i / 4 << ", result " << i % 4;
+          << "wire " << wire << ", step " << i / 5 << ", result " << i % 5;
     // The wire rounds: the dense sum is not the float32 gradient.
     EXPECT_NE(results[0][0], gradient(13, 0, 0, n));
     // A started step gives the blocking step's bits.
-    for (size_t i = 0; i < results[1].size(); i += 4)
-      EXPECT_EQ(results[1][i + 2], results[1][i + 1]) << "step " << i / 4;
+    for (size_t i = 0; i < results[1].size(); i += 5)
+      EXPECT_EQ(results[1][i + 2], results[1][i + 1]) << "step " << i / 5;
   }
   ASSERT_OK(gradcomm_finalize());
 }

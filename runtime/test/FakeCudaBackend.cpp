@@ -221,20 +221,23 @@ int memoryUpdate(float *memory, const float *grad, int64_t count,
 }
 
 int localTopk(float *memory, const float *grad, float *out, int64_t count,
-              int64_t k, int, int64_t *unionSize, char *error) {
+              int64_t k, int, int wire, int64_t *unionSize, char *error) {
   ENTER();
   std::vector<int64_t> indices(k);
   std::vector<float> values(k);
   cpu::selectExact(memory, grad, count, k, indices.data(), scratch);
   cpu::gatherAndUpdate(memory, grad, count, indices.data(), k, 1.0f,
                        values.data(), out);
+  // One rank's all-gather on the wire: its own block, rounded.
+  if (sumOnWire(values.data(), k, wire, error))
+    return 1;
   for (int64_t j = 0; j < k; ++j)
     out[indices[j]] += values[j];
   *unionSize = k;
   return 0;
 }
 
-int gossip(float *, int64_t, int, float, char *error) {
+int gossip(float *, int64_t, int, float, int, char *error) {
   return fail(error, "fake cuda backend: one rank has no peer");
 }
 
@@ -269,9 +272,9 @@ int startScalecom(float *memory, const float *grad, float *out, int64_t count,
              : complete(completion);
 }
 
-int startGossip(float *x, int64_t count, int peer, float mixing,
+int startGossip(float *x, int64_t count, int peer, float mixing, int wire,
                 void **completion, char *error) {
-  return gossip(x, count, peer, mixing, error) ? 1 : complete(completion);
+  return gossip(x, count, peer, mixing, wire, error) ? 1 : complete(completion);
 }
 
 int startSparseAllReduce(const float *values, const int64_t *indices, int64_t k,
@@ -283,9 +286,11 @@ int startSparseAllReduce(const float *values, const int64_t *indices, int64_t k,
 }
 
 int startLocalTopk(float *memory, const float *grad, float *out, int64_t count,
-                   int64_t k, int average, void **completion, char *error) {
+                   int64_t k, int average, int wire, void **completion,
+                   char *error) {
   int64_t unionSize = 0;
-  return localTopk(memory, grad, out, count, k, average, &unionSize, error)
+  return localTopk(memory, grad, out, count, k, average, wire, &unionSize,
+                   error)
              ? 1
              : complete(completion, unionSize);
 }

@@ -162,6 +162,30 @@ def dense_wire(n=5000):
     return results
 
 
+def topk_wire(n=5000, k=50):
+    """The local top-k on a 16-bit wire, blocking and started: one rank's
+    sum is its k values rounded; the memory keeps float32's error."""
+    results = []
+    for wire in (BF16, F16):
+        for step in range(2):
+            grad = gradient(60 + step, n)
+            out, started = np.zeros(n, np.float32), np.zeros(n, np.float32)
+            union = i64(-1)
+            check(lib.gradcomm_local_topk_all_gather_wire_f32(
+                b"tw%d" % wire, ptr(grad), ptr(out), i64(n), i64(k), wire,
+                AVERAGE, ctypes.byref(union)), "local_topk wire")
+            request = Request()
+            check(lib.gradcomm_local_topk_all_gather_wire_start_f32(
+                b"tws%d" % wire, ptr(grad), ptr(started), i64(n), i64(k),
+                wire, AVERAGE, ctypes.byref(request)), "local_topk wire start")
+            check(lib.gradcomm_wait(ctypes.byref(request)), "wait (top-k wire)")
+            sent = out[out != 0]
+            assert np.array_equal(sent, rounded(sent, wire)), "not rounded"
+            results += [out, started, np.array([union.value])]
+        results.append(read_state(b"tw%d" % wire, n))
+    return results
+
+
 def unfused_steps(n=12000, k=120):
     """Compress, sparse all-reduce (started), memory update."""
     results = []
@@ -301,6 +325,7 @@ def run_all():
         "recipe bf16 started": recipe_steps(b"rbs", started=True, wire=BF16),
         "recipe f16": recipe_steps(b"rh", started=False, wire=F16),
         "dense wire": dense_wire(),
+        "local top-k wire": topk_wire(),
         "unfused": unfused_steps(),
         "reduce-scatters": reduce_scatters(),
         "dense and local top-k": dense_and_topk(),
@@ -360,16 +385,17 @@ options = recipe_options(clip=1.0)
 expect(lib.gradcomm_scalecom_reduce_scatter_recipe_f32(
     b"rsr2", ptr(data), ptr(shard), i64(1000), ctypes.byref(options), SUM),
     ERR_UNSUPPORTED, "the reduce-scatter recipe with clipping")
-# 16-bit wires that only the host narrows: the reduce-scatter, gossip's
-# exchange and the local top-k's all-gather.
+# Gossip takes a 16-bit wire on the device (one rank: no peer, x as it was).
+x = gradient(3, 100)
+kept = x.copy()
+check(lib.gradcomm_gossip_exchange_wire_f32(b"gw", ptr(x), i64(100), 0,
+                                            f32(0.5), ctypes.c_uint64(0),
+                                            i64(1), BF16), "gossip wire")
+assert np.array_equal(x, kept), "one rank's gossip changed x"
+# A 16-bit wire that only the host narrows: the reduce-scatters'.
 expect(lib.gradcomm_reduce_scatter_wire_f32(
     b"rsw", ptr(data), ptr(shard), i64(1000), BF16, SUM),
     ERR_UNSUPPORTED, "the reduce-scatter on a 16-bit wire")
-union = i64(-1)
-grad, out = gradient(6, 1000), np.zeros(1000, np.float32)
-expect(lib.gradcomm_local_topk_all_gather_wire_f32(
-    b"tw", ptr(grad), ptr(out), i64(1000), i64(10), BF16, SUM,
-    ctypes.byref(union)), ERR_UNSUPPORTED, "the local top-k on a 16-bit wire")
 for refused in (dict(clip=1.0), dict(momentum=0.9), dict(warmup=1)):
     options = recipe_options(**refused)
     grad, out = gradient(4, 1000), np.zeros(1000, np.float32)

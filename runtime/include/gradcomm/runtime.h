@@ -101,8 +101,9 @@ typedef GRADCOMM_ENUM(gradcomm_selection){
 /// the bytes. MPI reduces a 16-bit type pairwise, rounding each partial sum
 /// to 16 bits: with n ranks a sum is rounded n - 1 times (once at 2 ranks,
 /// as if accumulated in float32). CPU backend; on the CUDA backend the
-/// dense all-reduce and the ScaleCom recipe (narrowed and widened on the
-/// device, summed by NCCL in the 16-bit type).
+/// dense all-reduce, the ScaleCom recipe, the local top-k and gossip
+/// (narrowed and widened on the device, summed by NCCL in the 16-bit
+/// type).
 typedef GRADCOMM_ENUM(gradcomm_wire){
     GRADCOMM_WIRE_F32 = 0,
     /// bfloat16: float32's range, 8 significant bits.
@@ -668,7 +669,7 @@ gradcomm_status gradcomm_local_topk_all_gather_f32(
 /// travelling as `wire` (gradcomm_wire): each rank's k values are rounded
 /// to the 16-bit type just before the all-gather (half the value bytes)
 /// and widened before the sum in float32; the memory keeps the float32
-/// error feedback. A 16-bit wire: CPU backend.
+/// error feedback. A 16-bit wire: CPU and CUDA backends.
 gradcomm_status gradcomm_local_topk_all_gather_wire_f32(
     const char *state, const float *grad, float *out, int64_t count, int64_t k,
     gradcomm_wire wire, gradcomm_reduction reduction, int64_t *union_size);
@@ -711,8 +712,8 @@ gradcomm_status gradcomm_gossip_exchange_start_f32(
 /// 16-bit type (to nearest even) just before it is sent, and the peer's
 /// copy widened before the mix, which stays float32. For a model whose
 /// parameters are bfloat16 (float16) the wire of their own type is exact
-/// and halves the bytes. A 16-bit wire: CPU backend; with binary16 a value
-/// above 65504 counts as non-finite.
+/// and halves the bytes. A 16-bit wire: CPU and CUDA backends; with
+/// binary16 a value above 65504 counts as non-finite.
 gradcomm_status gradcomm_gossip_exchange_wire_f32(
     const char *state, float *x, int64_t count, gradcomm_schedule schedule,
     float mixing, uint64_t seed, int64_t period, gradcomm_wire wire);

@@ -110,6 +110,22 @@ Backend::startDeviceDenseAllReduceWire(const Call &call, float *, int64_t, bool,
                        " backend does not narrow a 16-bit wire itself");
 }
 
+gradcomm_status Backend::deviceGossipWire(const Call &call, float *, int64_t,
+                                          int, float, gradcomm_wire) const {
+  return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                   std::string("the ") + name() +
+                       " backend does not narrow a 16-bit wire itself");
+}
+
+gradcomm_status Backend::startDeviceGossipWire(const Call &call, float *,
+                                               int64_t, int, float,
+                                               gradcomm_wire,
+                                               gradcomm_request_s &) const {
+  return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                   std::string("the ") + name() +
+                       " backend does not narrow a 16-bit wire itself");
+}
+
 gradcomm_status Backend::deviceReduceScatter(const Call &call, const float *,
                                              float *, int64_t, bool) const {
   return call.fail(GRADCOMM_ERR_UNSUPPORTED,

@@ -130,9 +130,10 @@ public:
 
   // A 16-bit wire (Wire.h) on the backend's own memory. A host backend's
   // 16-bit wire is Wire.cpp's, around its float32 calls; a device backend
-  // that narrows on the device says so, and then its dense all-reduce
-  // below and its fused ScaleCom step (scalecom, startScalecom: the k
-  // values, CompressStep::wire) carry the wire. The defaults refuse.
+  // that narrows on the device says so, and then its dense all-reduce and
+  // gossip exchange below, its fused ScaleCom step and its local top-k
+  // (CompressStep::wire: the k values) carry the wire. The defaults
+  // refuse.
   virtual bool narrowsOnDevice() const { return false; }
   virtual gradcomm_status deviceDenseAllReduceWire(const Call &call,
                                                    float *data, int64_t count,
@@ -142,6 +143,14 @@ public:
   startDeviceDenseAllReduceWire(const Call &call, float *data, int64_t count,
                                 bool average, gradcomm_wire wire,
                                 gradcomm_request_s &request) const;
+  virtual gradcomm_status deviceGossipWire(const Call &call, float *x,
+                                           int64_t count, int peer,
+                                           float mixing,
+                                           gradcomm_wire wire) const;
+  virtual gradcomm_status
+  startDeviceGossipWire(const Call &call, float *x, int64_t count, int peer,
+                        float mixing, gradcomm_wire wire,
+                        gradcomm_request_s &request) const;
 
   // ScaleCom. The leader's indices travel as indexCoding(step) says.
   /// Fixed width (wireIndexBytes) by default; the CPU backend sends an

@@ -133,16 +133,30 @@ public:
   }
   gradcomm_status gossip(const Call &call, float *x, int64_t count, int peer,
                          float mixing) const override {
-    char error[kErrorSize] = {0};
-    return status(call, table->gossip(x, count, peer, mixing, error), error);
+    return deviceGossipWire(call, x, count, peer, mixing, GRADCOMM_WIRE_F32);
   }
   gradcomm_status startGossip(const Call &call, float *x, int64_t count,
                               int peer, float mixing,
                               gradcomm_request_s &request) const override {
+    return startDeviceGossipWire(call, x, count, peer, mixing,
+                                 GRADCOMM_WIRE_F32, request);
+  }
+  gradcomm_status deviceGossipWire(const Call &call, float *x, int64_t count,
+                                   int peer, float mixing,
+                                   gradcomm_wire wire) const override {
+    char error[kErrorSize] = {0};
+    return status(call, table->gossip(x, count, peer, mixing, wire, error),
+                  error);
+  }
+  gradcomm_status
+  startDeviceGossipWire(const Call &call, float *x, int64_t count, int peer,
+                        float mixing, gradcomm_wire wire,
+                        gradcomm_request_s &request) const override {
     char error[kErrorSize] = {0};
     void *completion = nullptr;
     GRADCOMM_RETURN_IF_ERROR(status(
-        call, table->startGossip(x, count, peer, mixing, &completion, error),
+        call,
+        table->startGossip(x, count, peer, mixing, wire, &completion, error),
         error));
     awaitDevice(request, completion, "ncclSend/ncclRecv (started gossip)");
     request.peer = peer;
@@ -236,8 +250,8 @@ public:
     char error[kErrorSize] = {0};
     return status(call,
                   table->localTopk(step.state.data(), step.grad, out,
-                                   step.count, step.k, average, distinct,
-                                   error),
+                                   step.count, step.k, average, step.wire,
+                                   distinct, error),
                   error);
   }
   gradcomm_status
@@ -249,7 +263,7 @@ public:
     GRADCOMM_RETURN_IF_ERROR(status(
         call,
         table->startLocalTopk(step.state.data(), step.grad, out, step.count,
-                              step.k, average, &completion, error),
+                              step.k, average, step.wire, &completion, error),
         error));
     awaitDevice(request, completion, "ncclAllGather (started local top-k)");
     // The wait runs this after the polls finished, before the release.

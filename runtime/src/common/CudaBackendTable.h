@@ -95,13 +95,16 @@ struct CudaBackendTable {
                       const int64_t *indices, int64_t k, float beta,
                       char *error);
   /// The local top-k baseline: own exact top-k of m + g, plain error
-  /// feedback, ncclAllGather of k values and k indices, summed in rank
-  /// order (then divided when `average`); `unionSize` gets the number of
-  /// distinct indices.
+  /// feedback, ncclAllGather of k values (as `wire`: every block widened
+  /// before the sum) and k indices, summed in rank order (then divided
+  /// when `average`); `unionSize` gets the number of distinct indices.
   int (*localTopk)(float *memory, const float *grad, float *out, int64_t count,
-                   int64_t k, int average, int64_t *unionSize, char *error);
-  /// x = (1 - mixing) x + mixing x_peer, via grouped ncclSend/ncclRecv.
-  int (*gossip)(float *x, int64_t count, int peer, float mixing, char *error);
+                   int64_t k, int average, int wire, int64_t *unionSize,
+                   char *error);
+  /// x = (1 - mixing) x + mixing x_peer, via grouped ncclSend/ncclRecv of
+  /// x as `wire` (x itself mixes unrounded).
+  int (*gossip)(float *x, int64_t count, int peer, float mixing, int wire,
+                char *error);
   /// The started forms of denseAllReduce, scalecom, gossip,
   /// sparseAllReduce and localTopk: the same work, in the same order,
   /// enqueued on the backend's stream without waiting for it;
@@ -115,14 +118,14 @@ struct CudaBackendTable {
                        int64_t chunkSize, float beta, int average, int leader,
                        int indexBytes, int wire, void **completion,
                        char *error);
-  int (*startGossip)(float *x, int64_t count, int peer, float mixing,
+  int (*startGossip)(float *x, int64_t count, int peer, float mixing, int wire,
                      void **completion, char *error);
   int (*startSparseAllReduce)(const float *values, const int64_t *indices,
                               int64_t k, float *out, int64_t count, int average,
                               void **completion, char *error);
   /// The union size is the completion's value.
   int (*startLocalTopk)(float *memory, const float *grad, float *out,
-                        int64_t count, int64_t k, int average,
+                        int64_t count, int64_t k, int average, int wire,
                         void **completion, char *error);
   /// `*finished` = 1 once the work before `completion` is done; an error
   /// NCCL reported asynchronously fails the poll.

@@ -237,6 +237,8 @@ void mixWire(float *x, const GossipPackets &packets, int64_t count,
 gradcomm_status gradcomm::gossipWire(const Call &call, float *x, int64_t count,
                                      int peer, float mixing,
                                      gradcomm_wire wire) {
+  if (backend().narrowsOnDevice())
+    return backend().deviceGossipWire(call, x, count, peer, mixing, wire);
   static thread_local GossipPackets packets;
   Transfer transfers[2];
   GRADCOMM_RETURN_IF_ERROR(
@@ -253,6 +255,9 @@ gradcomm_status gradcomm::startGossipWire(const Call &call, float *x,
                                           int64_t count, int peer, float mixing,
                                           gradcomm_wire wire,
                                           gradcomm_request_s &request) {
+  if (backend().narrowsOnDevice())
+    return backend().startDeviceGossipWire(call, x, count, peer, mixing, wire,
+                                           request);
   // Several exchanges may be in flight: each request keeps its packets.
   auto packets = std::make_shared<GossipPackets>();
   request.transfers.resize(2);

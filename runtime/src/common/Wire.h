@@ -89,10 +89,11 @@ gradcomm_status startDenseAllReduceWire(const Call &call, float *data,
                                         gradcomm_wire wire,
                                         gradcomm_request_s &request);
 
-/// A gossip exchange of host replica `x` with `peer`, x travelling as a
-/// 16-bit `wire` both ways, then x = (1 - mixing) x + mixing x_peer in
-/// float32. The started form posts the exchange into `request` (which
-/// keeps both 16-bit copies) and mixes at its finish.
+/// A gossip exchange of replica `x` with `peer`, x travelling as a 16-bit
+/// `wire` both ways, then x = (1 - mixing) x + mixing x_peer in float32
+/// (host memory, or the device's of a backend that narrows there). The started
+/// form posts the exchange into `request` (which keeps both 16-bit copies) and
+/// mixes at its finish.
 gradcomm_status gossipWire(const Call &call, float *x, int64_t count, int peer,
                            float mixing, gradcomm_wire wire);
 gradcomm_status startGossipWire(const Call &call, float *x, int64_t count,

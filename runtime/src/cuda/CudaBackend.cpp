@@ -544,22 +544,29 @@ int started(Enqueue &&enqueue, void **completion, char *error,
 /// place, the values travelling as `wire` (CudaBackendTable.h): float32,
 /// or narrowed into the backend's 16-bit buffer, summed by NCCL in that
 /// type and widened back into `data`.
+/// A 16-bit wire's NCCL type, after checking `wire` (kWire*, not float32)
+/// and growing the backend's 16-bit buffer to `count` values.
+int sixteenBitWire(int wire, int64_t count, ncclDataType_t *type, char *error) {
+  if (wire != kWireBfloat16 && wire != kWireFloat16)
+    return fail(error, "unknown wire type " + std::to_string(wire));
+  *type = wire == kWireBfloat16 ? ncclBfloat16 : ncclFloat16;
+  return reserve(backend->wireValues, backend->wireValueCapacity, count, error);
+}
+
 int enqueueSumAllReduce(float *data, int64_t count, int wire, char *error) {
   if (wire == kWireFloat32) {
     NCCL_OR_FAIL(ncclAllReduce(data, data, count, ncclFloat, ncclSum,
                                backend->active, backend->stream));
     return 0;
   }
-  if (wire != kWireBfloat16 && wire != kWireFloat16)
-    return fail(error, "unknown wire type " + std::to_string(wire));
-  if (reserve(backend->wireValues, backend->wireValueCapacity, count, error))
+  ncclDataType_t type;
+  if (sixteenBitWire(wire, count, &type, error))
     return 1;
   const bool bfloat16 = wire == kWireBfloat16;
   CUDA_OR_FAIL(cuda::narrowValues(data, backend->wireValues, count, bfloat16,
                                   backend->stream));
   NCCL_OR_FAIL(ncclAllReduce(backend->wireValues, backend->wireValues, count,
-                             bfloat16 ? ncclBfloat16 : ncclFloat16, ncclSum,
-                             backend->active, backend->stream));
+                             type, ncclSum, backend->active, backend->stream));
   CUDA_OR_FAIL(cuda::widenValues(backend->wireValues, data, count, bfloat16,
                                  backend->stream));
   return 0;
@@ -676,7 +683,8 @@ int startScalecom(float *memory, const float *grad, float *out, int64_t count,
 }
 
 int enqueueLocalTopk(float *memory, const float *grad, float *out,
-                     int64_t count, int64_t k, int average, char *error) {
+                     int64_t count, int64_t k, int average, int wire,
+                     char *error) {
   const int64_t all = k * backend->activeSize;
   if (reserve(backend->indices, backend->indexCapacity, all, error) ||
       reserve(backend->values, backend->valueCapacity, all, error) ||
@@ -698,12 +706,31 @@ int enqueueLocalTopk(float *memory, const float *grad, float *out,
   CUDA_OR_FAIL(cuda::gatherAndUpdate(memory, grad, count, mine, k, 1.0f,
                                      myValues, out, backend->marks,
                                      backend->stamp, backend->stream));
+  // On a 16-bit wire every block travels narrowed, this rank's too (the
+  // all-gather is in place), and is widened before the float32 sum, as on
+  // the CPU.
+  const void *sent = myValues;
+  void *gathered = backend->values;
+  ncclDataType_t type = ncclFloat;
+  const bool bfloat16 = wire == kWireBfloat16;
+  if (wire != kWireFloat32) {
+    if (sixteenBitWire(wire, all, &type, error))
+      return 1;
+    uint16_t *myWire = backend->wireValues + rank * k;
+    CUDA_OR_FAIL(
+        cuda::narrowValues(myValues, myWire, k, bfloat16, backend->stream));
+    sent = myWire;
+    gathered = backend->wireValues;
+  }
   NCCL_OR_FAIL(ncclGroupStart());
-  NCCL_IN_GROUP_OR_FAIL(ncclAllGather(myValues, backend->values, k, ncclFloat,
-                                      backend->active, backend->stream));
+  NCCL_IN_GROUP_OR_FAIL(
+      ncclAllGather(sent, gathered, k, type, backend->active, backend->stream));
   NCCL_IN_GROUP_OR_FAIL(ncclAllGather(mine, backend->indices, k, ncclInt64,
                                       backend->active, backend->stream));
   NCCL_OR_FAIL(ncclGroupEnd());
+  if (wire != kWireFloat32)
+    CUDA_OR_FAIL(cuda::widenValues(backend->wireValues, backend->values, all,
+                                   bfloat16, backend->stream));
   for (int r = 0; r < backend->activeSize; ++r)
     CUDA_OR_FAIL(cuda::scatterAdd(out, backend->indices + r * k,
                                   backend->values + r * k, k, backend->stream));
@@ -721,10 +748,11 @@ int enqueueLocalTopk(float *memory, const float *grad, float *out,
 }
 
 int localTopk(float *memory, const float *grad, float *out, int64_t count,
-              int64_t k, int average, int64_t *unionSize, char *error) {
+              int64_t k, int average, int wire, int64_t *unionSize,
+              char *error) {
   if (completed(
           [&] {
-            return enqueueLocalTopk(memory, grad, out, count, k, average,
+            return enqueueLocalTopk(memory, grad, out, count, k, average, wire,
                                     error);
           },
           error))
@@ -745,11 +773,12 @@ void CUDART_CB copyValue(void *data) {
 }
 
 int startLocalTopk(float *memory, const float *grad, float *out, int64_t count,
-                   int64_t k, int average, void **completion, char *error) {
+                   int64_t k, int average, int wire, void **completion,
+                   char *error) {
   DeviceValue unionSize = std::make_shared<std::atomic<int64_t>>(0);
   return started(
       [&] {
-        if (enqueueLocalTopk(memory, grad, out, count, k, average, error))
+        if (enqueueLocalTopk(memory, grad, out, count, k, average, wire, error))
           return 1;
         auto copy = std::make_unique<ValueCopy>(
             ValueCopy{backend->distinctHost, unionSize});
@@ -761,31 +790,54 @@ int startLocalTopk(float *memory, const float *grad, float *out, int64_t count,
       completion, error, unionSize);
 }
 
-int enqueueGossip(float *x, int64_t count, int peer, float mixing,
+int enqueueGossip(float *x, int64_t count, int peer, float mixing, int wire,
                   char *error) {
   // Growing the buffer frees the old one: cudaFree waits for the work
   // still using it, so exchanges in flight keep their data.
   if (reserve(backend->peer, backend->peerCapacity, count, error))
     return 1;
-  NCCL_OR_FAIL(ncclGroupStart());
-  NCCL_IN_GROUP_OR_FAIL(
-      ncclSend(x, count, ncclFloat, peer, backend->active, backend->stream));
-  NCCL_IN_GROUP_OR_FAIL(ncclRecv(backend->peer, count, ncclFloat, peer,
-                                 backend->active, backend->stream));
-  NCCL_OR_FAIL(ncclGroupEnd());
+  if (wire == kWireFloat32) {
+    NCCL_OR_FAIL(ncclGroupStart());
+    NCCL_IN_GROUP_OR_FAIL(
+        ncclSend(x, count, ncclFloat, peer, backend->active, backend->stream));
+    NCCL_IN_GROUP_OR_FAIL(ncclRecv(backend->peer, count, ncclFloat, peer,
+                                   backend->active, backend->stream));
+    NCCL_OR_FAIL(ncclGroupEnd());
+  } else {
+    // x narrowed in the first half of the 16-bit buffer, the peer's
+    // received in the second and widened; x itself mixes unrounded, as on
+    // the CPU.
+    ncclDataType_t type;
+    if (sixteenBitWire(wire, 2 * count, &type, error))
+      return 1;
+    const bool bfloat16 = wire == kWireBfloat16;
+    uint16_t *mine = backend->wireValues, *theirs = mine + count;
+    CUDA_OR_FAIL(cuda::narrowValues(x, mine, count, bfloat16, backend->stream));
+    NCCL_OR_FAIL(ncclGroupStart());
+    NCCL_IN_GROUP_OR_FAIL(
+        ncclSend(mine, count, type, peer, backend->active, backend->stream));
+    NCCL_IN_GROUP_OR_FAIL(
+        ncclRecv(theirs, count, type, peer, backend->active, backend->stream));
+    NCCL_OR_FAIL(ncclGroupEnd());
+    CUDA_OR_FAIL(cuda::widenValues(theirs, backend->peer, count, bfloat16,
+                                   backend->stream));
+  }
   CUDA_OR_FAIL(cuda::mix(x, backend->peer, count, mixing, backend->stream));
   return 0;
 }
 
-int gossip(float *x, int64_t count, int peer, float mixing, char *error) {
-  return completed([&] { return enqueueGossip(x, count, peer, mixing, error); },
-                   error);
+int gossip(float *x, int64_t count, int peer, float mixing, int wire,
+           char *error) {
+  return completed(
+      [&] { return enqueueGossip(x, count, peer, mixing, wire, error); },
+      error);
 }
 
-int startGossip(float *x, int64_t count, int peer, float mixing,
+int startGossip(float *x, int64_t count, int peer, float mixing, int wire,
                 void **completion, char *error) {
-  return started([&] { return enqueueGossip(x, count, peer, mixing, error); },
-                 completion, error);
+  return started(
+      [&] { return enqueueGossip(x, count, peer, mixing, wire, error); },
+      completion, error);
 }
 
 int poll(void *completion, int *finished, char *error) {

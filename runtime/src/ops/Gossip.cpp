@@ -75,7 +75,7 @@ gradcomm_status beginGossip(const Call &call, const char *stateName, float *x,
     GRADCOMM_RETURN_IF_ERROR(
         validateSchedule(call, schedule, ctx.size, /*pairing=*/true));
     GRADCOMM_RETURN_IF_ERROR(requireMixing(call, mixing));
-    GRADCOMM_RETURN_IF_ERROR(requireWireOnHost(call, wire));
+    GRADCOMM_RETURN_IF_ERROR(requireWireOnHostOrDevice(call, wire));
     return lookupState(call, stateName, 0, state);
   }));
   // A replica holding NaN/Inf would spread it to its peer: under the

@@ -65,10 +65,7 @@ gradcomm_status beginLocalTopk(const Call &call, const char *stateName,
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "grad", grad));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
     GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
-    GRADCOMM_RETURN_IF_ERROR(requireWire(call, wire));
-    if (wire != GRADCOMM_WIRE_F32)
-      GRADCOMM_RETURN_IF_ERROR(
-          requireHostTensors(call, "the local top-k with a 16-bit wire"));
+    GRADCOMM_RETURN_IF_ERROR(requireWireOnHostOrDevice(call, wire));
     // The all-gathered buffers hold n * k entries; MPI counts are int.
     // (Compared by division: k * n can overflow int64.)
     if (k > INT32_MAX / ctx.size)
