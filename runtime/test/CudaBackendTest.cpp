@@ -142,8 +142,9 @@ TEST(CudaBackend, SixteenBitWireMatchesCpu) {
   // One rank: NCCL's 16-bit all-reduce returns its input, so each backend
   // leaves every sent value rounded to the wire's type. The dense
   // all-reduce, the recipe (two dense warm-up steps, then compressed steps
-  // whose k values travel narrowed), blocking and started, and the local
-  // top-k's all-gather must give the CPU backend's bits, memory included.
+  // whose k values travel narrowed), blocking and started, the local
+  // top-k's all-gather and the dense reduce-scatter must give the CPU
+  // backend's bits, memory included.
   const int64_t n = 30000;
   for (gradcomm_wire wire : {GRADCOMM_WIRE_BF16, GRADCOMM_WIRE_F16}) {
     std::vector<std::vector<float>> results[2];
@@ -179,6 +180,14 @@ TEST(CudaBackend, SixteenBitWireMatchesCpu) {
           topk = toHost(t, n);
           cudaFree(t);
         }
+        std::vector<float> shard(n);
+        float *sh = device ? toDevice(shard) : shard.data();
+        ASSERT_OK(gradcomm_reduce_scatter_wire_f32("rsw", g, sh, n, wire,
+                                                   GRADCOMM_REDUCE_AVERAGE));
+        if (device) {
+          shard = toHost(sh, n);
+          cudaFree(sh);
+        }
         std::vector<float> memory(n);
         ASSERT_OK(gradcomm_state_read("rw", memory.data(), n));
         results[device].push_back(device ? toHost(d, n) : dense);
@@ -186,6 +195,7 @@ TEST(CudaBackend, SixteenBitWireMatchesCpu) {
         results[device].push_back(device ? toHost(so, n) : startedOut);
         results[device].push_back(memory);
         results[device].push_back(topk);
+        results[device].push_back(shard);
         if (device)
           for (float *p : {g, d, o, so})
             cudaFree(p);
@@ -194,12 +204,12 @@ TEST(CudaBackend, SixteenBitWireMatchesCpu) {
     ASSERT_EQ(results[1].size(), results[0].size());
     for (size_t i = 0; i < results[0].size(); ++i)
       EXPECT_EQ(results[1][i], results[0][i])
-          << "wire " << wire << ", step " << i / 5 << ", result " << i % 5;
+          << "wire " << wire << ", step " << i / 6 << ", result " << i % 6;
     // The wire rounds: the dense sum is not the float32 gradient.
     EXPECT_NE(results[0][0], gradient(13, 0, 0, n));
     // A started step gives the blocking step's bits.
-    for (size_t i = 0; i < results[1].size(); i += 5)
-      EXPECT_EQ(results[1][i + 2], results[1][i + 1]) << "step " << i / 5;
+    for (size_t i = 0; i < results[1].size(); i += 6)
+      EXPECT_EQ(results[1][i + 2], results[1][i + 1]) << "step " << i / 6;
   }
   ASSERT_OK(gradcomm_finalize());
 }

@@ -342,19 +342,19 @@ void freeGroup(void *group) {
 }
 
 /// One rank: its shard is the whole buffer.
-int reduceScatter(const float *data, float *shard, int64_t count, int,
+int reduceScatter(const float *data, float *shard, int64_t count, int, int wire,
                   char *error) {
   ENTER();
   std::memcpy(shard, data, sizeof(float) * count);
-  return 0;
+  return sumOnWire(shard, count, wire, error);
 }
 
 int scalecomReduceScatter(float *memory, const float *grad, float *shard,
                           int64_t count, int64_t k, int selection,
                           int64_t chunkSize, float beta, int average,
-                          int leader, int indexBytes, char *error) {
+                          int leader, int indexBytes, int wire, char *error) {
   return scalecom(memory, grad, shard, count, k, selection, chunkSize, beta,
-                  average, leader, indexBytes, kWireFloat32, error);
+                  average, leader, indexBytes, wire, error);
 }
 
 } // namespace

@@ -178,7 +178,7 @@ def topk_wire(n=5000, k=50):
             check(lib.gradcomm_local_topk_all_gather_wire_start_f32(
                 b"tws%d" % wire, ptr(grad), ptr(started), i64(n), i64(k),
                 wire, AVERAGE, ctypes.byref(request)), "local_topk wire start")
-            check(lib.gradcomm_wait(ctypes.byref(request)), "wait (top-k wire)")
+            check(lib.gradcomm_wait(ctypes.byref(request)), "wait (top-k)")
             sent = out[out != 0]
             assert np.array_equal(sent, rounded(sent, wire)), "not rounded"
             results += [out, started, np.array([union.value])]
@@ -210,27 +210,33 @@ def unfused_steps(n=12000, k=120):
     return results
 
 
-def reduce_scatters(n=6000):
+def reduce_scatters(n=6000, wire=0):
     """The dense and the compressed reduce-scatter (one rank: the shard is
-    the whole buffer), and the recipe's form with a dense warm-up of 2."""
+    the whole buffer), and the recipe's form with a dense warm-up of 2; on
+    a 16-bit `wire`, the dense one's and the recipe's values travel
+    rounded."""
     data, shard = gradient(20, n), np.full(n, 5.0, np.float32)
-    check(lib.gradcomm_reduce_scatter_f32(b"rsd", ptr(data), ptr(shard), i64(n),
-                                          AVERAGE), "reduce_scatter")
+    check(lib.gradcomm_reduce_scatter_wire_f32(
+        b"rsd%d" % wire, ptr(data), ptr(shard), i64(n), wire, AVERAGE),
+        "reduce_scatter")
+    assert np.array_equal(shard, rounded(data, wire)), "dense shard"
     results = [shard]
-    options = recipe_options(warmup_steps=2)
+    options = recipe_options(warmup_steps=2, wire=wire)
+    # States of their own per wire: a warm-up counts its state's steps.
+    compressed, recipe_state = b"rsc%d" % wire, b"rsr%d" % wire
     for step in range(4):
         grad = gradient(30 + step, n)
         shard = np.full(n, 5.0, np.float32)
         check(lib.gradcomm_scalecom_reduce_scatter_f32(
-            b"rsc", ptr(grad), ptr(shard), i64(n), i64(60), EXACT, i64(0),
-            f32(0.5), SUM), "scalecom_reduce_scatter")
+            compressed, ptr(grad), ptr(shard), i64(n), i64(60), EXACT,
+            i64(0), f32(0.5), SUM), "scalecom_reduce_scatter")
         recipe = np.full(n, 5.0, np.float32)
         check(lib.gradcomm_scalecom_reduce_scatter_recipe_f32(
-            b"rsr", ptr(grad), ptr(recipe), i64(n), ctypes.byref(options),
-            AVERAGE), "scalecom_reduce_scatter_recipe")
-        assert np.array_equal(recipe, grad) == (step < 2), step
+            recipe_state, ptr(grad), ptr(recipe), i64(n),
+            ctypes.byref(options), AVERAGE), "scalecom_reduce_scatter_recipe")
+        assert np.array_equal(recipe, rounded(grad, wire)) == (step < 2), step
         results += [shard, recipe]
-    results += [read_state(b"rsc", n), read_state(b"rsr", n)]
+    results += [read_state(compressed, n), read_state(recipe_state, n)]
     return results
 
 
@@ -328,6 +334,8 @@ def run_all():
         "local top-k wire": topk_wire(),
         "unfused": unfused_steps(),
         "reduce-scatters": reduce_scatters(),
+        "reduce-scatters bf16": reduce_scatters(wire=BF16),
+        "reduce-scatters f16": reduce_scatters(wire=F16),
         "dense and local top-k": dense_and_topk(),
         "started local top-k": started_topk(),
         "skip": skipped_step(),
@@ -383,7 +391,7 @@ expect(lib.gradcomm_reduce_scatter_start_f32(
     ERR_UNSUPPORTED, "the started reduce-scatter")
 options = recipe_options(clip=1.0)
 expect(lib.gradcomm_scalecom_reduce_scatter_recipe_f32(
-    b"rsr2", ptr(data), ptr(shard), i64(1000), ctypes.byref(options), SUM),
+    b"rsclip", ptr(data), ptr(shard), i64(1000), ctypes.byref(options), SUM),
     ERR_UNSUPPORTED, "the reduce-scatter recipe with clipping")
 # Gossip takes a 16-bit wire on the device (one rank: no peer, x as it was).
 x = gradient(3, 100)
@@ -392,10 +400,6 @@ check(lib.gradcomm_gossip_exchange_wire_f32(b"gw", ptr(x), i64(100), 0,
                                             f32(0.5), ctypes.c_uint64(0),
                                             i64(1), BF16), "gossip wire")
 assert np.array_equal(x, kept), "one rank's gossip changed x"
-# A 16-bit wire that only the host narrows: the reduce-scatters'.
-expect(lib.gradcomm_reduce_scatter_wire_f32(
-    b"rsw", ptr(data), ptr(shard), i64(1000), BF16, SUM),
-    ERR_UNSUPPORTED, "the reduce-scatter on a 16-bit wire")
 for refused in (dict(clip=1.0), dict(momentum=0.9), dict(warmup=1)):
     options = recipe_options(**refused)
     grad, out = gradient(4, 1000), np.zeros(1000, np.float32)

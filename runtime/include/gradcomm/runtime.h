@@ -451,7 +451,8 @@ gradcomm_status gradcomm_reduce_scatter_start_f32(const char *op_name,
 /// each value is rounded to the 16-bit type before it is sent and the
 /// transport sums in that type (as gradcomm_dense_all_reduce_wire_f32),
 /// so a value crosses half the bytes. Under the non-finite policy a
-/// binary16 value above 65504 / (2 n) counts as non-finite. CPU backend.
+/// binary16 value above 65504 / (2 n) counts as non-finite. CPU and CUDA
+/// backends (the started form: CPU backend).
 gradcomm_status gradcomm_reduce_scatter_wire_f32(const char *op_name,
                                                  const float *data,
                                                  float *shard, int64_t count,
@@ -568,8 +569,7 @@ typedef struct gradcomm_scalecom_options {
   /// momentum SGD's.
   int32_t dense;
   /// The type the values (selected or dense) travel in; indices are as
-  /// without it. 16 bits: CPU and CUDA backends (the reduce-scatter
-  /// recipe: CPU backend).
+  /// without it. 16 bits: CPU and CUDA backends.
   gradcomm_wire wire;
 } gradcomm_scalecom_options;
 
@@ -645,8 +645,8 @@ gradcomm_status gradcomm_all_gather_wire_f32(const char *op_name,
 /// gradcomm_scalecom_reduce_scatter_f32's step on s, after which u = u'
 /// with zeros at the sent indices (the same on every rank); t = t + 1
 /// either way. The values (the k selected ones, or the dense step's)
-/// travel as `options->wire` (16 bits: CPU backend). Momentum correction
-/// and clipping: CPU backend. A ramp warm-up is refused
+/// travel as `options->wire` (16 bits: CPU and CUDA backends). Momentum
+/// correction and clipping: CPU backend. A ramp warm-up is refused
 /// (GRADCOMM_ERR_UNSUPPORTED on every rank). Every rank must pass the same
 /// options.
 gradcomm_status gradcomm_scalecom_reduce_scatter_recipe_f32(

@@ -127,7 +127,8 @@ gradcomm_status Backend::startDeviceGossipWire(const Call &call, float *,
 }
 
 gradcomm_status Backend::deviceReduceScatter(const Call &call, const float *,
-                                             float *, int64_t, bool) const {
+                                             float *, int64_t, bool,
+                                             gradcomm_wire) const {
   return call.fail(GRADCOMM_ERR_UNSUPPORTED,
                    std::string("the ") + name() +
                        " backend has no reduce-scatter of its own");

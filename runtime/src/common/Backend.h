@@ -229,14 +229,16 @@ public:
   // backend runs its own collectives. Blocking; the defaults refuse
   // (GRADCOMM_ERR_UNSUPPORTED).
   /// After the agreement: this rank's shard (gradcomm_shard_range) of the
-  /// sum (or mean) of `data` into `shard`.
+  /// sum (or mean) of `data` into `shard`, the values travelling as `wire`
+  /// (16 bits where narrowsOnDevice()).
   virtual gradcomm_status deviceReduceScatter(const Call &call,
                                               const float *data, float *shard,
-                                              int64_t count,
-                                              bool average) const;
+                                              int64_t count, bool average,
+                                              gradcomm_wire wire) const;
   /// After the agreement: ScaleCom's step with the k values
-  /// reduce-scattered; `shard` gets zeros and the sums (or means) at the
-  /// selected indices in it. The entry point moves the state's step on.
+  /// reduce-scattered (as step.wire); `shard` gets zeros and the sums (or
+  /// means) at the selected indices in it. The entry point moves the
+  /// state's step on.
   virtual gradcomm_status deviceScalecomReduceScatter(const Call &call,
                                                       const CompressStep &step,
                                                       const Prepared &prepared,

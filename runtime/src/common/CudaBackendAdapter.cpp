@@ -275,11 +275,12 @@ public:
   }
 
   gradcomm_status deviceReduceScatter(const Call &call, const float *data,
-                                      float *shard, int64_t count,
-                                      bool average) const override {
+                                      float *shard, int64_t count, bool average,
+                                      gradcomm_wire wire) const override {
     char error[kErrorSize] = {0};
     return status(
-        call, table->reduceScatter(data, shard, count, average, error), error);
+        call, table->reduceScatter(data, shard, count, average, wire, error),
+        error);
   }
   gradcomm_status deviceScalecomReduceScatter(const Call &call,
                                               const CompressStep &step,
@@ -291,7 +292,7 @@ public:
                   table->scalecomReduceScatter(
                       step.state.data(), step.grad, shard, step.count, step.k,
                       step.selection, step.chunkSize, beta, average,
-                      step.leader, wireIndexBytes(step), error),
+                      step.leader, wireIndexBytes(step), step.wire, error),
                   error);
   }
 

@@ -150,7 +150,7 @@ struct CudaBackendTable {
   /// `data` into `shard` (ncclReduceScatter when the shards are equal,
   /// else one grouped ncclReduce per shard).
   int (*reduceScatter)(const float *data, float *shard, int64_t count,
-                       int average, char *error);
+                       int average, int wire, char *error);
   /// ScaleCom's step with the k values reduce-scattered: the leader's
   /// selection and index broadcast as `compress`, this rank's p[I], the
   /// low-pass update of `memory`, then each shard's run of the (ascending)
@@ -159,7 +159,8 @@ struct CudaBackendTable {
   int (*scalecomReduceScatter)(float *memory, const float *grad, float *shard,
                                int64_t count, int64_t k, int selection,
                                int64_t chunkSize, float beta, int average,
-                               int leader, int indexBytes, char *error);
+                               int leader, int indexBytes, int wire,
+                               char *error);
 };
 
 } // namespace gradcomm

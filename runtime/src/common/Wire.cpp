@@ -32,14 +32,6 @@ gradcomm_status gradcomm::requireWire(const Call &call, gradcomm_wire wire) {
   return GRADCOMM_OK;
 }
 
-gradcomm_status gradcomm::requireWireOnHost(const Call &call,
-                                            gradcomm_wire wire) {
-  GRADCOMM_RETURN_IF_ERROR(requireWire(call, wire));
-  if (wire == GRADCOMM_WIRE_F32)
-    return GRADCOMM_OK;
-  return requireHostTensors(call, "a 16-bit wire");
-}
-
 gradcomm_status gradcomm::requireWireOnHostOrDevice(const Call &call,
                                                     gradcomm_wire wire) {
   GRADCOMM_RETURN_IF_ERROR(requireWire(call, wire));

@@ -36,10 +36,6 @@ void widenFromWire(gradcomm_wire wire, const uint16_t *in, float *out,
 /// GRADCOMM_ERR_INVALID_ARGUMENT unless `wire` is a gradcomm_wire.
 gradcomm_status requireWire(const Call &call, gradcomm_wire wire);
 
-/// requireWire, and host tensors for a 16-bit wire (its conversions read
-/// them here).
-gradcomm_status requireWireOnHost(const Call &call, gradcomm_wire wire);
-
 /// requireWire, and for a 16-bit wire host tensors or a backend that
 /// narrows on its device (Backend::narrowsOnDevice): what the dense
 /// all-reduce and the ScaleCom recipe accept.

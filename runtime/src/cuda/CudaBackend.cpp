@@ -935,23 +935,60 @@ void freeGroup(void *group) {
 /// rank r, into `receive` on that rank: one grouped ncclReduce per
 /// non-empty run (NCCL's reduce-scatter takes equal counts only). Every
 /// rank passes the same runs.
-int reduceRuns(const float *send, const std::vector<int64_t> &firsts,
-               const std::vector<int64_t> &lengths, float *receive,
-               char *error) {
+/// The values a reduce-scatter sends and where its shard arrives: float32
+/// in place, or on a 16-bit wire the first `count` values of the
+/// backend's 16-bit buffer (`data` narrowed into them) and the shard's
+/// `length` after them, widened into the caller's shard by `widen`.
+struct WireBuffers {
+  const void *send;
+  void *receive;
+  ncclDataType_t type = ncclFloat;
+  size_t bytes = sizeof(float);
+
+  int prepare(const float *data, int64_t count, float *shard, int64_t length,
+              int wire, char *error) {
+    send = data;
+    receive = shard;
+    if (wire == kWireFloat32)
+      return 0;
+    if (sixteenBitWire(wire, count + length, &type, error))
+      return 1;
+    bytes = sizeof(uint16_t);
+    send = backend->wireValues;
+    receive = backend->wireValues + count;
+    CUDA_OR_FAIL(cuda::narrowValues(data, backend->wireValues, count,
+                                    wire == kWireBfloat16, backend->stream));
+    return 0;
+  }
+  int widen(float *shard, int64_t length, int wire, char *error) const {
+    if (wire != kWireFloat32 && length > 0)
+      CUDA_OR_FAIL(cuda::widenValues(static_cast<const uint16_t *>(receive),
+                                     shard, length, wire == kWireBfloat16,
+                                     backend->stream));
+    return 0;
+  }
+};
+
+/// Rank r receives the sum of the run of `lengths[r]` elements at
+/// `firsts[r]` of `wire.send` in `wire.receive`: one grouped ncclReduce
+/// per run.
+int reduceRuns(const WireBuffers &wire, const std::vector<int64_t> &firsts,
+               const std::vector<int64_t> &lengths, char *error) {
   NCCL_OR_FAIL(ncclGroupStart());
   for (size_t r = 0; r < lengths.size(); ++r) {
     if (lengths[r] == 0)
       continue;
-    NCCL_IN_GROUP_OR_FAIL(ncclReduce(send + firsts[r], receive, lengths[r],
-                                     ncclFloat, ncclSum, static_cast<int>(r),
-                                     backend->active, backend->stream));
+    NCCL_IN_GROUP_OR_FAIL(ncclReduce(
+        static_cast<const char *>(wire.send) + firsts[r] * wire.bytes,
+        wire.receive, lengths[r], wire.type, ncclSum, static_cast<int>(r),
+        backend->active, backend->stream));
   }
   NCCL_OR_FAIL(ncclGroupEnd());
   return 0;
 }
 
 int reduceScatter(const float *data, float *shard, int64_t count, int average,
-                  char *error) {
+                  int wire, char *error) {
   return completed(
       [&] {
         const int size = backend->activeSize;
@@ -959,17 +996,22 @@ int reduceScatter(const float *data, float *shard, int64_t count, int average,
         NCCL_OR_FAIL(ncclCommUserRank(backend->active, &rank));
         const std::vector<int64_t> bounds = shardBounds(count, size);
         const int64_t length = bounds[rank + 1] - bounds[rank];
+        WireBuffers buffers;
+        if (buffers.prepare(data, count, shard, length, wire, error))
+          return 1;
         if (count % size == 0) {
-          NCCL_OR_FAIL(ncclReduceScatter(data, shard, count / size, ncclFloat,
-                                         ncclSum, backend->active,
-                                         backend->stream));
+          NCCL_OR_FAIL(ncclReduceScatter(buffers.send, buffers.receive,
+                                         count / size, buffers.type, ncclSum,
+                                         backend->active, backend->stream));
         } else {
           std::vector<int64_t> lengths(size);
           for (int r = 0; r < size; ++r)
             lengths[r] = bounds[r + 1] - bounds[r];
-          if (reduceRuns(data, bounds, lengths, shard, error))
+          if (reduceRuns(buffers, bounds, lengths, error))
             return 1;
         }
+        if (buffers.widen(shard, length, wire, error))
+          return 1;
         // Sum, then divide (not ncclAvg), as the CPU backend does.
         if (average && length > 0)
           CUDA_OR_FAIL(
@@ -982,7 +1024,7 @@ int reduceScatter(const float *data, float *shard, int64_t count, int average,
 int scalecomReduceScatter(float *memory, const float *grad, float *shard,
                           int64_t count, int64_t k, int selection,
                           int64_t chunkSize, float beta, int average,
-                          int leader, int indexBytes, char *error) {
+                          int leader, int indexBytes, int wire, char *error) {
   return completed(
       [&] {
         const int size = backend->activeSize;
@@ -1030,7 +1072,11 @@ int scalecomReduceScatter(float *memory, const float *grad, float *shard,
                indices.begin()) -
               firsts[r];
         }
-        if (reduceRuns(backend->values, firsts, lengths, backend->peer, error))
+        WireBuffers buffers;
+        if (buffers.prepare(backend->values, k, backend->peer, lengths[rank],
+                            wire, error) ||
+            reduceRuns(buffers, firsts, lengths, error) ||
+            buffers.widen(backend->peer, lengths[rank], wire, error))
           return 1;
         const int64_t length = bounds[rank + 1] - bounds[rank];
         CUDA_OR_FAIL(

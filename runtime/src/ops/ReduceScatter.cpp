@@ -85,7 +85,7 @@ gradcomm_status beginReduceScatter(const Call &call, const char *opName,
         requireRange(call, "count", count, 1, int64_t(1) << 62));
     GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "data", data));
     GRADCOMM_RETURN_IF_ERROR(requireReduction(call, reduction));
-    GRADCOMM_RETURN_IF_ERROR(requireWireOnHost(call, wire));
+    GRADCOMM_RETURN_IF_ERROR(requireWireOnHostOrDevice(call, wire));
     GRADCOMM_RETURN_IF_ERROR(requireShardsFit(call, count));
     return requireShard(call, data, "data", count, shard);
   }));
@@ -151,7 +151,7 @@ gradcomm_status beginCompressed(const Call &call, const CompressedCall &c,
     GRADCOMM_RETURN_IF_ERROR(validateCompress(call, args));
     GRADCOMM_RETURN_IF_ERROR(validateBeta(call, c.beta));
     GRADCOMM_RETURN_IF_ERROR(requireReduction(call, c.reduction));
-    GRADCOMM_RETURN_IF_ERROR(requireWireOnHost(call, args.wire));
+    GRADCOMM_RETURN_IF_ERROR(requireWireOnHostOrDevice(call, args.wire));
     if (args.segments > 0)
       GRADCOMM_RETURN_IF_ERROR(
           requireHostTensors(call, "a selection per segment"));
@@ -242,12 +242,11 @@ gradcomm_status transferDense(const Call &call, const char *opName,
   started.opName = opName;
   started.what = "reduce-scatter";
   if (!backend().tensorsOnHost()) {
-    // The device backend's own collective, complete when it returns (a
-    // 16-bit wire was refused: it needs host tensors).
+    // The device backend's own collective, complete when it returns.
     GRADCOMM_RETURN_IF_ERROR(backend().deviceReduceScatter(
-        call, data, shard, count, reduction == GRADCOMM_REDUCE_AVERAGE));
-    started.finish = [name = started.opName, count, start] {
-      countReduceScatter(name.c_str(), sizeof(float) * count, start);
+        call, data, shard, count, reduction == GRADCOMM_REDUCE_AVERAGE, wire));
+    started.finish = [name = started.opName, count, start, wire] {
+      countReduceScatter(name.c_str(), wireValueBytes(wire) * count, start);
     };
     return GRADCOMM_OK;
   }
