@@ -105,11 +105,12 @@ def recipe_options(**fields):
     return options
 
 
-def recipe_steps(name, started, n=20000, steps=4, wire=0):
+def recipe_steps(name, started, n=20000, steps=4, wire=0, ramp=False):
     """The recipe with its dense warm-up (2 steps here), then compressed
     steps with beta 0.5: what the compiler's defaults run on a device.
-    Outputs, then the memory. A 16-bit `wire` rounds what is summed."""
-    options = recipe_options(warmup_steps=2, wire=wire)
+    Outputs, then the memory. A 16-bit `wire` rounds what is summed; the
+    ramp sends more values during its warm-up instead of all."""
+    options = recipe_options(warmup_steps=2, wire=wire, warmup=int(ramp))
     results = []
     for step in range(steps):
         grad, out = gradient(10 + step, n), np.full(n, 5.0, np.float32)
@@ -123,9 +124,13 @@ def recipe_steps(name, started, n=20000, steps=4, wire=0):
         else:
             check(lib.gradcomm_scalecom_recipe_f32(*args), "recipe")
         # One rank: a dense step's mean is the gradient (rounded to the
-        # wire); a compressed one differs from it.
-        assert np.array_equal(out, rounded(grad, wire)) == (step < 2), \
-            (name, step)
+        # wire); a compressed one (every step of the ramp) differs from it.
+        dense = step < 2 and not ramp
+        assert np.array_equal(out, rounded(grad, wire)) == dense, (name, step)
+        # The ramp's k: n / 4 at step 0, the target 200 after the warm-up.
+        sent = np.count_nonzero(out)
+        assert not (ramp and step == 0) or sent > 1000, (name, sent)
+        assert not (ramp and step >= 2) or sent <= 200, (name, sent)
         results.append(out)
     results.append(read_state(name, n))
     return results
@@ -330,6 +335,8 @@ def run_all():
         "recipe bf16": recipe_steps(b"rb", started=False, wire=BF16),
         "recipe bf16 started": recipe_steps(b"rbs", started=True, wire=BF16),
         "recipe f16": recipe_steps(b"rh", started=False, wire=F16),
+        "recipe ramp": recipe_steps(b"rr", started=False, ramp=True),
+        "recipe ramp started": recipe_steps(b"rrs", started=True, ramp=True),
         "dense wire": dense_wire(),
         "local top-k wire": topk_wire(),
         "unfused": unfused_steps(),
@@ -400,7 +407,7 @@ check(lib.gradcomm_gossip_exchange_wire_f32(b"gw", ptr(x), i64(100), 0,
                                             f32(0.5), ctypes.c_uint64(0),
                                             i64(1), BF16), "gossip wire")
 assert np.array_equal(x, kept), "one rank's gossip changed x"
-for refused in (dict(clip=1.0), dict(momentum=0.9), dict(warmup=1)):
+for refused in (dict(clip=1.0), dict(momentum=0.9)):
     options = recipe_options(**refused)
     grad, out = gradient(4, 1000), np.zeros(1000, np.float32)
     expect(lib.gradcomm_scalecom_recipe_f32(

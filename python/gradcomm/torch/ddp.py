@@ -440,20 +440,18 @@ class ScaleComState(_State):
         self.plan = Plan(model, options, ranks=self.size)
         # Warm-up, momentum correction and clipping run in the runtime
         # (gradcomm_scalecom_recipe_f32); without them the plain ScaleCom
-        # entry points serve. The dense warm-up runs on every backend;
-        # momentum correction, clipping and the ramp on the CPU backend.
+        # entry points serve. The warm-ups run on every backend; momentum
+        # correction and clipping on the CPU backend.
         self.recipe_in_runtime = bool(
             options.warmup_steps or options.momentum or options.clip)
         host_only = [name for name, used in (
             ("momentum correction", options.momentum),
-            ("clipping", options.clip),
-            ("a ramp warm-up", options.warmup_steps and
-             options.warmup == "ramp")) if used]
+            ("clipping", options.clip)) if used]
         if host_only and self.backend != "cpu":
             raise GradCommError(
                 -1, "gradcomm: ScaleComState: %s run(s) on the runtime's CPU "
-                "backend only (this runtime runs %s); the dense warm-up and "
-                "beta run on both" % (", ".join(host_only), self.backend))
+                "backend only (this runtime runs %s); the warm-ups and beta "
+                "run on both" % (", ".join(host_only), self.backend))
 
     def check_optimizer(self, optimizer):
         """Raises ValueError when `optimizer` would apply momentum a second

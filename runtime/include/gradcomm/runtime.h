@@ -592,9 +592,10 @@ gradcomm_status gradcomm_scalecom_recipe_f32(
     const char *state, const float *grad, float *out, int64_t count,
     const gradcomm_scalecom_options *options, gradcomm_reduction reduction);
 
-/// The started form (CPU backend): everything but the value all-reduce
-/// runs here (velocity and memory move on now); gradcomm_wait completes
-/// `out`. The state is held until the wait.
+/// The started form: on the CPU backend everything but the value
+/// all-reduce runs here (velocity and memory move on now), on the CUDA
+/// backend the step is enqueued on the backend's stream; gradcomm_wait
+/// completes `out`. The state is held until the wait.
 gradcomm_status gradcomm_scalecom_recipe_start_f32(
     const char *state, const float *grad, float *out, int64_t count,
     const gradcomm_scalecom_options *options, gradcomm_reduction reduction,

@@ -503,13 +503,14 @@ namespace gradcomm {
 gradcomm_status validateRecipe(const Call &call,
                                const gradcomm_scalecom_options *o) {
   GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "options", o));
-  // The dense warm-up, dense layers and beta run on every backend (the
-  // compiler's defaults include the warm-up); clipping, momentum correction
-  // and the ramp read or write the tensors on the host.
-  if (o->clip > 0.0f || o->momentum > 0.0f || o->warmup == GRADCOMM_WARMUP_RAMP)
+  // The warm-ups (dense, or the ramp: only k changes), dense layers and
+  // beta run on every backend (the compiler's defaults include the
+  // warm-up); clipping and momentum correction read or write the tensors
+  // on the host.
+  if (o->clip > 0.0f || o->momentum > 0.0f)
     GRADCOMM_RETURN_IF_ERROR(requireHostTensors(
-        call, "gradcomm_scalecom_recipe_f32 with clipping, momentum "
-              "correction or a ramp warm-up"));
+        call, "gradcomm_scalecom_recipe_f32 with clipping or momentum "
+              "correction"));
   auto bad = [&](const std::string &what) {
     return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT, what);
   };
