@@ -438,6 +438,9 @@ class ScaleComState(_State):
         self.options = options
         self.wire = options.wire
         self.plan = Plan(model, options, ranks=self.size)
+        # (k, chunk, wire) -> the runtime's options, as recipe_options
+        # makes them.
+        self._recipe_options = {}
         # Warm-up, momentum correction and clipping run in the runtime
         # (gradcomm_scalecom_recipe_f32); without them the plain ScaleCom
         # entry points serve. The warm-ups run on every backend; momentum
@@ -452,6 +455,30 @@ class ScaleComState(_State):
                 -1, "gradcomm: ScaleComState: %s run(s) on the runtime's CPU "
                 "backend only (this runtime runs %s); the warm-ups and beta "
                 "run on both" % (", ".join(host_only), self.backend))
+
+    def recipe_options(self, k, chunk, wire):
+        """The runtime's gradcomm_scalecom_options for a tensor sending k
+        values (None: a tensor the layer policy keeps dense) with chunk
+        selection's `chunk` (None: exact) on `wire`, made once per
+        combination."""
+        key = (k, chunk, wire)
+        if key not in self._recipe_options:
+            options, c = self.options, RecipeOptions()
+            self.rt.library.gradcomm_scalecom_options_init(ctypes.byref(c),
+                                                           k or 1)
+            c.selection = SELECTIONS[options.selection]
+            c.chunk_size = chunk or 0
+            c.beta = options.beta
+            c.warmup_steps = options.warmup_steps
+            c.warmup = WARMUPS[options.warmup]
+            c.warmup_start_ratio = options.warmup_start_ratio
+            c.momentum = options.momentum
+            c.nesterov = int(options.nesterov)
+            c.clip = options.clip or 0.0
+            c.dense = int(k is None)
+            c.wire = WIRES[wire]
+            self._recipe_options[key] = c
+        return self._recipe_options[key]
 
     def check_optimizer(self, optimizer):
         """Raises ValueError when `optimizer` would apply momentum a second
@@ -522,34 +549,19 @@ def scalecom_hook(state, bucket):
     if state.recipe_in_runtime or wire != "f32":
         # Warm-up, momentum correction or clipping: the runtime's recipe
         # entry, which keeps the velocity with the memory (checkpointed).
-        def recipe(k, chunk):
-            c = RecipeOptions()
-            state.rt.library.gradcomm_scalecom_options_init(
-                ctypes.byref(c), k or 1)
-            c.selection = SELECTIONS[options.selection]
-            c.chunk_size = chunk or 0
-            c.beta = options.beta
-            c.warmup_steps = options.warmup_steps
-            c.warmup = WARMUPS[options.warmup]
-            c.warmup_start_ratio = options.warmup_start_ratio
-            c.momentum = options.momentum
-            c.nesterov = int(options.nesterov)
-            c.clip = options.clip or 0.0
-            c.dense = int(k is None)
-            c.wire = WIRES[wire]
-            return c
-
         def compress(name, gradient, out, k, chunk):
             state.rt.call("gradcomm_scalecom_recipe_f32", name,
                           gradient.data_ptr(), out.data_ptr(),
-                          gradient.numel(), ctypes.byref(recipe(k, chunk)),
+                          gradient.numel(),
+                          ctypes.byref(state.recipe_options(k, chunk, wire)),
                           REDUCTIONS["average"])
 
         def start_compress(name, gradient, out, k, chunk):
             request = ctypes.c_void_p()
             state.rt.call("gradcomm_scalecom_recipe_start_f32", name,
                           gradient.data_ptr(), out.data_ptr(),
-                          gradient.numel(), ctypes.byref(recipe(k, chunk)),
+                          gradient.numel(),
+                          ctypes.byref(state.recipe_options(k, chunk, wire)),
                           REDUCTIONS["average"], ctypes.byref(request))
             return request
 

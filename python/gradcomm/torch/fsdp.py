@@ -203,7 +203,7 @@ class ScaleComShardedState(ShardedState):
         # Flat parameter length -> its segments, as segments_of returns
         # them.
         self._segments = {}
-        # (length, wire) -> the runtime's options, as _recipe_options
+        # (length, wire) -> the runtime's options, as recipe_options
         # makes them.
         self._options = {}
         # Flat parameter length -> the (ends, k's) of the flat parameters
@@ -215,6 +215,26 @@ class ScaleComShardedState(ShardedState):
         """Raises ValueError when `optimizer` would apply momentum a second
         time (recipe.check_optimizer)."""
         check_optimizer(self.options, optimizer)
+
+    def recipe_options(self, length, wire):
+        """The runtime's gradcomm_scalecom_options for the flat parameter
+        of `length` elements travelling as `wire`, made once: k is its
+        segments' sum, and the warm-up the runtime's only when it keeps the
+        velocity (else the dense hook ran it)."""
+        key = (length, wire)
+        if key not in self._options:
+            options, c = self.options, RecipeOptions()
+            self.rt.library.gradcomm_scalecom_options_init(
+                ctypes.byref(c), self.segments_of(length)[3])
+            c.beta = options.beta
+            c.warmup_steps = (options.warmup_steps if self.recipe_in_runtime
+                              else 0)
+            c.momentum = options.momentum
+            c.nesterov = int(options.nesterov)
+            c.clip = options.clip or 0.0
+            c.wire = WIRES[wire]
+            self._options[key] = c
+        return self._options[key]
 
     def segments_of(self, length):
         """The segment ends and k's (ctypes int64 arrays), their number and
@@ -306,27 +326,6 @@ def _flat_parameters(model):
     return flats, entries
 
 
-def _recipe_options(state, length, wire):
-    """The runtime's gradcomm_scalecom_options for the flat parameter of
-    `length` elements travelling as `wire`, made once: k is its segments'
-    sum, and the warm-up the runtime's only when it keeps the velocity
-    (else the dense hook ran it)."""
-    key = (length, wire)
-    if key not in state._options:
-        options, c = state.options, RecipeOptions()
-        state.rt.library.gradcomm_scalecom_options_init(
-            ctypes.byref(c), state.segments_of(length)[3])
-        c.beta = options.beta
-        c.warmup_steps = (options.warmup_steps if state.recipe_in_runtime
-                          else 0)
-        c.momentum = options.momentum
-        c.nesterov = int(options.nesterov)
-        c.clip = options.clip or 0.0
-        c.wire = WIRES[wire]
-        state._options[key] = c
-    return state._options[key]
-
-
 def scalecom_reduce_scatter_hook(state, grad, output):
     """ScaleCom's compressed reduce-scatter
     (gradcomm_scalecom_reduce_scatter_segments_f32): the leader's top-k of
@@ -349,7 +348,7 @@ def scalecom_reduce_scatter_hook(state, grad, output):
     # One segment (the whole flat parameter) is
     # gradcomm_scalecom_reduce_scatter_recipe_f32's step.
     ends, ks, count, _ = state.segments_of(grad.numel())
-    options = _recipe_options(state, grad.numel(), wire)
+    options = state.recipe_options(grad.numel(), wire)
     work, shard = _float32_buffers(grad, output, wire)
     state.rt.call("gradcomm_scalecom_reduce_scatter_segments_f32", name,
                   work.data_ptr(), shard.data_ptr(), work.numel(), ends, ks,
