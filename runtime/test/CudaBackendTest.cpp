@@ -19,6 +19,7 @@
 #include <cuda_runtime.h>
 #include <mpi.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -138,6 +139,18 @@ TEST(CudaBackend, ReduceScattersMatchCpu) {
   ASSERT_OK(gradcomm_finalize());
 }
 
+/// A fresh runtime on the CPU (`device` 0) or the CUDA backend, and the
+/// recipe's options for k = 300 with a dense warm-up of 2 steps.
+gradcomm_scalecom_options restartWithRecipe(int device) {
+  EXPECT_OK(gradcomm_finalize());
+  EXPECT_OK(gradcomm_set_backend(device ? GRADCOMM_BACKEND_CUDA
+                                        : GRADCOMM_BACKEND_CPU));
+  gradcomm_scalecom_options options;
+  gradcomm_scalecom_options_init(&options, 300);
+  options.warmup_steps = 2;
+  return options;
+}
+
 TEST(CudaBackend, SixteenBitWireMatchesCpu) {
   // One rank: NCCL's 16-bit all-reduce returns its input, so each backend
   // leaves every sent value rounded to the wire's type. The dense
@@ -149,12 +162,7 @@ TEST(CudaBackend, SixteenBitWireMatchesCpu) {
   for (gradcomm_wire wire : {GRADCOMM_WIRE_BF16, GRADCOMM_WIRE_F16}) {
     std::vector<std::vector<float>> results[2];
     for (int device = 0; device < 2; ++device) {
-      ASSERT_OK(gradcomm_finalize());
-      ASSERT_OK(gradcomm_set_backend(device ? GRADCOMM_BACKEND_CUDA
-                                            : GRADCOMM_BACKEND_CPU));
-      gradcomm_scalecom_options options;
-      gradcomm_scalecom_options_init(&options, 300);
-      options.warmup_steps = 2;
+      gradcomm_scalecom_options options = restartWithRecipe(device);
       options.wire = wire;
       for (uint64_t step = 0; step < 5; ++step) {
         std::vector<float> grad = gradient(13, 0, step, n), dense = grad;
@@ -210,6 +218,66 @@ TEST(CudaBackend, SixteenBitWireMatchesCpu) {
     // A started step gives the blocking step's bits.
     for (size_t i = 0; i < results[1].size(); i += 6)
       EXPECT_EQ(results[1][i + 2], results[1][i + 1]) << "step " << i / 6;
+  }
+  ASSERT_OK(gradcomm_finalize());
+}
+
+TEST(CudaBackend, RecipeOnTheDeviceMatchesCpu) {
+  // One rank. Momentum correction (plain and Nesterov, the velocity masked
+  // at the sent indices) and the ramp warm-up: the CPU backend's bits,
+  // outputs, memory and velocity. Clipping: the device sums the norm's
+  // squares in another (fixed) order, so its scale may differ in the last
+  // bit: the clipped dense step within 2 ulp of the CPU's.
+  const int64_t n = 30000;
+  struct Case {
+    const char *name;
+    float momentum;
+    int nesterov;
+    gradcomm_warmup warmup;
+    float clip;
+  };
+  for (Case c : {Case{"momentum", 0.9f, 0, GRADCOMM_WARMUP_DENSE, 0.0f},
+                 Case{"nesterov", 0.9f, 1, GRADCOMM_WARMUP_DENSE, 0.0f},
+                 Case{"ramp", 0.0f, 0, GRADCOMM_WARMUP_RAMP, 0.0f},
+                 Case{"clip", 0.0f, 0, GRADCOMM_WARMUP_DENSE, 0.5f}}) {
+    std::vector<std::vector<float>> results[2];
+    for (int device = 0; device < 2; ++device) {
+      gradcomm_scalecom_options options = restartWithRecipe(device);
+      options.warmup = c.warmup;
+      options.momentum = c.momentum;
+      options.nesterov = c.nesterov;
+      options.clip = c.clip;
+      for (uint64_t step = 0; step < 5; ++step) {
+        std::vector<float> grad = gradient(14, 0, step, n), out(n);
+        float *g = device ? toDevice(grad) : grad.data();
+        float *o = device ? toDevice(out) : out.data();
+        ASSERT_OK(gradcomm_scalecom_recipe_f32("rd", g, o, n, &options,
+                                               GRADCOMM_REDUCE_AVERAGE));
+        results[device].push_back(device ? toHost(o, n) : out);
+        std::vector<float> memory(n), velocity(n);
+        ASSERT_OK(gradcomm_state_read("rd", memory.data(), n));
+        results[device].push_back(memory);
+        if (c.momentum > 0.0f) {
+          ASSERT_OK(gradcomm_state_read("rd.velocity", velocity.data(), n));
+          results[device].push_back(velocity);
+        }
+        if (device) {
+          cudaFree(g);
+          cudaFree(o);
+        }
+      }
+    }
+    ASSERT_EQ(results[1].size(), results[0].size());
+    if (c.clip > 0.0f) {
+      const std::vector<float> &cpu = results[0][0], &cuda = results[1][0];
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_TRUE(std::fabs(cuda[i] - cpu[i]) <= 2.5e-7f * std::fabs(cpu[i]))
+            << c.name << ", element " << i;
+      EXPECT_NE(cpu, gradient(14, 0, 0, n)) << "nothing clipped";
+      continue;
+    }
+    for (size_t i = 0; i < results[0].size(); ++i)
+      EXPECT_EQ(results[1][i], results[0][i]) << c.name << ", result " << i;
   }
   ASSERT_OK(gradcomm_finalize());
 }

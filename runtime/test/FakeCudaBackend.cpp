@@ -20,6 +20,7 @@
 #include "HalfFloat.h"
 #include "Kernels.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -36,6 +37,8 @@ std::set<void *> buffers;
 std::set<void *> completions;
 std::set<void *> groups;
 cpu::SelectScratch scratch;
+/// The indices of the last fused ScaleCom step (commitVelocity's mask).
+std::vector<int64_t> lastIndices;
 
 int fail(char *error, const char *message) {
   std::snprintf(error, kErrorSize, "%s", message);
@@ -191,6 +194,7 @@ int scalecom(float *memory, const float *grad, float *out, int64_t count,
   if (sumOnWire(values.data(), k, wire, error))
     return 1;
   cpu::scatter(out, indices.data(), values.data(), k);
+  lastIndices = indices;
   return 0;
 }
 
@@ -357,6 +361,43 @@ int scalecomReduceScatter(float *memory, const float *grad, float *shard,
                   average, leader, indexBytes, wire, error);
 }
 
+// The recipe's parts, with ops/ScaleCom.cpp's host arithmetic: the norm
+// summed in index order, so the stand-in gives the CPU backend's bits.
+
+int clipInput(const float *grad, float *out, int64_t count, float clip,
+              char *error) {
+  ENTER();
+  double squares = 0.0;
+  for (int64_t i = 0; i < count; ++i)
+    squares += static_cast<double>(grad[i]) * grad[i];
+  const double norm = std::sqrt(squares);
+  const float scale = norm > clip ? static_cast<float>(clip / norm) : 1.0f;
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = norm > clip ? grad[i] * scale : grad[i];
+  return 0;
+}
+
+int velocityInput(const float *velocity, const float *input, float *next,
+                  float *sent, int64_t count, float momentum, char *error) {
+  ENTER();
+  for (int64_t i = 0; i < count; ++i) {
+    next[i] = momentum * velocity[i] + input[i];
+    if (sent)
+      sent[i] = input[i] + momentum * next[i];
+  }
+  return 0;
+}
+
+int commitVelocity(float *velocity, const float *next, int64_t count,
+                   int masked, char *error) {
+  ENTER();
+  std::memcpy(velocity, next, sizeof(float) * count);
+  if (masked)
+    for (int64_t index : lastIndices)
+      velocity[index] = 0.0f;
+  return 0;
+}
+
 } // namespace
 
 extern "C" __attribute__((visibility("default")))
@@ -390,4 +431,7 @@ const CudaBackendTable gradcomm_cuda_backend_v9 = {kCudaBackendVersion,
                                                    useGroup,
                                                    freeGroup,
                                                    reduceScatter,
-                                                   scalecomReduceScatter};
+                                                   scalecomReduceScatter,
+                                                   clipInput,
+                                                   velocityInput,
+                                                   commitVelocity};

@@ -105,12 +105,17 @@ def recipe_options(**fields):
     return options
 
 
-def recipe_steps(name, started, n=20000, steps=4, wire=0, ramp=False):
+def recipe_steps(name, started, n=20000, steps=4, wire=0, ramp=False,
+                 **fields):
     """The recipe with its dense warm-up (2 steps here), then compressed
     steps with beta 0.5: what the compiler's defaults run on a device.
-    Outputs, then the memory. A 16-bit `wire` rounds what is summed; the
-    ramp sends more values during its warm-up instead of all."""
-    options = recipe_options(warmup_steps=2, wire=wire, warmup=int(ramp))
+    Outputs, then the memory (and the velocity with momentum correction).
+    A 16-bit `wire` rounds what is summed; the ramp sends more values
+    during its warm-up instead of all; `fields` set more options (momentum,
+    nesterov, clip)."""
+    options = recipe_options(warmup_steps=2, wire=wire, warmup=int(ramp),
+                             **fields)
+    transformed = bool(fields)  # what is sent is not the gradient
     results = []
     for step in range(steps):
         grad, out = gradient(10 + step, n), np.full(n, 5.0, np.float32)
@@ -126,13 +131,17 @@ def recipe_steps(name, started, n=20000, steps=4, wire=0, ramp=False):
         # One rank: a dense step's mean is the gradient (rounded to the
         # wire); a compressed one (every step of the ramp) differs from it.
         dense = step < 2 and not ramp
-        assert np.array_equal(out, rounded(grad, wire)) == dense, (name, step)
+        if not transformed:
+            assert np.array_equal(out, rounded(grad, wire)) == dense, \
+                (name, step)
         # The ramp's k: n / 4 at step 0, the target 200 after the warm-up.
         sent = np.count_nonzero(out)
         assert not (ramp and step == 0) or sent > 1000, (name, sent)
         assert not (ramp and step >= 2) or sent <= 200, (name, sent)
         results.append(out)
     results.append(read_state(name, n))
+    if fields.get("momentum"):
+        results.append(read_state(name + b".velocity", n))
     return results
 
 
@@ -336,6 +345,13 @@ def run_all():
         "recipe bf16 started": recipe_steps(b"rbs", started=True, wire=BF16),
         "recipe f16": recipe_steps(b"rh", started=False, wire=F16),
         "recipe ramp": recipe_steps(b"rr", started=False, ramp=True),
+        "recipe momentum": recipe_steps(b"rm", started=False, momentum=0.9),
+        "recipe momentum started": recipe_steps(b"rms", started=True,
+                                                momentum=0.9),
+        "recipe nesterov clip": recipe_steps(b"rn", started=False,
+                                             momentum=0.9, nesterov=1,
+                                             clip=0.5),
+        "recipe clip": recipe_steps(b"rc", started=False, clip=0.5),
         "recipe ramp started": recipe_steps(b"rrs", started=True, ramp=True),
         "dense wire": dense_wire(),
         "local top-k wire": topk_wire(),
@@ -396,10 +412,11 @@ request = Request()
 expect(lib.gradcomm_reduce_scatter_start_f32(
     b"rs", ptr(data), ptr(shard), i64(1000), SUM, ctypes.byref(request)),
     ERR_UNSUPPORTED, "the started reduce-scatter")
-options = recipe_options(clip=1.0)
-expect(lib.gradcomm_scalecom_reduce_scatter_recipe_f32(
-    b"rsclip", ptr(data), ptr(shard), i64(1000), ctypes.byref(options), SUM),
-    ERR_UNSUPPORTED, "the reduce-scatter recipe with clipping")
+for refused in (dict(clip=1.0), dict(momentum=0.9)):
+    options = recipe_options(**refused)
+    expect(lib.gradcomm_scalecom_reduce_scatter_recipe_f32(
+        b"rsclip", ptr(data), ptr(shard), i64(1000), ctypes.byref(options),
+        SUM), ERR_UNSUPPORTED, "the reduce-scatter recipe with %s" % refused)
 # Gossip takes a 16-bit wire on the device (one rank: no peer, x as it was).
 x = gradient(3, 100)
 kept = x.copy()
@@ -407,12 +424,6 @@ check(lib.gradcomm_gossip_exchange_wire_f32(b"gw", ptr(x), i64(100), 0,
                                             f32(0.5), ctypes.c_uint64(0),
                                             i64(1), BF16), "gossip wire")
 assert np.array_equal(x, kept), "one rank's gossip changed x"
-for refused in (dict(clip=1.0), dict(momentum=0.9)):
-    options = recipe_options(**refused)
-    grad, out = gradient(4, 1000), np.zeros(1000, np.float32)
-    expect(lib.gradcomm_scalecom_recipe_f32(
-        b"rr", ptr(grad), ptr(out), i64(1000), ctypes.byref(options), SUM),
-        ERR_UNSUPPORTED, "the recipe with %s" % refused)
 
 # The stand-in aborts here if a buffer or completion leaked.
 check(lib.gradcomm_finalize(), "finalize")

@@ -442,19 +442,10 @@ class ScaleComState(_State):
         # makes them.
         self._recipe_options = {}
         # Warm-up, momentum correction and clipping run in the runtime
-        # (gradcomm_scalecom_recipe_f32); without them the plain ScaleCom
-        # entry points serve. The warm-ups run on every backend; momentum
-        # correction and clipping on the CPU backend.
+        # (gradcomm_scalecom_recipe_f32, on either backend); without them
+        # the plain ScaleCom entry points serve.
         self.recipe_in_runtime = bool(
             options.warmup_steps or options.momentum or options.clip)
-        host_only = [name for name, used in (
-            ("momentum correction", options.momentum),
-            ("clipping", options.clip)) if used]
-        if host_only and self.backend != "cpu":
-            raise GradCommError(
-                -1, "gradcomm: ScaleComState: %s run(s) on the runtime's CPU "
-                "backend only (this runtime runs %s); the warm-ups and beta "
-                "run on both" % (", ".join(host_only), self.backend))
 
     def recipe_options(self, k, chunk, wire):
         """The runtime's gradcomm_scalecom_options for a tensor sending k

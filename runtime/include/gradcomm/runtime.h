@@ -558,11 +558,13 @@ typedef struct gradcomm_scalecom_options {
   float warmup_start_ratio;
   /// Momentum correction, in [0, 1) (0: off): u = momentum u + g is what is
   /// communicated, and u is zeroed where it was sent (factor masking). The
-  /// optimizer then runs without momentum. CPU backend.
+  /// optimizer then runs without momentum. Both backends (the compressed
+  /// reduce-scatter: CPU backend).
   float momentum;
   /// With momentum: communicate g + momentum u (Nesterov).
   int32_t nesterov;
-  /// > 0: g is scaled to an L2 norm of at most `clip` first. CPU backend.
+  /// > 0: g is scaled to an L2 norm of at most `clip` first. Both backends
+  /// (the compressed reduce-scatter: CPU backend).
   float clip;
   /// 1: always a dense all-reduce (a layer the policy keeps dense); the
   /// velocity is then never masked, so the mean of the ranks' velocities is

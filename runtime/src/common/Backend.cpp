@@ -126,6 +126,29 @@ gradcomm_status Backend::startDeviceGossipWire(const Call &call, float *,
                        " backend does not narrow a 16-bit wire itself");
 }
 
+gradcomm_status Backend::deviceClip(const Call &call, const float *, float *,
+                                    int64_t, float) const {
+  return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                   std::string("the ") + name() +
+                       " backend does not clip on its own memory");
+}
+
+gradcomm_status Backend::deviceVelocity(const Call &call, const float *,
+                                        const float *, float *, float *,
+                                        int64_t, float) const {
+  return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                   std::string("the ") + name() +
+                       " backend does not keep a velocity on its own memory");
+}
+
+gradcomm_status Backend::deviceCommitVelocity(const Call &call, float *,
+                                              const float *, int64_t,
+                                              bool) const {
+  return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                   std::string("the ") + name() +
+                       " backend does not keep a velocity on its own memory");
+}
+
 gradcomm_status Backend::deviceReduceScatter(const Call &call, const float *,
                                              float *, int64_t, bool,
                                              gradcomm_wire) const {

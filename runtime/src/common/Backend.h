@@ -224,6 +224,26 @@ public:
                  float *out, gradcomm_request_s &request,
                  std::function<void(int64_t)> finish) const = 0;
 
+  // The training recipe's parts for tensors not on the host (ops/ScaleCom.cpp
+  // runs them itself on host tensors), in the backend's order: they run
+  // before (clip, velocity) and after (the commit) the fused step. The
+  // defaults refuse (GRADCOMM_ERR_UNSUPPORTED).
+  /// out = grad scaled to an L2 norm of at most `clip`, else a copy.
+  virtual gradcomm_status deviceClip(const Call &call, const float *grad,
+                                     float *out, int64_t count,
+                                     float clip) const;
+  /// next = momentum velocity + input; with `sent`, sent = input +
+  /// momentum next (Nesterov).
+  virtual gradcomm_status
+  deviceVelocity(const Call &call, const float *velocity, const float *input,
+                 float *next, float *sent, int64_t count, float momentum) const;
+  /// velocity = next, zeroed at the last fused step's indices when
+  /// `masked`.
+  virtual gradcomm_status deviceCommitVelocity(const Call &call,
+                                               float *velocity,
+                                               const float *next, int64_t count,
+                                               bool masked) const;
+
   // Sharded training where the tensors are not on the host. Host tensors
   // are reduce-scattered by the transport (ops/ReduceScatter.cpp); a device
   // backend runs its own collectives. Blocking; the defaults refuse

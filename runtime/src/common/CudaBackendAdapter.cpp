@@ -274,6 +274,28 @@ public:
     return GRADCOMM_OK;
   }
 
+  gradcomm_status deviceClip(const Call &call, const float *grad, float *out,
+                             int64_t count, float clip) const override {
+    char error[kErrorSize] = {0};
+    return status(call, table->clipInput(grad, out, count, clip, error), error);
+  }
+  gradcomm_status deviceVelocity(const Call &call, const float *velocity,
+                                 const float *input, float *next, float *sent,
+                                 int64_t count, float momentum) const override {
+    char error[kErrorSize] = {0};
+    return status(call,
+                  table->velocityInput(velocity, input, next, sent, count,
+                                       momentum, error),
+                  error);
+  }
+  gradcomm_status deviceCommitVelocity(const Call &call, float *velocity,
+                                       const float *next, int64_t count,
+                                       bool masked) const override {
+    char error[kErrorSize] = {0};
+    return status(call,
+                  table->commitVelocity(velocity, next, count, masked, error),
+                  error);
+  }
   gradcomm_status deviceReduceScatter(const Call &call, const float *data,
                                       float *shard, int64_t count, bool average,
                                       gradcomm_wire wire) const override {

@@ -161,6 +161,20 @@ struct CudaBackendTable {
                                int64_t chunkSize, float beta, int average,
                                int leader, int indexBytes, int wire,
                                char *error);
+  /// The training recipe's parts around the fused step (ops/ScaleCom.cpp),
+  /// enqueued on the backend's stream. Local clipping: `out` = `grad`
+  /// scaled to an L2 norm of at most `clip` (the norm in double, summed in
+  /// a fixed order on the device), else a copy.
+  int (*clipInput)(const float *grad, float *out, int64_t count, float clip,
+                   char *error);
+  /// Momentum correction: next = momentum velocity + input and, with
+  /// `sent` non-null (Nesterov), sent = input + momentum next.
+  int (*velocityInput)(const float *velocity, const float *input, float *next,
+                       float *sent, int64_t count, float momentum, char *error);
+  /// velocity = next, zeroed at the indices of the last fused ScaleCom step
+  /// (scalecom, startScalecom) when `masked`.
+  int (*commitVelocity)(float *velocity, const float *next, int64_t count,
+                        int masked, char *error);
 };
 
 } // namespace gradcomm

@@ -102,6 +102,9 @@ struct State {
   /// communicated velocity, and the velocity before masking.
   std::vector<float> recipeInput;
   std::vector<float> recipeVelocity;
+  /// The same on a device backend, allocated there at first use.
+  BackendMemory deviceRecipeInput;
+  BackendMemory deviceRecipeVelocity;
   /// The unfused compress of this step was skipped by the non-finite
   /// policy: the memory update that follows leaves memory and step alone.
   bool skippedStep = false;

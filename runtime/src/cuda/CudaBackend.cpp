@@ -68,6 +68,11 @@ struct Backend {
   /// Values on a 16-bit wire (narrowValues), summed in place by NCCL.
   uint16_t *wireValues = nullptr;
   int64_t wireValueCapacity = 0;
+  /// Local clipping's sums of squares (cuda::kNormBlocks doubles).
+  double *normScratch = nullptr;
+  /// The indices of the last fused ScaleCom step and how many, for
+  /// commitVelocity's masking.
+  int64_t lastK = 0;
   int *nonFiniteFlag = nullptr; // one device int for the NaN/Inf scan
   /// The local top-k's union size: counted on the device, copied into a
   /// pinned host slot that the blocking form reads and a started call's
@@ -99,6 +104,7 @@ struct Backend {
     cudaFree(peer);
     cudaFree(wire);
     cudaFree(wireValues);
+    cudaFree(normScratch);
     cudaFree(nonFiniteFlag);
     cudaFree(distinct);
     cudaFreeHost(distinctHost);
@@ -651,6 +657,7 @@ int enqueueScalecom(float *memory, const float *grad, float *out, int64_t count,
         backend->marks, backend->stamp, backend->stream));
   if (enqueueSumAllReduce(backend->values, k, wire, error))
     return 1;
+  backend->lastK = k;
   CUDA_OR_FAIL(cuda::scatter(out, backend->indices, backend->values, k,
                              average ? float(backend->activeSize) : 1.0f,
                              backend->stream));
@@ -680,6 +687,34 @@ int startScalecom(float *memory, const float *grad, float *out, int64_t count,
                                wire, error);
       },
       completion, error);
+}
+
+int clipInput(const float *grad, float *out, int64_t count, float clip,
+              char *error) {
+  ENTER();
+  if (!backend->normScratch)
+    CUDA_OR_FAIL(
+        cudaMalloc(&backend->normScratch, sizeof(double) * cuda::kNormBlocks));
+  CUDA_OR_FAIL(cuda::clipToNorm(grad, out, count, clip, backend->normScratch,
+                                backend->stream));
+  return 0;
+}
+
+int velocityInput(const float *velocity, const float *input, float *next,
+                  float *sent, int64_t count, float momentum, char *error) {
+  ENTER();
+  CUDA_OR_FAIL(cuda::velocityStep(velocity, input, next, sent, count, momentum,
+                                  backend->stream));
+  return 0;
+}
+
+int commitVelocity(float *velocity, const float *next, int64_t count,
+                   int masked, char *error) {
+  ENTER();
+  CUDA_OR_FAIL(cuda::commitVelocity(velocity, next, count, backend->indices,
+                                    masked ? backend->lastK : 0,
+                                    backend->stream));
+  return 0;
 }
 
 int enqueueLocalTopk(float *memory, const float *grad, float *out,
@@ -1122,4 +1157,7 @@ const CudaBackendTable gradcomm_cuda_backend_v9 = {kCudaBackendVersion,
                                                    useGroup,
                                                    freeGroup,
                                                    reduceScatter,
-                                                   scalecomReduceScatter};
+                                                   scalecomReduceScatter,
+                                                   clipInput,
+                                                   velocityInput,
+                                                   commitVelocity};

@@ -606,6 +606,76 @@ __global__ void widenValuesKernel(const uint16_t *in, float *out, int64_t n,
                       : __half2float(__ushort_as_half(in[i]));
 }
 
+/// The block's threads' values summed by a fixed tree (the same order on
+/// every run); thread 0 gets the sum.
+__device__ double blockSum(double value) {
+  __shared__ double sums[kThreads];
+  sums[threadIdx.x] = value;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half)
+      sums[threadIdx.x] += sums[threadIdx.x + half];
+    __syncthreads();
+  }
+  return sums[0];
+}
+
+/// Each block's sum of g^2 in double over a fixed grid-stride share.
+__global__ void sumOfSquaresKernel(const float *g, int64_t n,
+                                   double *partials) {
+  double sum = 0.0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    sum += double(g[i]) * double(g[i]);
+  const double total = blockSum(sum);
+  if (threadIdx.x == 0)
+    partials[blockIdx.x] = total;
+}
+
+/// partials[0] = the sum of the `count` (<= kThreads) partials.
+__global__ void sumPartialsKernel(double *partials, int count) {
+  const double total =
+      blockSum(threadIdx.x < count ? partials[threadIdx.x] : 0.0);
+  if (threadIdx.x == 0)
+    partials[0] = total;
+}
+
+/// out = g scaled to an L2 norm of `clip` when sqrt(*squares) is above it
+/// (the scale rounded to float once, as on the CPU), else g.
+__global__ void clipKernel(const float *g, float *out, int64_t n, float clip,
+                           const double *squares) {
+  const double norm = sqrt(*squares);
+  const float scale = norm > clip ? static_cast<float>(clip / norm) : 1.0f;
+  const bool scaled = norm > clip;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = scaled ? g[i] * scale : g[i];
+}
+
+/// next = mu u + g; with `sent`, sent = g + mu next (Nesterov).
+__global__ void velocityKernel(const float *u, const float *g, float *next,
+                               float *sent, int64_t n, float mu) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float v = mu * u[i] + g[i];
+    next[i] = v;
+    if (sent)
+      sent[i] = g[i] + mu * v;
+  }
+}
+
+__global__ void copyKernel(const float *in, float *out, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = in[i];
+}
+
+__global__ void zeroAtKernel(float *x, const int64_t *indices, int64_t k) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < k;
+       j += int64_t(gridDim.x) * blockDim.x)
+    x[indices[j]] = 0.0f;
+}
+
 template <typename T>
 cudaError_t grow(T *&buffer, int64_t &capacity, int64_t needed) {
   if (capacity >= needed)
@@ -820,6 +890,33 @@ cudaError_t widenValues(const uint16_t *in, float *out, int64_t n,
                         bool bfloat16, cudaStream_t stream) {
   widenValuesKernel<<<blocksFor(n, kThreads * 8), kThreads, 0, stream>>>(
       in, out, n, bfloat16);
+  return cudaGetLastError();
+}
+
+cudaError_t clipToNorm(const float *g, float *out, int64_t n, float clip,
+                       double *scratch, cudaStream_t stream) {
+  sumOfSquaresKernel<<<kNormBlocks, kThreads, 0, stream>>>(g, n, scratch);
+  sumPartialsKernel<<<1, kThreads, 0, stream>>>(scratch, kNormBlocks);
+  clipKernel<<<blocksFor(n, kThreads * 8), kThreads, 0, stream>>>(
+      g, out, n, clip, scratch);
+  return cudaGetLastError();
+}
+
+cudaError_t velocityStep(const float *u, const float *g, float *next,
+                         float *sent, int64_t n, float mu,
+                         cudaStream_t stream) {
+  velocityKernel<<<blocksFor(n, kThreads * 8), kThreads, 0, stream>>>(
+      u, g, next, sent, n, mu);
+  return cudaGetLastError();
+}
+
+cudaError_t commitVelocity(float *u, const float *next, int64_t n,
+                           const int64_t *indices, int64_t k,
+                           cudaStream_t stream) {
+  copyKernel<<<blocksFor(n, kThreads * 8), kThreads, 0, stream>>>(next, u, n);
+  if (k > 0)
+    zeroAtKernel<<<blocksFor(k, kThreads), kThreads, 0, stream>>>(u, indices,
+                                                                  k);
   return cudaGetLastError();
 }
 

@@ -116,6 +116,24 @@ cudaError_t narrowValues(const float *in, uint16_t *out, int64_t n,
 cudaError_t widenValues(const uint16_t *in, float *out, int64_t n,
                         bool bfloat16, cudaStream_t stream);
 
+/// The training recipe's parts on the device (ops/ScaleCom.cpp's host
+/// forms, the same arithmetic). Local clipping: out = g scaled to an L2
+/// norm of `clip` when its norm is above, else g. The norm's sum of
+/// squares runs in double in a fixed order (kNormBlocks blocks, then one),
+/// so it is deterministic but may differ from the CPU's index-order sum in
+/// its last bits; `scratch` holds kNormBlocks doubles.
+inline constexpr int kNormBlocks = 256;
+cudaError_t clipToNorm(const float *g, float *out, int64_t n, float clip,
+                       double *scratch, cudaStream_t stream);
+/// Momentum correction: next = mu u + g; with `sent` non-null (Nesterov),
+/// sent = g + mu next.
+cudaError_t velocityStep(const float *u, const float *g, float *next,
+                         float *sent, int64_t n, float mu, cudaStream_t stream);
+/// u = next, then u[I_j] = 0 for the k indices (factor masking).
+cudaError_t commitVelocity(float *u, const float *next, int64_t n,
+                           const int64_t *indices, int64_t k,
+                           cudaStream_t stream);
+
 /// x = x / divisor (the average after a summing all-reduce).
 cudaError_t divide(float *x, int64_t n, float divisor, cudaStream_t stream);
 

@@ -95,6 +95,15 @@ const float *recipeInput(const gradcomm_scalecom_options &options,
 /// zeroed at the sent indices (state.indices) of a compressed step.
 void commitVelocity(State &state, State *velocity, bool compressed);
 
+/// recipeInput for a backend whose tensors are not on the host: the same
+/// steps through the backend (Backend::deviceClip, deviceVelocity), into
+/// the state's device scratch; `*input` is what the step communicates.
+gradcomm_status deviceRecipeInput(const Call &call,
+                                  const gradcomm_scalecom_options &options,
+                                  const float *grad, int64_t count,
+                                  State &state, const State *velocity,
+                                  const float **input);
+
 /// The velocity's state: "<state>.velocity".
 std::string velocityName(const char *stateName);
 

@@ -387,9 +387,10 @@ gradcomm_status scalecomReduceScatterRecipe(
       GRADCOMM_RETURN_IF_ERROR(
           requireHostTensors(call, "a selection per segment"));
     }
-    if (o->clip > 0.0f)
+    if (o->clip > 0.0f || o->momentum > 0.0f)
       GRADCOMM_RETURN_IF_ERROR(requireHostTensors(
-          call, "the compressed reduce-scatter with clipping"));
+          call, "the compressed reduce-scatter with clipping or momentum "
+                "correction"));
     GRADCOMM_RETURN_IF_ERROR(requireShardsFit(call, count));
     GRADCOMM_RETURN_IF_ERROR(requireShard(call, grad, "grad", count, shard));
     if (o->momentum > 0.0f)

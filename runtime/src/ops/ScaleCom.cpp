@@ -503,14 +503,6 @@ namespace gradcomm {
 gradcomm_status validateRecipe(const Call &call,
                                const gradcomm_scalecom_options *o) {
   GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "options", o));
-  // The warm-ups (dense, or the ramp: only k changes), dense layers and
-  // beta run on every backend (the compiler's defaults include the
-  // warm-up); clipping and momentum correction read or write the tensors
-  // on the host.
-  if (o->clip > 0.0f || o->momentum > 0.0f)
-    GRADCOMM_RETURN_IF_ERROR(requireHostTensors(
-        call, "gradcomm_scalecom_recipe_f32 with clipping or momentum "
-              "correction"));
   auto bad = [&](const std::string &what) {
     return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT, what);
   };
@@ -623,6 +615,54 @@ void commitVelocity(State &state, State *velocity, bool compressed) {
   if (compressed)
     for (int64_t index : state.indices)
       u[index] = 0.0f;
+}
+
+namespace {
+
+/// `memory`, allocated by the selected backend for `count` floats at its
+/// first use.
+gradcomm_status deviceScratch(const Call &call, BackendMemory &memory,
+                              int64_t count, float **data) {
+  if (!memory.data()) {
+    float *allocated = nullptr;
+    GRADCOMM_RETURN_IF_ERROR(backend().allocate(call, count, &allocated));
+    memory = BackendMemory(&backend(), allocated);
+  }
+  *data = memory.data();
+  return GRADCOMM_OK;
+}
+
+} // namespace
+
+gradcomm_status deviceRecipeInput(const Call &call,
+                                  const gradcomm_scalecom_options &o,
+                                  const float *grad, int64_t count,
+                                  State &state, const State *velocity,
+                                  const float **input) {
+  *input = grad;
+  float *scratch = nullptr;
+  if (o.clip > 0.0f) {
+    GRADCOMM_RETURN_IF_ERROR(
+        deviceScratch(call, state.deviceRecipeInput, count, &scratch));
+    GRADCOMM_RETURN_IF_ERROR(
+        backend().deviceClip(call, grad, scratch, count, o.clip));
+    *input = scratch;
+  }
+  if (!velocity)
+    return GRADCOMM_OK;
+  float *next = nullptr;
+  GRADCOMM_RETURN_IF_ERROR(
+      deviceScratch(call, state.deviceRecipeVelocity, count, &next));
+  // Nesterov's sent values may overwrite the clipped input: each element
+  // is read before it is written.
+  if (o.nesterov && !scratch)
+    GRADCOMM_RETURN_IF_ERROR(
+        deviceScratch(call, state.deviceRecipeInput, count, &scratch));
+  float *sent = o.nesterov ? scratch : nullptr;
+  GRADCOMM_RETURN_IF_ERROR(backend().deviceVelocity(
+      call, velocity->data(), *input, next, sent, count, o.momentum));
+  *input = sent ? sent : next;
+  return GRADCOMM_OK;
 }
 
 std::string velocityName(const char *stateName) {
@@ -760,20 +800,29 @@ gradcomm_status scalecomRecipe(const Call &call, const char *stateName,
   auto started = request ? std::make_unique<gradcomm_request_s>() : nullptr;
   if (started)
     started->opName = stateName;
-  const RecipeStep step{
-      stateName,    *options,
-      *state,       recipeInput(*options, grad, count, *state, velocity),
-      out,          count,
-      reduction,    now(),
-      started.get()};
+  const bool onHost = backend().tensorsOnHost();
+  const float *input = nullptr;
+  if (onHost)
+    input = recipeInput(*options, grad, count, *state, velocity);
+  else
+    GRADCOMM_RETURN_IF_ERROR(deviceRecipeInput(call, *options, grad, count,
+                                               *state, velocity, &input));
+  const RecipeStep step{stateName, *options,  *state, input,        out,
+                        count,     reduction, now(),  started.get()};
   const bool dense = denseStep(*options, state->step);
   bool ran = false; // false: the non-finite policy skipped the step
   GRADCOMM_RETURN_IF_ERROR(dense ? recipeDense(call, step, &ran)
                                  : recipeCompressed(call, step, &ran));
   if (ran) {
     // A compressed step on the CPU backend leaves the leader's indices in
-    // state.indices: the velocity is masked there.
-    commitVelocity(*state, velocity, /*compressed=*/!dense);
+    // state.indices, a device backend keeps them for its commit: the
+    // velocity is masked there.
+    if (onHost)
+      commitVelocity(*state, velocity, /*compressed=*/!dense);
+    else if (velocity)
+      GRADCOMM_RETURN_IF_ERROR(backend().deviceCommitVelocity(
+          call, velocity->data(), state->deviceRecipeVelocity.data(), count,
+          /*masked=*/!dense));
     state->step += 1;
   }
   if (started) {
