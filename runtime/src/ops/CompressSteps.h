@@ -95,9 +95,16 @@ const float *recipeInput(const gradcomm_scalecom_options &options,
 /// zeroed at the sent indices (state.indices) of a compressed step.
 void commitVelocity(State &state, State *velocity, bool compressed);
 
+/// The state's device scratch for the recipe's parts that `options` turn
+/// on (a backend whose tensors are not on the host), allocated once.
+gradcomm_status reserveDeviceRecipe(const Call &call,
+                                    const gradcomm_scalecom_options &options,
+                                    int64_t count, State &state, bool velocity);
+
 /// recipeInput for a backend whose tensors are not on the host: the same
 /// steps through the backend (Backend::deviceClip, deviceVelocity), into
-/// the state's device scratch; `*input` is what the step communicates.
+/// the state's device scratch (reserveDeviceRecipe); `*input` is what the
+/// step communicates.
 gradcomm_status deviceRecipeInput(const Call &call,
                                   const gradcomm_scalecom_options &options,
                                   const float *grad, int64_t count,

@@ -619,20 +619,30 @@ void commitVelocity(State &state, State *velocity, bool compressed) {
 
 namespace {
 
-/// `memory`, allocated by the selected backend for `count` floats at its
-/// first use.
-gradcomm_status deviceScratch(const Call &call, BackendMemory &memory,
-                              int64_t count, float **data) {
-  if (!memory.data()) {
-    float *allocated = nullptr;
-    GRADCOMM_RETURN_IF_ERROR(backend().allocate(call, count, &allocated));
-    memory = BackendMemory(&backend(), allocated);
-  }
-  *data = memory.data();
+/// `memory`, allocated by the selected backend for `count` floats unless
+/// it already is.
+gradcomm_status reserve(const Call &call, BackendMemory &memory,
+                        int64_t count) {
+  if (memory.data())
+    return GRADCOMM_OK;
+  float *allocated = nullptr;
+  GRADCOMM_RETURN_IF_ERROR(backend().allocate(call, count, &allocated));
+  memory = BackendMemory(&backend(), allocated);
   return GRADCOMM_OK;
 }
 
 } // namespace
+
+gradcomm_status reserveDeviceRecipe(const Call &call,
+                                    const gradcomm_scalecom_options &o,
+                                    int64_t count, State &state,
+                                    bool velocity) {
+  if (o.clip > 0.0f || (velocity && o.nesterov))
+    GRADCOMM_RETURN_IF_ERROR(reserve(call, state.deviceRecipeInput, count));
+  if (velocity)
+    GRADCOMM_RETURN_IF_ERROR(reserve(call, state.deviceRecipeVelocity, count));
+  return GRADCOMM_OK;
+}
 
 gradcomm_status deviceRecipeInput(const Call &call,
                                   const gradcomm_scalecom_options &o,
@@ -640,24 +650,17 @@ gradcomm_status deviceRecipeInput(const Call &call,
                                   State &state, const State *velocity,
                                   const float **input) {
   *input = grad;
-  float *scratch = nullptr;
+  float *scratch = state.deviceRecipeInput.data();
   if (o.clip > 0.0f) {
-    GRADCOMM_RETURN_IF_ERROR(
-        deviceScratch(call, state.deviceRecipeInput, count, &scratch));
     GRADCOMM_RETURN_IF_ERROR(
         backend().deviceClip(call, grad, scratch, count, o.clip));
     *input = scratch;
   }
   if (!velocity)
     return GRADCOMM_OK;
-  float *next = nullptr;
-  GRADCOMM_RETURN_IF_ERROR(
-      deviceScratch(call, state.deviceRecipeVelocity, count, &next));
   // Nesterov's sent values may overwrite the clipped input: each element
   // is read before it is written.
-  if (o.nesterov && !scratch)
-    GRADCOMM_RETURN_IF_ERROR(
-        deviceScratch(call, state.deviceRecipeInput, count, &scratch));
+  float *next = state.deviceRecipeVelocity.data();
   float *sent = o.nesterov ? scratch : nullptr;
   GRADCOMM_RETURN_IF_ERROR(backend().deviceVelocity(
       call, velocity->data(), *input, next, sent, count, o.momentum));
@@ -795,7 +798,13 @@ gradcomm_status scalecomRecipe(const Call &call, const char *stateName,
     if (options->momentum > 0.0f)
       GRADCOMM_RETURN_IF_ERROR(lookupIdleState(
           call, velocityName(stateName).c_str(), count, velocity));
-    return lookupIdleState(call, stateName, count, state);
+    GRADCOMM_RETURN_IF_ERROR(lookupIdleState(call, stateName, count, state));
+    // A device's scratch is allocated here, so a rank that cannot fails
+    // with the others.
+    return backend().tensorsOnHost()
+               ? GRADCOMM_OK
+               : reserveDeviceRecipe(call, *options, count, *state,
+                                     velocity != nullptr);
   }));
   auto started = request ? std::make_unique<gradcomm_request_s>() : nullptr;
   if (started)
