@@ -150,6 +150,38 @@ int main(int argc, char **argv) {
                                       nullptr);
         }),
         12.0 * n + 3 * 4.0 * n + 4.0 * n + 4.0 * n + 8.0 * k);
+    // The 16-bit wire's conversions (#35): 4 bytes read and 2 written per
+    // value one way, 2 read and 4 written the other.
+    uint16_t *wire = reinterpret_cast<uint16_t *>(copy);
+    for (bool bfloat16 : {true, false}) {
+      row(bfloat16 ? "narrow_bf16" : "narrow_f16", timeMs([&] {
+            gradcomm::cuda::narrowValues(g, wire, n, bfloat16, nullptr);
+          }),
+          6.0 * n);
+      row(bfloat16 ? "widen_bf16" : "widen_f16", timeMs([&] {
+            gradcomm::cuda::widenValues(wire, outBuffer, n, bfloat16, nullptr);
+          }),
+          6.0 * n);
+    }
+    // The recipe's parts (#34): the velocity (u, g read; next written), its
+    // commit (next read, u written; k zeros), the clip (g read twice: the
+    // norm, then the scaled copy written).
+    row("velocity", timeMs([&] {
+          gradcomm::cuda::velocityStep(m, g, outBuffer, nullptr, n, 0.9f,
+                                       nullptr);
+        }),
+        12.0 * n);
+    row("commit_velocity", timeMs([&] {
+          gradcomm::cuda::commitVelocity(m, outBuffer, n, indices, k, nullptr);
+        }),
+        8.0 * n + 12.0 * k);
+    double *norm = nullptr;
+    CHECK_CUDA(cudaMalloc(&norm, sizeof(double) * gradcomm::cuda::kNormBlocks));
+    row("clip", timeMs([&] {
+          gradcomm::cuda::clipToNorm(g, outBuffer, n, 0.5f, norm, nullptr);
+        }),
+        12.0 * n);
+    cudaFree(norm);
     // The same data for torch.topk (m is zero, so |m + g| = |g|).
     if (n == (int64_t(1) << 24)) {
       std::ofstream raw(out + "/topk_input.f32", std::ios::binary);
