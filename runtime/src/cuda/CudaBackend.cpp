@@ -546,10 +546,6 @@ int started(Enqueue &&enqueue, void **completion, char *error,
   return 0;
 }
 
-/// The sum over the active communicator of `count` floats at `data`, in
-/// place, the values travelling as `wire` (CudaBackendTable.h): float32,
-/// or narrowed into the backend's 16-bit buffer, summed by NCCL in that
-/// type and widened back into `data`.
 /// A 16-bit wire's NCCL type, after checking `wire` (kWire*, not float32)
 /// and growing the backend's 16-bit buffer to `count` values.
 int sixteenBitWire(int wire, int64_t count, ncclDataType_t *type, char *error) {
@@ -559,6 +555,10 @@ int sixteenBitWire(int wire, int64_t count, ncclDataType_t *type, char *error) {
   return reserve(backend->wireValues, backend->wireValueCapacity, count, error);
 }
 
+/// The sum over the active communicator of `count` floats at `data`, in
+/// place, the values travelling as `wire` (CudaBackendTable.h): float32,
+/// or narrowed into the backend's 16-bit buffer, summed by NCCL in that
+/// type and widened back into `data`.
 int enqueueSumAllReduce(float *data, int64_t count, int wire, char *error) {
   if (wire == kWireFloat32) {
     NCCL_OR_FAIL(ncclAllReduce(data, data, count, ncclFloat, ncclSum,
@@ -966,14 +966,11 @@ void freeGroup(void *group) {
 // Sharded training: reduce-scatters
 //===----------------------------------------------------------------------===//
 
-/// Reduces each rank's run [firsts[r], firsts[r] + lengths[r]) of `send` to
-/// rank r, into `receive` on that rank: one grouped ncclReduce per
-/// non-empty run (NCCL's reduce-scatter takes equal counts only). Every
-/// rank passes the same runs.
-/// The values a reduce-scatter sends and where its shard arrives: float32
-/// in place, or on a 16-bit wire the first `count` values of the
-/// backend's 16-bit buffer (`data` narrowed into them) and the shard's
-/// `length` after them, widened into the caller's shard by `widen`.
+/// What a reduce-scatter sends and where its shard arrives: `data` and the
+/// caller's shard in float32, or on a 16-bit wire the first `count` values
+/// of the backend's 16-bit buffer (`data` narrowed into them) and the
+/// shard's `length` after them, widened into the caller's shard by
+/// `widen`.
 struct WireBuffers {
   const void *send;
   void *receive;
@@ -1004,9 +1001,10 @@ struct WireBuffers {
   }
 };
 
-/// Rank r receives the sum of the run of `lengths[r]` elements at
-/// `firsts[r]` of `wire.send` in `wire.receive`: one grouped ncclReduce
-/// per run.
+/// Reduces each rank's run [firsts[r], firsts[r] + lengths[r]) of
+/// `wire.send` to rank r, into `wire.receive` on that rank: one grouped
+/// ncclReduce per non-empty run (NCCL's reduce-scatter takes equal counts
+/// only). Every rank passes the same runs.
 int reduceRuns(const WireBuffers &wire, const std::vector<int64_t> &firsts,
                const std::vector<int64_t> &lengths, char *error) {
   NCCL_OR_FAIL(ncclGroupStart());
