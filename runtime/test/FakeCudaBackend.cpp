@@ -371,9 +371,13 @@ int clipInput(const float *grad, float *out, int64_t count, float clip,
   for (int64_t i = 0; i < count; ++i)
     squares += static_cast<double>(grad[i]) * grad[i];
   const double norm = std::sqrt(squares);
-  const float scale = norm > clip ? static_cast<float>(clip / norm) : 1.0f;
+  if (!(norm > clip)) {
+    std::memcpy(out, grad, sizeof(float) * count);
+    return 0;
+  }
+  const auto scale = static_cast<float>(clip / norm);
   for (int64_t i = 0; i < count; ++i)
-    out[i] = norm > clip ? grad[i] * scale : grad[i];
+    out[i] = grad[i] * scale;
   return 0;
 }
 

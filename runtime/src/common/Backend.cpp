@@ -93,77 +93,71 @@ gradcomm_status Backend::compressAndUpdate(const Call &call,
                       beta);
 }
 
+namespace {
+
+/// GRADCOMM_ERR_UNSUPPORTED: "the <backend> backend <what>" (the defaults
+/// of what only a device backend runs).
+gradcomm_status refuse(const Call &call, const Backend &backend,
+                       const char *what) {
+  return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                   std::string("the ") + backend.name() + " backend " + what);
+}
+
+} // namespace
+
 gradcomm_status Backend::deviceDenseAllReduceWire(const Call &call, float *,
                                                   int64_t, bool,
                                                   gradcomm_wire) const {
-  return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                   std::string("the ") + name() +
-                       " backend does not narrow a 16-bit wire itself");
+  return refuse(call, *this, "does not narrow a 16-bit wire itself");
 }
 
 gradcomm_status
 Backend::startDeviceDenseAllReduceWire(const Call &call, float *, int64_t, bool,
                                        gradcomm_wire,
                                        gradcomm_request_s &) const {
-  return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                   std::string("the ") + name() +
-                       " backend does not narrow a 16-bit wire itself");
+  return refuse(call, *this, "does not narrow a 16-bit wire itself");
 }
 
 gradcomm_status Backend::deviceGossipWire(const Call &call, float *, int64_t,
                                           int, float, gradcomm_wire) const {
-  return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                   std::string("the ") + name() +
-                       " backend does not narrow a 16-bit wire itself");
+  return refuse(call, *this, "does not narrow a 16-bit wire itself");
 }
 
 gradcomm_status Backend::startDeviceGossipWire(const Call &call, float *,
                                                int64_t, int, float,
                                                gradcomm_wire,
                                                gradcomm_request_s &) const {
-  return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                   std::string("the ") + name() +
-                       " backend does not narrow a 16-bit wire itself");
+  return refuse(call, *this, "does not narrow a 16-bit wire itself");
 }
 
 gradcomm_status Backend::deviceClip(const Call &call, const float *, float *,
                                     int64_t, float) const {
-  return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                   std::string("the ") + name() +
-                       " backend does not clip on its own memory");
+  return refuse(call, *this, "does not clip on its own memory");
 }
 
 gradcomm_status Backend::deviceVelocity(const Call &call, const float *,
                                         const float *, float *, float *,
                                         int64_t, float) const {
-  return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                   std::string("the ") + name() +
-                       " backend does not keep a velocity on its own memory");
+  return refuse(call, *this, "does not keep a velocity on its own memory");
 }
 
 gradcomm_status Backend::deviceCommitVelocity(const Call &call, float *,
                                               const float *, int64_t,
                                               bool) const {
-  return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                   std::string("the ") + name() +
-                       " backend does not keep a velocity on its own memory");
+  return refuse(call, *this, "does not keep a velocity on its own memory");
 }
 
 gradcomm_status Backend::deviceReduceScatter(const Call &call, const float *,
                                              float *, int64_t, bool,
                                              gradcomm_wire) const {
-  return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                   std::string("the ") + name() +
-                       " backend has no reduce-scatter of its own");
+  return refuse(call, *this, "has no reduce-scatter of its own");
 }
 
 gradcomm_status Backend::deviceScalecomReduceScatter(const Call &call,
                                                      const CompressStep &,
                                                      const Prepared &, float,
                                                      bool, float *) const {
-  return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                   std::string("the ") + name() +
-                       " backend has no compressed reduce-scatter of its own");
+  return refuse(call, *this, "has no compressed reduce-scatter of its own");
 }
 
 const Backend &gradcomm::backend() {
