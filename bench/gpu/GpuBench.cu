@@ -26,9 +26,10 @@ namespace {
 
 #define CHECK_CUDA(expr)                                                       \
   do {                                                                         \
-    cudaError_t e = (expr);                                                    \
-    if (e != cudaSuccess) {                                                    \
-      std::fprintf(stderr, "%s: %s\n", #expr, cudaGetErrorString(e));          \
+    cudaError_t gradcommCudaError = (expr);                                    \
+    if (gradcommCudaError != cudaSuccess) {                                    \
+      std::fprintf(stderr, "%s: %s\n", #expr,                                  \
+                   cudaGetErrorString(gradcommCudaError));                     \
       std::exit(1);                                                            \
     }                                                                          \
   } while (0)

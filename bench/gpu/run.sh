@@ -13,7 +13,8 @@
 # status is recorded whatever happens; $OUT (default ./gpu-out) always gets
 #   summary.txt  each step's status and time, the tests' "N passed" lines,
 #                the figures
-#   steps.csv    step,status,seconds,exit_code
+#   steps.csv    step,status,seconds,exit_code (after a failed test
+#                step, one row per test rerun alone: kernel-tests/Suite.Test)
 #   kernels.csv  each kernel as a fraction of a device-to-device copy;
 #                exact selection beside torch.topk on the same data
 #   nccl.csv     per-call time of a one-rank NCCL all-reduce
@@ -91,6 +92,18 @@ for base in list(nvidia.__path__):
 PY
 }
 
+# isolate NAME BINARY: after a failed test step, reruns each of BINARY's
+# tests in its own process (MiniTest's MINITEST_LIST and MINITEST_FILTER),
+# so that one test's CUDA fault, which poisons the process's context, does
+# not hide whether the tests after it pass. Each gets a NAME/Suite.Test row.
+isolate() {
+  local name=$1 binary=$2 test
+  for test in $(MINITEST_LIST=1 "$binary" 2>/dev/null |
+    grep -E '^[A-Za-z0-9_]+\.[A-Za-z0-9_]+$'); do
+    step "$name/$test" 60 env MINITEST_FILTER="$test" "$binary" || true
+  done
+}
+
 generator=Ninja
 command -v ninja >/dev/null || generator="Unix Makefiles"
 nccl=$(nccl_root)
@@ -115,8 +128,10 @@ if ((built)); then
   step no-mpich 30 bash -c "! ldd $build/lib/*.so $tests/gradcomm-cuda-* | grep -i mpich"
   step minitest 30 "$tests/gradcomm-minitest-self-test"
   step stub-runtime 60 "$tests/gradcomm-stub-runtime-tests"
-  step kernel-tests 120 "$tests/gradcomm-cuda-kernel-tests"
-  step backend-tests 120 "$tests/gradcomm-cuda-backend-tests"
+  step kernel-tests 120 "$tests/gradcomm-cuda-kernel-tests" ||
+    isolate kernel-tests "$tests/gradcomm-cuda-kernel-tests"
+  step backend-tests 120 "$tests/gradcomm-cuda-backend-tests" ||
+    isolate backend-tests "$tests/gradcomm-cuda-backend-tests"
   step bench 150 "$build/bench/gradcomm-gpu-bench" "$out"
   if [[ -f $out/topk_input.f32 ]] &&
     python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then

@@ -22,6 +22,8 @@
 #include <limits>
 #include <numeric>
 #include <set>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -498,16 +500,33 @@ TEST(CudaKernels, ValuesNarrowAndWidenOnTheWireAsOnTheHost) {
     }
     Device<float> in(values), back(static_cast<size_t>(n));
     Device<uint16_t> wire(static_cast<size_t>(n));
-    ASSERT_EQ(
-        gradcomm::cuda::narrowValues(in.ptr, wire.ptr, n, bfloat16, nullptr),
-        cudaSuccess);
-    ASSERT_EQ(
-        gradcomm::cuda::widenValues(wire.ptr, back.ptr, n, bfloat16, nullptr),
-        cudaSuccess);
-    EXPECT_EQ(wire.host(), expected) << (bfloat16 ? "bfloat16" : "binary16");
-    std::vector<float> device = back.host();
-    EXPECT_EQ(std::memcmp(device.data(), widened.data(), 4 * n), 0)
-        << (bfloat16 ? "bfloat16" : "binary16") << ": widened bits differ";
+    // Whole and aligned (the 8-wide kernels), with a tail, and at an odd
+    // offset (the scalar kernels: a shard's run on the wire).
+    const std::pair<int64_t, int64_t> cases[] = {
+        {0, n}, {0, n - 3}, {1, n - 4}, {3, 5}};
+    for (auto [offset, length] : cases) {
+      const std::string what = std::string(bfloat16 ? "bfloat16" : "binary16") +
+                               " at offset " + std::to_string(offset) +
+                               ", length " + std::to_string(length);
+      ASSERT_EQ(gradcomm::cuda::narrowValues(in.ptr + offset, wire.ptr + offset,
+                                             length, bfloat16, nullptr),
+                cudaSuccess);
+      ASSERT_EQ(gradcomm::cuda::widenValues(wire.ptr + offset,
+                                            back.ptr + offset, length, bfloat16,
+                                            nullptr),
+                cudaSuccess);
+      const std::vector<uint16_t> onWire = wire.host();
+      EXPECT_EQ(std::vector<uint16_t>(onWire.begin() + offset,
+                                      onWire.begin() + offset + length),
+                std::vector<uint16_t>(expected.begin() + offset,
+                                      expected.begin() + offset + length))
+          << what;
+      // Compared as bits (NaNs included): the first difference, if any.
+      std::vector<uint32_t> deviceBits(length), hostBits(length);
+      std::memcpy(deviceBits.data(), back.host().data() + offset, 4 * length);
+      std::memcpy(hostBits.data(), widened.data() + offset, 4 * length);
+      EXPECT_EQ(deviceBits, hostBits) << what << ": widened bits differ";
+    }
   }
 }
 

@@ -10,12 +10,18 @@
 // test failed. Same spelling as GoogleTest, so a test reads the same either
 // way. Self-tested by MiniTestSelfTest.cpp.
 //
+// MINITEST_LIST=1 prints each test's Suite.Name and runs none;
+// MINITEST_FILTER=Suite.Name[:Suite.Name...] runs only those. Together they
+// let bench/gpu/run.sh rerun each test in its own process when one crashes
+// (a CUDA fault poisons the process's context, and every later test with it).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef GRADCOMM_RUNTIME_TEST_MINITEST_H
 #define GRADCOMM_RUNTIME_TEST_MINITEST_H
 
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -129,9 +135,29 @@ inline Counts &lastRun() {
   return counts;
 }
 
+inline std::string fullName(const TestCase &test) {
+  return std::string(test.suite) + "." + test.name;
+}
+
+/// Whether MINITEST_FILTER (unset: every test) names the test.
+inline bool selected(const TestCase &test) {
+  const char *filter = std::getenv("MINITEST_FILTER");
+  if (!filter || !*filter)
+    return true;
+  std::string names = std::string(":") + filter + ":";
+  return names.find(":" + fullName(test) + ":") != std::string::npos;
+}
+
 inline int runAllTests() {
+  if (const char *list = std::getenv("MINITEST_LIST"); list && *list) {
+    for (const TestCase &test : registry())
+      std::printf("%s\n", fullName(test).c_str());
+    return 0;
+  }
   int passed = 0, failed = 0;
   for (const TestCase &test : registry()) {
+    if (!selected(test))
+      continue;
     std::printf("[ RUN      ] %s.%s\n", test.suite, test.name);
     std::fflush(stdout);
     failures() = 0;

@@ -155,9 +155,9 @@ int fail(char *error, const std::string &message) {
 
 #define CUDA_OR_FAIL(expr)                                                     \
   do {                                                                         \
-    cudaError_t e = (expr);                                                    \
-    if (e != cudaSuccess)                                                      \
-      return fail(error, cuda::errorText(e, #expr));                           \
+    cudaError_t gradcommCudaError = (expr);                                    \
+    if (gradcommCudaError != cudaSuccess)                                      \
+      return fail(error, cuda::errorText(gradcommCudaError, #expr));           \
   } while (0)
 
 double secondsNow() {
@@ -198,24 +198,29 @@ std::string ncclText(ncclResult_t result, bool timedOut, double timeout,
   return std::string(what) + ": " + ncclGetErrorString(result);
 }
 
+// The macros' locals carry a gradcomm prefix: `expr` may name the caller's
+// variables (a loop's `r`, say), which a plain local would shadow. The first
+// run on a GPU found ncclReduce's root read from such a shadowed `r`.
 #define NCCL_OR_FAIL(expr)                                                     \
   do {                                                                         \
-    bool timedOut = false;                                                     \
-    ncclResult_t r =                                                           \
-        settle(backend->active, (expr), backend->timeoutSeconds, &timedOut);   \
-    if (r != ncclSuccess)                                                      \
-      return fail(error,                                                       \
-                  ncclText(r, timedOut, backend->timeoutSeconds, #expr));      \
+    bool gradcommTimedOut = false;                                             \
+    ncclResult_t gradcommNcclResult = settle(                                  \
+        backend->active, (expr), backend->timeoutSeconds, &gradcommTimedOut);  \
+    if (gradcommNcclResult != ncclSuccess)                                     \
+      return fail(error, ncclText(gradcommNcclResult, gradcommTimedOut,        \
+                                  backend->timeoutSeconds, #expr));            \
   } while (0)
 
 /// NCCL_OR_FAIL between ncclGroupStart and ncclGroupEnd: a failure closes
 /// the group first, so the next call does not land in a half-built group.
 #define NCCL_IN_GROUP_OR_FAIL(expr)                                            \
   do {                                                                         \
-    ncclResult_t r = (expr);                                                   \
-    if (r != ncclSuccess && r != ncclInProgress) {                             \
+    ncclResult_t gradcommNcclResult = (expr);                                  \
+    if (gradcommNcclResult != ncclSuccess &&                                   \
+        gradcommNcclResult != ncclInProgress) {                                \
       ncclGroupEnd();                                                          \
-      return fail(error, std::string(#expr ": ") + ncclGetErrorString(r));     \
+      return fail(error, std::string(#expr ": ") +                             \
+                             ncclGetErrorString(gradcommNcclResult));          \
     }                                                                          \
   } while (0)
 
