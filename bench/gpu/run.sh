@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # bench/gpu/run.sh - the GPU check, for a machine with one NVIDIA GPU: build
-# the CUDA side, run the GPU tests (also under compute-sanitizer), measure
-# the kernels (docs/design/benchmarks.md), all in under 8 minutes.
+# the CUDA side, run the GPU tests (also under compute-sanitizer) and the
+# DDP hooks on CUDA tensors (test/Python/ddp_cuda.py), measure the kernels
+# (docs/design/benchmarks.md) and the hooks' cost on a ResNet-18 step
+# (bench/gpu/hook_step.py), all in under 8 minutes.
 #
 # It needs only what the GPU machine has (CUDA's nvcc, CMake, a C++
 # compiler; NCCL from $NCCL_ROOT, the nvidia-nccl wheel that python3 finds,
@@ -18,6 +20,8 @@
 #   kernels.csv  each kernel as a fraction of a device-to-device copy;
 #                exact selection beside torch.topk on the same data
 #   nccl.csv     per-call time of a one-rank NCCL all-reduce
+#   hook_step.csv  a ResNet-18 step with DDP's all-reduce and with
+#                gradcomm's hooks on the CUDA backend (bench/gpu/hook_step.py)
 #   logs.txt     every step's output
 # Exit status 0 when no step failed or timed out.
 #
@@ -140,6 +144,19 @@ if ((built)); then
     echo "torch-topk,skipped,0," >>"$out/steps.csv"
   fi
   rm -f "$out/topk_input.f32"
+  # The DDP hooks on CUDA tensors against the CPU hooks, bit for bit
+  # (test/Python/ddp_cuda.py), over this build's runtime.
+  if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    step torch-hooks 180 env \
+      GRADCOMM_RUNTIME_LIBRARY="$PWD/$build/lib/libgradcomm_runtime.so" \
+      python3 test/Python/ddp_cuda.py
+    step hook-step 180 env \
+      GRADCOMM_RUNTIME_LIBRARY="$PWD/$build/lib/libgradcomm_runtime.so" \
+      python3 bench/gpu/hook_step.py "$out"
+  else
+    echo "torch-hooks,skipped,0," >>"$out/steps.csv"
+    echo "hook-step,skipped,0," >>"$out/steps.csv"
+  fi
   if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck; do
       step "$tool" 150 env GRADCOMM_GPU_TESTS_QUICK=1 compute-sanitizer \
@@ -159,9 +176,9 @@ table() { column -s, -t <"$1" 2>/dev/null || cat "$1"; }
   # The tests' own lines, by step (the MiniTest self-test's expected
   # failures left out).
   awk '/^== / { step = $2 }
-       step != "minitest" && /^[0-9]+ passed, [0-9]+ failed|^no NVIDIA GPU|^FAIL|ERROR SUMMARY/ {
+       step != "minitest" && /^[0-9]+ passed, [0-9]+ failed|^[0-9]+ cases|^no NVIDIA GPU|^FAIL|ERROR SUMMARY/ {
          print step ": " $0 }' "$out/logs.txt"
-  for csv in kernels.csv nccl.csv; do
+  for csv in kernels.csv nccl.csv hook_step.csv; do
     [[ -f $out/$csv ]] && { echo; echo "$csv:"; table "$out/$csv"; }
   done
 } >"$out/summary.txt"

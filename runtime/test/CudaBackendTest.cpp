@@ -19,8 +19,10 @@
 #include <cuda_runtime.h>
 #include <mpi.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -446,7 +448,31 @@ TEST(CudaBackend, LocalTopkMatchesCpu) {
 /// the legacy default stream it does not wait for. The gradient is written
 /// on that stream without synchronizing, as a trainer's backward pass
 /// would; results must still equal the CPU backend's.
-TEST(CudaBackend, TrainersNonBlockingStreamMatchesCpu) {
+/// Puts `values` into `device` on `stream`, but only after a host function
+/// on that stream has slept 50 ms: a runtime that is not ordered after the
+/// stream reads `device`'s stale contents. `pinned` (page-locked, so the
+/// copy is truly asynchronous) must be free: the caller synchronizes.
+void enqueueLateCopy(cudaStream_t stream, float *device,
+                     const std::vector<float> &values, float *pinned) {
+  std::memcpy(pinned, values.data(), sizeof(float) * values.size());
+  EXPECT_EQ(cudaLaunchHostFunc(
+                stream,
+                [](void *) {
+                  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                },
+                nullptr),
+            cudaSuccess);
+  EXPECT_EQ(cudaMemcpyAsync(device, pinned, sizeof(float) * values.size(),
+                            cudaMemcpyHostToDevice, stream),
+            cudaSuccess);
+}
+
+TEST(CudaBackend, TrainersStreamOrdersTheStep) {
+  // The trainer's stream handed in (gradcomm_cuda_use_handles): its own
+  // non-blocking stream, or CUDA's legacy default stream, PyTorch's default,
+  // whose handle is NULL and which gradcomm.torch.ddp.use_cuda therefore
+  // passes as cudaStreamLegacy. The gradient arrives late on that stream;
+  // the step must wait for it and give the CPU backend's bits.
   const int64_t n = 1 << 20, k = 1000;
   std::vector<std::vector<float>> cpu;
   ASSERT_OK(gradcomm_finalize());
@@ -458,28 +484,33 @@ TEST(CudaBackend, TrainersNonBlockingStreamMatchesCpu) {
     cpu.push_back(out);
   }
   ASSERT_OK(gradcomm_finalize());
-  cudaStream_t stream;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+  cudaStream_t nonBlocking;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&nonBlocking, cudaStreamNonBlocking),
             cudaSuccess);
-  ASSERT_OK(gradcomm_cuda_use_handles(nullptr, stream));
-  ASSERT_OK(gradcomm_set_backend(GRADCOMM_BACKEND_CUDA));
-  float *g = nullptr, *o = nullptr;
+  float *g = nullptr, *o = nullptr, *pinned = nullptr;
   ASSERT_EQ(cudaMalloc(&g, 4 * n), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&o, 4 * n), cudaSuccess);
-  for (uint64_t step = 0; step < 3; ++step) {
-    std::vector<float> grad = gradient(8, 0, step, n);
-    ASSERT_EQ(
-        cudaMemcpyAsync(g, grad.data(), 4 * n, cudaMemcpyHostToDevice, stream),
-        cudaSuccess);
-    EXPECT_OK(gradcomm_scalecom_f32("s", g, o, n, k, GRADCOMM_SELECT_EXACT, 0,
-                                    0.5f, GRADCOMM_REDUCE_AVERAGE));
-    EXPECT_EQ(toHost(o, n), cpu[step]) << "step " << step;
+  ASSERT_EQ(cudaMallocHost(&pinned, 4 * n), cudaSuccess);
+  for (cudaStream_t stream : {nonBlocking, cudaStreamLegacy}) {
+    const char *which = stream == nonBlocking ? "non-blocking" : "legacy";
+    ASSERT_OK(gradcomm_cuda_use_handles(nullptr, stream));
+    ASSERT_OK(gradcomm_set_backend(GRADCOMM_BACKEND_CUDA));
+    ASSERT_EQ(cudaMemset(g, 0, 4 * n), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    for (uint64_t step = 0; step < 3; ++step) {
+      enqueueLateCopy(stream, g, gradient(8, 0, step, n), pinned);
+      EXPECT_OK(gradcomm_scalecom_f32("s", g, o, n, k, GRADCOMM_SELECT_EXACT, 0,
+                                      0.5f, GRADCOMM_REDUCE_AVERAGE));
+      EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      EXPECT_EQ(toHost(o, n), cpu[step]) << which << " stream, step " << step;
+    }
+    ASSERT_OK(gradcomm_finalize());
   }
   cudaFree(g);
   cudaFree(o);
-  ASSERT_OK(gradcomm_finalize());
+  cudaFreeHost(pinned);
   ASSERT_OK(gradcomm_cuda_use_handles(nullptr, nullptr));
-  cudaStreamDestroy(stream);
+  cudaStreamDestroy(nonBlocking);
 }
 
 /// Starting and finalizing the backend again and again frees what it

@@ -43,15 +43,12 @@ _WIRE_OF_DTYPE = {torch.float32: "f32", torch.bfloat16: "bf16",
 
 def _check_tensor(tensor, what, backend="cpu", sixteen_bits=False):
     """Raises TypeError unless `tensor` is float32 (or, with
-    `sixteen_bits`, bfloat16 or float16 on the CPU backend), contiguous and
-    on the runtime's backend."""
+    `sixteen_bits`, bfloat16 or float16), contiguous and on the runtime's
+    backend."""
     if tensor.dtype not in _WIRE_OF_DTYPE or (
             tensor.dtype != torch.float32 and not sixteen_bits):
         raise TypeError("gradcomm: %s is %s; GradComm takes float32, "
                         "bfloat16 and float16 tensors" % (what, tensor.dtype))
-    if tensor.dtype != torch.float32 and backend != "cpu":
-        raise TypeError("gradcomm: %s is %s: 16-bit tensors run on the "
-                        "runtime's CPU backend only" % (what, tensor.dtype))
     if not tensor.is_contiguous():
         raise TypeError("gradcomm: %s is not contiguous" % what)
     if tensor.device.type != backend:
@@ -96,20 +93,39 @@ def initialize_runtime():
     return rt
 
 
+# CUDA's cudaStreamLegacy and cudaStreamPerThread (driver_types.h).
+_CUDA_STREAM_LEGACY = 0x1
+_CUDA_STREAM_PER_THREAD = 0x2
+
+
 def use_cuda(stream=None):
     """Runs the runtime on the CUDA backend (NCCL) with PyTorch's stream:
     the hooks then take CUDA buckets and enqueue their work on `stream`
     (default: torch.cuda.current_stream()), so what PyTorch enqueues after
     the hook's future completes is ordered after the communication. Call
     once, on every rank, before making a state; CPU buckets are refused
-    afterwards. Not run on a GPU yet (docs/pytorch.md)."""
+    afterwards. Checked against the CPU hooks on a GPU by
+    test/Python/ddp_cuda.py (docs/pytorch.md)."""
     if not torch.cuda.is_available():
         raise GradCommError(-1, "gradcomm: use_cuda: this PyTorch has no "
                             "CUDA device (torch.cuda.is_available() is "
                             "False)")
     stream = stream or torch.cuda.current_stream()
+    handle = stream.cuda_stream
+    if handle == _CUDA_STREAM_PER_THREAD:
+        raise GradCommError(-1, "gradcomm: use_cuda: the stream is CUDA's "
+                            "per-thread default stream, which differs on the "
+                            "hooks' communication thread; pass a stream made "
+                            "with torch.cuda.Stream()")
+    if handle == 0:
+        # PyTorch's default stream is CUDA's legacy default stream, handle
+        # NULL, which the runtime takes for "no stream given" and answers
+        # with a stream of its own, unordered with the trainer's work (its
+        # hooks then read buckets not yet written: the first run on a GPU
+        # found non-finite gradients that way). cudaStreamLegacy names it.
+        handle = _CUDA_STREAM_LEGACY
     rt = initialize_runtime()
-    rt.call("gradcomm_cuda_use_handles", None, stream.cuda_stream)
+    rt.call("gradcomm_cuda_use_handles", None, handle)
     rt.call("gradcomm_set_backend", 1)
 
 
@@ -714,8 +730,13 @@ def _float32_replica(averager, parameter):
     one as a float32 copy (kept per parameter) on the wire of its type,
     which carries its values exactly and costs half the bytes."""
     data = parameter.data
-    _check_tensor(data, "parameter '%s'" % averager.names[id(parameter)],
-                  averager.backend, sixteen_bits=True)
+    what = "parameter '%s'" % averager.names[id(parameter)]
+    _check_tensor(data, what, averager.backend, sixteen_bits=True)
+    if data.dtype != torch.float32 and averager.backend != "cpu":
+        # Its float32 replica is a host tensor; not yet run on a GPU.
+        raise TypeError("gradcomm: %s is %s: the averagers take 16-bit "
+                        "parameters on the runtime's CPU backend only"
+                        % (what, data.dtype))
     if data.dtype == torch.float32:
         return data, "f32"
     work = averager.replicas.get(id(parameter))

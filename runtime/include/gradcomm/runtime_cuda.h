@@ -23,7 +23,10 @@ extern "C" {
 
 /// `nccl_comm` is an ncclComm_t, `cuda_stream` a cudaStream_t (either may be
 /// NULL: the runtime then creates its own). Call before
-/// gradcomm_set_backend(GRADCOMM_BACKEND_CUDA).
+/// gradcomm_set_backend(GRADCOMM_BACKEND_CUDA). The runtime's work on the
+/// stream is ordered after the trainer's; its own stream is ordered with
+/// nothing. CUDA's legacy default stream (PyTorch's default) has the handle
+/// NULL too: pass it as cudaStreamLegacy.
 gradcomm_status gradcomm_cuda_use_handles(void *nccl_comm, void *cuda_stream);
 
 #pragma GCC visibility pop

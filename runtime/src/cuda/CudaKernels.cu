@@ -726,12 +726,6 @@ __global__ void velocityKernel(const float *u, const float *g, float *next,
   }
 }
 
-__global__ void copyKernel(const float *in, float *out, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    out[i] = in[i];
-}
-
 __global__ void zeroAtKernel(float *x, const int64_t *indices, int64_t k) {
   for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < k;
        j += int64_t(gridDim.x) * blockDim.x)
@@ -995,7 +989,11 @@ cudaError_t velocityStep(const float *u, const float *g, float *next,
 cudaError_t commitVelocity(float *u, const float *next, int64_t n,
                            const int64_t *indices, int64_t k,
                            cudaStream_t stream) {
-  copyKernel<<<blocksFor(n, kThreads * 8), kThreads, 0, stream>>>(next, u, n);
+  // The copy engine's path: a copy's bandwidth (the scalar copy kernel
+  // reached 0.64 of it on an H200).
+  if (cudaError_t error = cudaMemcpyAsync(u, next, sizeof(float) * n,
+                                          cudaMemcpyDeviceToDevice, stream))
+    return error;
   if (k > 0)
     zeroAtKernel<<<blocksFor(k, kThreads), kThreads, 0, stream>>>(u, indices,
                                                                   k);
