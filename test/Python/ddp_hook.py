@@ -29,7 +29,8 @@ the GradComm runtime over MPICH in the same process).
                         (a rank that arrives 1 s late holds up the future,
                         not the hook); overlapped and blocking hooks give
                         the same bits, with many buckets in flight;
-                        use_cuda() without a CUDA device raises
+                        use_cuda() without a CUDA device raises; the
+                        stream handle use_cuda() passes (stood-in CUDA)
   ddp_hook.py sixteen-bits  bf16 and fp16 buckets: dense_hook gives DDP's
                         own bits, scalecom_hook keeps replicas identical,
                         wire="bf16" halves the value bytes within bf16
@@ -470,7 +471,42 @@ def test_overlap():
     if not torch.cuda.is_available():
         failures += expect_error(GradCommError, ddp.use_cuda,
                                  "use_cuda() without a CUDA device")
-    return failures
+    return failures + use_cuda_stream_handles()
+
+
+def use_cuda_stream_handles():
+    """The stream handle use_cuda() gives the runtime, with torch.cuda and
+    the runtime stood in for (no GPU needed): PyTorch's default stream
+    (handle 0, CUDA's legacy default stream) goes as cudaStreamLegacy (1),
+    which the runtime orders after, not as NULL, for which it would make a
+    stream of its own; a stream of the trainer's goes as it is; the
+    per-thread default stream is refused."""
+    calls = []
+
+    class Runtime:
+        def call(self, name, *args):
+            calls.append((name,) + args)
+
+    class Stream:
+        def __init__(self, handle):
+            self.cuda_stream = handle
+
+    saved = torch.cuda.is_available, ddp.initialize_runtime
+    torch.cuda.is_available, ddp.initialize_runtime = (lambda: True,
+                                                       Runtime)
+    try:
+        ddp.use_cuda(Stream(0))
+        ddp.use_cuda(Stream(0x7f00))
+        failures = expect_error(GradCommError, lambda: ddp.use_cuda(
+            Stream(2)), "use_cuda() on the per-thread default stream")
+    finally:
+        torch.cuda.is_available, ddp.initialize_runtime = saved
+    handles = [call[2] for call in calls
+               if call[0] == "gradcomm_cuda_use_handles"]
+    return failures + report(
+        handles == [1, 0x7f00], "use_cuda() hands the runtime PyTorch's "
+        "default stream as cudaStreamLegacy, a trainer's stream as it is "
+        "(got %s)" % handles)
 
 
 def test_gossip():
