@@ -224,6 +224,44 @@ TEST(CudaBackend, SixteenBitWireMatchesCpu) {
   ASSERT_OK(gradcomm_finalize());
 }
 
+TEST(CudaBackend, ElasticAverageMatchesCpu) {
+  // One rank, blocking: the center starts at x, exchanges every second
+  // call with the differences on each wire, local steps in between. x and
+  // the center must be the CPU backend's bits.
+  const int64_t n = 20000;
+  for (gradcomm_wire wire :
+       {GRADCOMM_WIRE_F32, GRADCOMM_WIRE_BF16, GRADCOMM_WIRE_F16}) {
+    std::vector<std::vector<float>> results[2];
+    for (int device = 0; device < 2; ++device) {
+      ASSERT_OK(gradcomm_finalize());
+      ASSERT_OK(gradcomm_set_backend(device ? GRADCOMM_BACKEND_CUDA
+                                            : GRADCOMM_BACKEND_CPU));
+      std::vector<float> x = gradient(21, 0, 0, n);
+      for (uint64_t step = 0; step < 5; ++step) {
+        std::vector<float> g = gradient(22, 0, step, n);
+        for (int64_t i = 0; i < n; ++i)
+          x[i] -= 0.1f * g[i];
+        float *px = device ? toDevice(x) : x.data();
+        ASSERT_OK(gradcomm_elastic_average_wire_f32("e", px, n, 0.3f, 2, wire));
+        if (device) {
+          x = toHost(px, n);
+          cudaFree(px);
+        }
+        std::vector<float> center(n);
+        ASSERT_OK(gradcomm_state_read("e", center.data(), n));
+        results[device].push_back(x);
+        results[device].push_back(center);
+      }
+    }
+    ASSERT_EQ(results[1].size(), results[0].size());
+    for (size_t i = 0; i < results[0].size(); ++i)
+      EXPECT_EQ(results[1][i], results[0][i])
+          << "wire " << wire << ", step " << i / 2
+          << (i % 2 ? ", center" : ", x");
+  }
+  ASSERT_OK(gradcomm_finalize());
+}
+
 TEST(CudaBackend, RecipeOnTheDeviceMatchesCpu) {
   // One rank. Momentum correction (plain and Nesterov, the velocity masked
   // at the sent indices) and the ramp warm-up: the CPU backend's bits,

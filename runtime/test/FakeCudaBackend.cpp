@@ -20,6 +20,7 @@
 #include "HalfFloat.h"
 #include "Kernels.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -402,40 +403,61 @@ int commitVelocity(float *velocity, const float *next, int64_t count,
   return 0;
 }
 
+/// One rank: the center starts at x (its own mean), the differences are
+/// summed over one rank on the wire (rounded), then the host's update.
+int elasticAverage(float *x, float *center, int64_t count, float alpha,
+                   int first, int wire, char *error) {
+  ENTER();
+  if (first)
+    std::copy(x, x + count, center);
+  std::vector<float> sum(count);
+  for (int64_t i = 0; i < count; ++i)
+    sum[i] = x[i] - center[i];
+  if (sumOnWire(sum.data(), count, wire, error))
+    return 1;
+  for (int64_t i = 0; i < count; ++i) {
+    const float difference = x[i] - center[i];
+    x[i] = x[i] - alpha * difference;
+    center[i] = center[i] + alpha * sum[i];
+  }
+  return 0;
+}
+
 } // namespace
 
 extern "C" __attribute__((visibility("default")))
 // In the order of CudaBackendTable.h; the real library's symbol.
-const CudaBackendTable gradcomm_cuda_backend_v9 = {kCudaBackendVersion,
-                                                   prepare,
-                                                   connect,
-                                                   shutdown,
-                                                   allocate,
-                                                   release,
-                                                   bytesToHost,
-                                                   bytesFromHost,
-                                                   zero,
-                                                   anyNonFinite,
-                                                   denseAllReduce,
-                                                   scalecom,
-                                                   compress,
-                                                   sparseAllReduce,
-                                                   memoryUpdate,
-                                                   localTopk,
-                                                   gossip,
-                                                   startDenseAllReduce,
-                                                   startScalecom,
-                                                   startGossip,
-                                                   startSparseAllReduce,
-                                                   startLocalTopk,
-                                                   poll,
-                                                   completionValue,
-                                                   forget,
-                                                   splitGroup,
-                                                   useGroup,
-                                                   freeGroup,
-                                                   reduceScatter,
-                                                   scalecomReduceScatter,
-                                                   clipInput,
-                                                   velocityInput,
-                                                   commitVelocity};
+const CudaBackendTable gradcomm_cuda_backend_v10 = {kCudaBackendVersion,
+                                                    prepare,
+                                                    connect,
+                                                    shutdown,
+                                                    allocate,
+                                                    release,
+                                                    bytesToHost,
+                                                    bytesFromHost,
+                                                    zero,
+                                                    anyNonFinite,
+                                                    denseAllReduce,
+                                                    scalecom,
+                                                    compress,
+                                                    sparseAllReduce,
+                                                    memoryUpdate,
+                                                    localTopk,
+                                                    gossip,
+                                                    startDenseAllReduce,
+                                                    startScalecom,
+                                                    startGossip,
+                                                    startSparseAllReduce,
+                                                    startLocalTopk,
+                                                    poll,
+                                                    completionValue,
+                                                    forget,
+                                                    splitGroup,
+                                                    useGroup,
+                                                    freeGroup,
+                                                    reduceScatter,
+                                                    scalecomReduceScatter,
+                                                    clipInput,
+                                                    velocityInput,
+                                                    commitVelocity,
+                                                    elasticAverage};

@@ -334,6 +334,21 @@ def logged_values(n=3000):
     return [np.array([distance.value])]
 
 
+def elastic_steps(name, wire, n=3000, steps=5):
+    """Elastic averaging (blocking) between local steps that move x: the
+    first call's center (x's mean), exchanges every second call with the
+    differences on the wire; x and the center after each call."""
+    x = gradient(400, n)
+    results = []
+    for step in range(steps):
+        x -= np.float32(0.1) * gradient(410 + step, n)
+        check(lib.gradcomm_elastic_average_wire_f32(
+            name, ptr(x), i64(n), f32(0.3), i64(2), wire),
+            "elastic average %d" % step)
+        results += [x.copy(), read_state(name, n)]
+    return results
+
+
 def run_all():
     return {
         "scalecom exact": scalecom_steps(b"w", EXACT, started=False),
@@ -363,6 +378,9 @@ def run_all():
         "started local top-k": started_topk(),
         "skip": skipped_step(),
         "logged values": logged_values(),
+        "elastic average": elastic_steps(b"e", 0),
+        "elastic average bf16": elastic_steps(b"eb", BF16),
+        "elastic average f16": elastic_steps(b"eh", F16),
     }
 
 
@@ -402,11 +420,17 @@ buffer = lib._mlir_memref_to_llvm_alloc(4096)
 assert buffer, "no buffer for compiled code"
 lib.gradcomm_free_buffer(buffer)
 
+# The exchanges moved the center away from the first call's x, and the
+# wire is not ignored.
+assert not same(cpu["elastic average"][1:2], cpu["elastic average"][9:10])
+assert not same(cpu["elastic average"], cpu["elastic average bf16"])
+
 # What the CUDA backend does not run is refused.
 x = gradient(3, 100)
-expect(lib.gradcomm_elastic_average_f32(b"e", ptr(x), i64(100), f32(0.5),
-                                        i64(1)), ERR_UNSUPPORTED,
-       "elastic average")
+request = Request()
+expect(lib.gradcomm_elastic_average_start_f32(
+    b"es", ptr(x), i64(100), f32(0.5), i64(1), ctypes.byref(request)),
+    ERR_UNSUPPORTED, "the started elastic average")
 data, shard = gradient(5, 1000), np.zeros(1000, np.float32)
 request = Request()
 expect(lib.gradcomm_reduce_scatter_start_f32(

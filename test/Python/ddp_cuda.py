@@ -2,7 +2,8 @@
 CUDA backend on PyTorch's stream) against the same hooks on CPU tensors (the
 CPU backend), bit for bit, in float32, bfloat16 and float16 buckets and
 16-bit wires: dense, ScaleCom (plain and with the training recipe's warm-up,
-momentum correction and clipping) and local top-k.
+momentum correction and clipping) and local top-k; and the synchronous
+averagers (EASGD, gossip) on float32 and 16-bit parameters.
 
 One GPU, one rank. The model's loss is sum(p * c) over its parameters, so
 each gradient is its coefficient tensor c exactly, on either device, and the
@@ -61,6 +62,19 @@ CASES = {
         m, prefix=p, **COMPRESS), ddp.local_topk_hook),
     "local-topk-bf16": (torch.bfloat16, lambda m, p: ddp.LocalTopkState(
         m, prefix=p, **COMPRESS), ddp.local_topk_hook),
+}
+
+
+# The averagers (no DDP): name -> (parameter type, averager factory). The
+# model's step subtracts the coefficients (one rounding, the same on either
+# device); the averager then pulls the replica and moves its center.
+AVERAGERS = {
+    "easgd-f32": (torch.float32, lambda m, p: ddp.ElasticAverager(
+        m, moving_rate=0.5, period=2, prefix=p)),
+    "easgd-bf16": (torch.bfloat16, lambda m, p: ddp.ElasticAverager(
+        m, moving_rate=0.5, period=2, prefix=p)),
+    "gossip-f16": (torch.float16, lambda m, p: ddp.GossipAverager(
+        m, prefix=p)),
 }
 
 
@@ -125,6 +139,24 @@ def run_side(device, out):
             history.append([p.grad.detach().cpu().clone()
                             for p in model.weights])
         results[case] = history
+    for case, (dtype, make_averager) in AVERAGERS.items():
+        model = Weighted(dtype).to(device)
+        averager = make_averager(model, case + "/")
+        calls[case] = 0
+        history = []
+        with torch.no_grad():
+            for step in range(STEPS):
+                for p, c in zip(model.weights,
+                                coefficients(step, dtype, device)):
+                    p.sub_(c)
+                averager.step()
+                calls[case] += 1
+                saved = [p.detach().cpu().clone() for p in model.weights]
+                if isinstance(averager, ddp.ElasticAverager):
+                    saved += [averager.center(p).cpu()
+                              for p in model.weights]
+                history.append(saved)
+        results[case] = history
     if device == "cuda":
         torch.cuda.synchronize()
     torch.save({"results": results, "calls": calls}, out)
@@ -137,11 +169,14 @@ def bits(tensor):
 
 def compare(cpu, cuda):
     failures = []
-    for case in CASES:
+    for case in list(CASES) + list(AVERAGERS):
         if cpu["calls"][case] == 0 or cuda["calls"][case] == 0:
             failures.append("%s: the hook never ran (cpu %d, cuda %d calls)"
                             % (case, cpu["calls"][case], cuda["calls"][case]))
-        raw = coefficients(STEPS - 1, CASES[case][0], "cpu")[0]
+        if case in AVERAGERS:
+            raw = None
+        else:
+            raw = coefficients(STEPS - 1, CASES[case][0], "cpu")[0]
         if case.startswith(("scalecom", "local-topk")) and torch.equal(
                 cpu["results"][case][-1][0], raw):
             failures.append("%s: the gradient came back uncompressed" % case)
@@ -182,7 +217,8 @@ def main():
     for failure in failures:
         print("FAIL " + failure)
     print("%d cases, %d steps each: %s" % (
-        len(CASES), STEPS, "the CUDA hooks give the CPU hooks' bits"
+        len(CASES) + len(AVERAGERS), STEPS,
+        "the CUDA hooks and averagers give the CPU's bits"
         if not failures else "%d differences" % len(failures)))
     return 1 if failures else 0
 

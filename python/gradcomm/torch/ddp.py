@@ -730,19 +730,14 @@ def _float32_replica(averager, parameter):
     one as a float32 copy (kept per parameter) on the wire of its type,
     which carries its values exactly and costs half the bytes."""
     data = parameter.data
-    what = "parameter '%s'" % averager.names[id(parameter)]
-    _check_tensor(data, what, averager.backend, sixteen_bits=True)
-    if data.dtype != torch.float32 and averager.backend != "cpu":
-        # Its float32 replica is a host tensor; not yet run on a GPU.
-        raise TypeError("gradcomm: %s is %s: the averagers take 16-bit "
-                        "parameters on the runtime's CPU backend only"
-                        % (what, data.dtype))
+    _check_tensor(data, "parameter '%s'" % averager.names[id(parameter)],
+                  averager.backend, sixteen_bits=True)
     if data.dtype == torch.float32:
         return data, "f32"
     work = averager.replicas.get(id(parameter))
-    if work is None:
+    if work is None:  # where the parameter is: the runtime's backend
         work = averager.replicas[id(parameter)] = torch.empty(
-            data.shape, dtype=torch.float32)
+            data.shape, dtype=torch.float32, device=data.device)
     work.copy_(data)
     return work, _WIRE_OF_DTYPE[data.dtype]
 
@@ -774,6 +769,11 @@ class ElasticAverager(_State):
             raise ValueError("center='sharded' needs asynchronous=True (the "
                              "synchronous center is replicated)")
         super().__init__(model, prefix, process_group)
+        if asynchronous and self.backend != "cpu":
+            raise GradCommError(
+                -1, "gradcomm: ElasticAverager: asynchronous EASGD runs on "
+                "the runtime's CPU backend only (MPI one-sided windows); "
+                "this runtime runs %s" % self.backend)
         if alpha is None:
             if not 0 < moving_rate <= 1:
                 raise ValueError("moving_rate must be in (0, 1]")

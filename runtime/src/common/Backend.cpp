@@ -130,6 +130,12 @@ gradcomm_status Backend::startDeviceGossipWire(const Call &call, float *,
   return refuse(call, *this, "does not narrow a 16-bit wire itself");
 }
 
+gradcomm_status Backend::deviceElasticAverage(const Call &call, float *,
+                                              float *, int64_t, float, bool,
+                                              gradcomm_wire) const {
+  return refuse(call, *this, "does not average elastically on its own memory");
+}
+
 gradcomm_status Backend::deviceClip(const Call &call, const float *, float *,
                                     int64_t, float) const {
   return refuse(call, *this, "does not clip on its own memory");

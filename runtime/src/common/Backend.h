@@ -264,6 +264,17 @@ public:
                                                       const Prepared &prepared,
                                                       float beta, bool average,
                                                       float *shard) const;
+
+  /// Elastic averaging where the tensors are not on the host (host tensors:
+  /// ops/ElasticAverage.cpp over the transport), blocking, after the
+  /// agreement: with `first`, center = the mean of x over the ranks; then
+  /// the exchange: the differences x - center summed over the ranks as
+  /// `wire`, x -= alpha (x - center), center += alpha sum. The default
+  /// refuses (GRADCOMM_ERR_UNSUPPORTED).
+  virtual gradcomm_status deviceElasticAverage(const Call &call, float *x,
+                                               float *center, int64_t count,
+                                               float alpha, bool first,
+                                               gradcomm_wire wire) const;
 };
 
 /// The selected backend (the CPU one until gradcomm_set_backend(CUDA)).

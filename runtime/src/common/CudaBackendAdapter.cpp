@@ -163,6 +163,17 @@ public:
     return GRADCOMM_OK;
   }
 
+  gradcomm_status deviceElasticAverage(const Call &call, float *x,
+                                       float *center, int64_t count,
+                                       float alpha, bool first,
+                                       gradcomm_wire wire) const override {
+    char error[kErrorSize] = {0};
+    return status(
+        call,
+        table->elasticAverage(x, center, count, alpha, first, wire, error),
+        error);
+  }
+
   gradcomm_status prepareCompress(const Call &call, const CompressStep &step,
                                   Prepared &prepared) const override {
     return scanGradient(call, step, prepared);

@@ -23,11 +23,11 @@
 
 namespace gradcomm {
 
-inline constexpr int kCudaBackendVersion = 9;
+inline constexpr int kCudaBackendVersion = 10;
 inline constexpr size_t kErrorSize = 512;
 /// sizeof(ncclUniqueId) (NCCL_UNIQUE_ID_BYTES), checked where nccl.h is.
 inline constexpr size_t kNcclUniqueIdBytes = 128;
-inline constexpr const char *kCudaBackendSymbol = "gradcomm_cuda_backend_v9";
+inline constexpr const char *kCudaBackendSymbol = "gradcomm_cuda_backend_v10";
 inline constexpr const char *kCudaBackendLibrary =
     "libgradcomm_runtime_cuda.so";
 /// The type values travel in (runtime.h's gradcomm_wire, whose values
@@ -175,6 +175,13 @@ struct CudaBackendTable {
   /// (scalecom, startScalecom) when `masked`.
   int (*commitVelocity)(float *velocity, const float *next, int64_t count,
                         int masked, char *error);
+  /// Elastic averaging (EASGD), blocking: with `first`, center = x summed
+  /// over the ranks (ncclAllReduce, float32) and divided by their number;
+  /// then sum = x - center, summed over the ranks as `wire` (widened back),
+  /// x -= alpha (x - center) and center += alpha sum, element by element
+  /// as ops/ElasticAverage.cpp does on the host.
+  int (*elasticAverage)(float *x, float *center, int64_t count, float alpha,
+                        int first, int wire, char *error);
 };
 
 } // namespace gradcomm

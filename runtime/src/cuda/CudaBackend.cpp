@@ -880,6 +880,35 @@ int startGossip(float *x, int64_t count, int peer, float mixing, int wire,
       completion, error);
 }
 
+int elasticAverage(float *x, float *center, int64_t count, float alpha,
+                   int first, int wire, char *error) {
+  return completed(
+      [&] {
+        if (first) {
+          // The center starts at the replicas' mean (float32 on the wire,
+          // as the host's first call).
+          CUDA_OR_FAIL(cudaMemcpyAsync(center, x, sizeof(float) * count,
+                                       cudaMemcpyDeviceToDevice,
+                                       backend->stream));
+          if (enqueueDenseAllReduce(center, count, /*average=*/1, kWireFloat32,
+                                    error))
+            return 1;
+        }
+        // The differences in the peer buffer (gossip's; the calls of one
+        // backend run one after another on its stream).
+        if (reserve(backend->peer, backend->peerCapacity, count, error))
+          return 1;
+        CUDA_OR_FAIL(cuda::elasticDifferences(x, center, backend->peer, count,
+                                              backend->stream));
+        if (enqueueSumAllReduce(backend->peer, count, wire, error))
+          return 1;
+        CUDA_OR_FAIL(cuda::elasticUpdate(x, center, backend->peer, count, alpha,
+                                         backend->stream));
+        return 0;
+      },
+      error);
+}
+
 int poll(void *completion, int *finished, char *error) {
   ENTER();
   *finished = 0;
@@ -1131,36 +1160,37 @@ int scalecomReduceScatter(float *memory, const float *grad, float *shard,
 
 extern "C" __attribute__((visibility("default")))
 // In the order of CudaBackendTable.h.
-const CudaBackendTable gradcomm_cuda_backend_v9 = {kCudaBackendVersion,
-                                                   prepare,
-                                                   connect,
-                                                   shutdown,
-                                                   allocate,
-                                                   release,
-                                                   bytesToHost,
-                                                   bytesFromHost,
-                                                   zero,
-                                                   anyNonFinite,
-                                                   denseAllReduce,
-                                                   scalecom,
-                                                   compress,
-                                                   sparseAllReduce,
-                                                   memoryUpdate,
-                                                   localTopk,
-                                                   gossip,
-                                                   startDenseAllReduce,
-                                                   startScalecom,
-                                                   startGossip,
-                                                   startSparseAllReduce,
-                                                   startLocalTopk,
-                                                   poll,
-                                                   completionValue,
-                                                   forget,
-                                                   splitGroup,
-                                                   useGroup,
-                                                   freeGroup,
-                                                   reduceScatter,
-                                                   scalecomReduceScatter,
-                                                   clipInput,
-                                                   velocityInput,
-                                                   commitVelocity};
+const CudaBackendTable gradcomm_cuda_backend_v10 = {kCudaBackendVersion,
+                                                    prepare,
+                                                    connect,
+                                                    shutdown,
+                                                    allocate,
+                                                    release,
+                                                    bytesToHost,
+                                                    bytesFromHost,
+                                                    zero,
+                                                    anyNonFinite,
+                                                    denseAllReduce,
+                                                    scalecom,
+                                                    compress,
+                                                    sparseAllReduce,
+                                                    memoryUpdate,
+                                                    localTopk,
+                                                    gossip,
+                                                    startDenseAllReduce,
+                                                    startScalecom,
+                                                    startGossip,
+                                                    startSparseAllReduce,
+                                                    startLocalTopk,
+                                                    poll,
+                                                    completionValue,
+                                                    forget,
+                                                    splitGroup,
+                                                    useGroup,
+                                                    freeGroup,
+                                                    reduceScatter,
+                                                    scalecomReduceScatter,
+                                                    clipInput,
+                                                    velocityInput,
+                                                    commitVelocity,
+                                                    elasticAverage};

@@ -564,6 +564,23 @@ __global__ void mixKernel(float *x, const float *peer, int64_t n, float a,
     x[i] = keep * x[i] + a * peer[i];
 }
 
+__global__ void elasticDifferencesKernel(const float *x, const float *center,
+                                         float *sum, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    sum[i] = x[i] - center[i];
+}
+
+__global__ void elasticUpdateKernel(float *x, float *center, const float *sum,
+                                    int64_t n, float alpha) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float difference = x[i] - center[i];
+    x[i] = x[i] - alpha * difference;
+    center[i] = center[i] + alpha * sum[i];
+  }
+}
+
 __global__ void divideKernel(float *x, int64_t n, float divisor) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
@@ -997,6 +1014,20 @@ cudaError_t commitVelocity(float *u, const float *next, int64_t n,
   if (k > 0)
     zeroAtKernel<<<blocksFor(k, kThreads), kThreads, 0, stream>>>(u, indices,
                                                                   k);
+  return cudaGetLastError();
+}
+
+cudaError_t elasticDifferences(const float *x, const float *center, float *sum,
+                               int64_t n, cudaStream_t stream) {
+  elasticDifferencesKernel<<<blocksFor(n, kThreads * 8), kThreads, 0, stream>>>(
+      x, center, sum, n);
+  return cudaGetLastError();
+}
+
+cudaError_t elasticUpdate(float *x, float *center, const float *sum, int64_t n,
+                          float alpha, cudaStream_t stream) {
+  elasticUpdateKernel<<<blocksFor(n, kThreads * 8), kThreads, 0, stream>>>(
+      x, center, sum, n, alpha);
   return cudaGetLastError();
 }
 

@@ -137,6 +137,15 @@ cudaError_t commitVelocity(float *u, const float *next, int64_t n,
 /// x = x / divisor (the average after a summing all-reduce).
 cudaError_t divide(float *x, int64_t n, float divisor, cudaStream_t stream);
 
+/// Elastic averaging's element-wise parts (ops/ElasticAverage.cpp's host
+/// loops, the same arithmetic): sum = x - center; then, once the sums of
+/// every rank are in, x = x - alpha (x - center), center = center + alpha
+/// sum.
+cudaError_t elasticDifferences(const float *x, const float *center, float *sum,
+                               int64_t n, cudaStream_t stream);
+cudaError_t elasticUpdate(float *x, float *center, const float *sum, int64_t n,
+                          float alpha, cudaStream_t stream);
+
 } // namespace gradcomm::cuda
 
 #endif // GRADCOMM_RUNTIME_CUDA_CUDAKERNELS_H

@@ -6,7 +6,9 @@
 // elastic force and the center moves toward the replicas by the sum of the
 // same forces. The center is replicated: every rank holds it in its state
 // and applies the same all-reduced update, so the copies stay bit-identical
-// (MPI gives every rank the same sum).
+// (MPI gives every rank the same sum). On a device backend (CUDA) the
+// blocking form runs there (Backend::deviceElasticAverage); the started
+// form is the CPU backend's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,14 +24,16 @@ namespace {
 
 /// The blocking and started forms' common part: arguments, state, the
 /// agreement, the center's initialization on the state's first call and
-/// the counter. `*exchange`: this call is a period's exchange;
-/// `*skipped`: the non-finite policy skipped it (nothing changed).
+/// the counter. `*exchange`: this call is a period's exchange; `*first`:
+/// the state's first call, whose center a device backend initializes with
+/// the exchange (a host backend's is set here); `*skipped`: the non-finite
+/// policy skipped it (nothing changed).
 gradcomm_status beginElasticAverage(const Call &call, const char *stateName,
                                     const float *x, int64_t count, float alpha,
                                     int64_t period, gradcomm_wire wire,
-                                    State *&state, bool *exchange,
+                                    State *&state, bool *exchange, bool *first,
                                     bool *skipped) {
-  *exchange = *skipped = false;
+  *exchange = *first = *skipped = false;
   GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
   const Context &ctx = context();
   GRADCOMM_RETURN_IF_ERROR(validateCollectively(call, [&] {
@@ -37,7 +41,6 @@ gradcomm_status beginElasticAverage(const Call &call, const char *stateName,
         requireReplica(call, stateName, x, count, INT_MAX, period));
     GRADCOMM_RETURN_IF_ERROR(requireElasticAlpha(call, alpha));
     GRADCOMM_RETURN_IF_ERROR(requireWire(call, wire));
-    GRADCOMM_RETURN_IF_ERROR(requireHostTensors(call, "elastic averaging"));
     return lookupIdleState(call, stateName, count, state);
   }));
   std::vector<CheckField> fields = {{"count", count},
@@ -60,7 +63,9 @@ gradcomm_status beginElasticAverage(const Call &call, const char *stateName,
     // The center starts at the mean of the replicas (their common
     // initialization, when they share one). Once per state, so the
     // started form does it blocking too.
-    GRADCOMM_RETURN_IF_ERROR(meanOverRanks(call, x, count, state->data()));
+    *first = true;
+    if (backend().tensorsOnHost())
+      GRADCOMM_RETURN_IF_ERROR(meanOverRanks(call, x, count, state->data()));
     stats.messages += 1;
     stats.value_bytes_sent += allReduceBytes(bytes, ctx.size);
     stats.value_bytes_received += allReduceBytes(bytes, ctx.size);
@@ -102,13 +107,17 @@ gradcomm_status elasticAverage(const Call &call, const char *stateName,
                                int64_t period, gradcomm_wire wire) {
   const double start = now();
   State *state = nullptr;
-  bool exchange = false, skipped = false;
+  bool exchange = false, first = false, skipped = false;
   GRADCOMM_RETURN_IF_ERROR(beginElasticAverage(call, stateName, x, count, alpha,
                                                period, wire, state, &exchange,
-                                               &skipped));
+                                               &first, &skipped));
   if (skipped)
     return GRADCOMM_OK;
-  if (exchange) {
+  if (exchange && !backend().tensorsOnHost()) {
+    // The first call always exchanges (step 0 of any period).
+    GRADCOMM_RETURN_IF_ERROR(backend().deviceElasticAverage(
+        call, x, state->data(), count, alpha, first, wire));
+  } else if (exchange) {
     static thread_local std::vector<float> sum;
     sum.resize(count);
     differences(x, state->data(), count, sum.data());
@@ -129,10 +138,10 @@ gradcomm_status startElasticAverage(const Call &call, const char *stateName,
                                             "gradcomm_elastic_average_f32"));
   const double start = now();
   State *state = nullptr;
-  bool exchange = false, skipped = false;
+  bool exchange = false, first = false, skipped = false;
   GRADCOMM_RETURN_IF_ERROR(beginElasticAverage(call, stateName, x, count, alpha,
                                                period, wire, state, &exchange,
-                                               &skipped));
+                                               &first, &skipped));
   auto started = std::make_unique<gradcomm_request_s>();
   started->opName = stateName;
   started->skipped = skipped;
