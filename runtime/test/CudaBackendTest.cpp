@@ -15,6 +15,7 @@
 #include "MiniTest.h"
 #include "TestCommon.h"
 #include "gradcomm/runtime_cuda.h"
+#include "gradcomm/runtime_memref.h"
 
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -259,6 +260,66 @@ TEST(CudaBackend, ElasticAverageMatchesCpu) {
           << "wire " << wire << ", step " << i / 2
           << (i % 2 ? ", center" : ", x");
   }
+  ASSERT_OK(gradcomm_finalize());
+}
+
+/// MLIR's rank-1 memref descriptor.
+struct Memref1 {
+  void *allocated, *aligned;
+  int64_t offset, size, stride;
+};
+
+TEST(CudaBackend, CompiledSixteenBitTensorsMatchCpu) {
+  // Compiled code's bf16 entry points on device memory: widened and
+  // narrowed back on the device (Backend::deviceWiden, deviceNarrow) around
+  // the float32 steps. A dense all-reduce and a local top-k step must give
+  // the CPU backend's bits.
+  const int64_t n = 10000, k = 100;
+  std::vector<float> values = gradient(31, 0, 0, n);
+  std::vector<uint16_t> bits(n);
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t word;
+    std::memcpy(&word, &values[i], 4);
+    bits[i] = static_cast<uint16_t>(word >> 16);
+  }
+  std::vector<std::vector<uint16_t>> results[2];
+  for (int device = 0; device < 2; ++device) {
+    ASSERT_OK(gradcomm_finalize());
+    ASSERT_OK(gradcomm_set_backend(device ? GRADCOMM_BACKEND_CUDA
+                                          : GRADCOMM_BACKEND_CPU));
+    std::vector<uint16_t> dense = bits, grad = bits, out(n);
+    uint16_t *buffers[3] = {dense.data(), grad.data(), out.data()};
+    if (device)
+      for (uint16_t *&buffer : buffers) {
+        uint16_t *host = buffer;
+        ASSERT_EQ(cudaMalloc(&buffer, 2 * n), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(buffer, host, 2 * n, cudaMemcpyHostToDevice),
+                  cudaSuccess);
+      }
+    Memref1 descriptors[3];
+    gradcomm_unranked_memref memrefs[3];
+    for (int i = 0; i < 3; ++i) {
+      descriptors[i] = {buffers[i], buffers[i], 0, n, 1};
+      memrefs[i] = {1, &descriptors[i]};
+    }
+    ASSERT_OK(_mlir_ciface_gradcomm_rt_dense_all_reduce_bf16(
+        "cd", &memrefs[0], GRADCOMM_REDUCE_AVERAGE));
+    ASSERT_OK(_mlir_ciface_gradcomm_rt_local_topk_all_gather_bf16(
+        "ct", &memrefs[1], &memrefs[2], k, GRADCOMM_REDUCE_AVERAGE));
+    if (device)
+      for (int i = 0; i < 3; i += 2) {
+        std::vector<uint16_t> &host = i == 0 ? dense : out;
+        ASSERT_EQ(
+            cudaMemcpy(host.data(), buffers[i], 2 * n, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+        cudaFree(buffers[i]);
+      }
+    if (device)
+      cudaFree(buffers[1]);
+    results[device] = {dense, out};
+  }
+  EXPECT_EQ(results[1][0], results[0][0]) << "dense all-reduce";
+  EXPECT_EQ(results[1][1], results[0][1]) << "local top-k";
   ASSERT_OK(gradcomm_finalize());
 }
 

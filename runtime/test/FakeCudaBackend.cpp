@@ -403,6 +403,30 @@ int commitVelocity(float *velocity, const float *next, int64_t count,
   return 0;
 }
 
+int widenValues(const uint16_t *in, float *out, int64_t count, int wire,
+                char *error) {
+  ENTER();
+  if (wire == kWireBfloat16)
+    half::widenBfloat16(in, out, count);
+  else if (wire == kWireFloat16)
+    half::widenHalf(in, out, count);
+  else
+    return fail(error, "fake cuda backend: widen: not a 16-bit wire type");
+  return 0;
+}
+
+int narrowValues(const float *in, uint16_t *out, int64_t count, int wire,
+                 char *error) {
+  ENTER();
+  if (wire == kWireBfloat16)
+    half::narrowBfloat16(in, out, count);
+  else if (wire == kWireFloat16)
+    half::narrowHalf(in, out, count);
+  else
+    return fail(error, "fake cuda backend: narrow: not a 16-bit wire type");
+  return 0;
+}
+
 /// One rank: the center starts at x (its own mean), the differences are
 /// summed over one rank on the wire (rounded), then the host's update.
 int elasticAverage(float *x, float *center, int64_t count, float alpha,
@@ -427,7 +451,7 @@ int elasticAverage(float *x, float *center, int64_t count, float alpha,
 
 extern "C" __attribute__((visibility("default")))
 // In the order of CudaBackendTable.h; the real library's symbol.
-const CudaBackendTable gradcomm_cuda_backend_v10 = {kCudaBackendVersion,
+const CudaBackendTable gradcomm_cuda_backend_v11 = {kCudaBackendVersion,
                                                     prepare,
                                                     connect,
                                                     shutdown,
@@ -460,4 +484,6 @@ const CudaBackendTable gradcomm_cuda_backend_v10 = {kCudaBackendVersion,
                                                     clipInput,
                                                     velocityInput,
                                                     commitVelocity,
-                                                    elasticAverage};
+                                                    elasticAverage,
+                                                    widenValues,
+                                                    narrowValues};

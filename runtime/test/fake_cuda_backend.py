@@ -349,6 +349,50 @@ def elastic_steps(name, wire, n=3000, steps=5):
     return results
 
 
+class Memref1(ctypes.Structure):
+    """MLIR's descriptor of a rank-1 memref."""
+    _fields_ = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p),
+                ("offset", ctypes.c_int64), ("size", ctypes.c_int64),
+                ("stride", ctypes.c_int64)]
+
+
+class Unranked(ctypes.Structure):
+    _fields_ = [("rank", ctypes.c_int64), ("descriptor", ctypes.c_void_p)]
+
+
+def unranked(array):
+    """(the unranked memref of a 1-D array, what keeps it alive)."""
+    descriptor = Memref1(array.ctypes.data, array.ctypes.data, 0, array.size,
+                         1)
+    return Unranked(1, ctypes.addressof(descriptor)), descriptor
+
+
+def compiled_sixteen_bits(n=4000, k=40):
+    """Compiled code's 16-bit entry points (bf16 and f16 tensors: widened,
+    communicated on their own wire, narrowed back): a dense all-reduce and
+    a local top-k step, on each backend's memory (the CUDA backend converts
+    on the device)."""
+    results = []
+    for suffix, half in (("bf16", False), ("f16", True)):
+        values = gradient(500 + half, n)
+        bits = (values.astype(np.float16).view(np.uint16) if half else
+                (values.view(np.uint32) >> 16).astype(np.uint16))
+        dense, grad, out = bits.copy(), bits.copy(), np.zeros(n, np.uint16)
+        keep = [unranked(a) for a in (dense, grad, out)]
+        dense_ref, grad_ref, out_ref = (ctypes.byref(u) for u, _ in keep)
+        check(getattr(lib, "_mlir_ciface_gradcomm_rt_dense_all_reduce_" +
+                      suffix)(b"cd" + suffix.encode(), dense_ref, AVERAGE),
+              "compiled dense all-reduce " + suffix)
+        check(getattr(lib, "_mlir_ciface_gradcomm_rt_local_topk_all_gather_" +
+                      suffix)(b"ct" + suffix.encode(), grad_ref, out_ref,
+                              i64(k), AVERAGE),
+              "compiled local top-k " + suffix)
+        assert np.count_nonzero(out) == k, "local top-k sent %d values" % (
+            np.count_nonzero(out))
+        results += [dense, out]
+    return results
+
+
 def run_all():
     return {
         "scalecom exact": scalecom_steps(b"w", EXACT, started=False),
@@ -381,6 +425,7 @@ def run_all():
         "elastic average": elastic_steps(b"e", 0),
         "elastic average bf16": elastic_steps(b"eb", BF16),
         "elastic average f16": elastic_steps(b"eh", F16),
+        "compiled 16-bit": compiled_sixteen_bits(),
     }
 
 

@@ -136,6 +136,17 @@ gradcomm_status Backend::deviceElasticAverage(const Call &call, float *,
   return refuse(call, *this, "does not average elastically on its own memory");
 }
 
+gradcomm_status Backend::deviceWiden(const Call &call, const uint16_t *,
+                                     float *, int64_t, gradcomm_wire) const {
+  return refuse(call, *this, "does not narrow a 16-bit wire itself");
+}
+
+gradcomm_status Backend::deviceNarrow(const Call &call, const float *,
+                                      uint16_t *, int64_t,
+                                      gradcomm_wire) const {
+  return refuse(call, *this, "does not narrow a 16-bit wire itself");
+}
+
 gradcomm_status Backend::deviceClip(const Call &call, const float *, float *,
                                     int64_t, float) const {
   return refuse(call, *this, "does not clip on its own memory");

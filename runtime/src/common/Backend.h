@@ -275,6 +275,17 @@ public:
                                                float *center, int64_t count,
                                                float alpha, bool first,
                                                gradcomm_wire wire) const;
+
+  /// Compiled code's 16-bit tensors in the backend's memory (ops/Memref.cpp;
+  /// host memory is converted there): `count` values of the 16-bit `wire`
+  /// widened into float32, and narrowed back (to nearest even). Where
+  /// narrowsOnDevice(); the defaults refuse.
+  virtual gradcomm_status deviceWiden(const Call &call, const uint16_t *in,
+                                      float *out, int64_t count,
+                                      gradcomm_wire wire) const;
+  virtual gradcomm_status deviceNarrow(const Call &call, const float *in,
+                                       uint16_t *out, int64_t count,
+                                       gradcomm_wire wire) const;
 };
 
 /// The selected backend (the CPU one until gradcomm_set_backend(CUDA)).

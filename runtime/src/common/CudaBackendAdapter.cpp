@@ -174,6 +174,20 @@ public:
         error);
   }
 
+  gradcomm_status deviceWiden(const Call &call, const uint16_t *in, float *out,
+                              int64_t count,
+                              gradcomm_wire wire) const override {
+    char error[kErrorSize] = {0};
+    return status(call, table->widenValues(in, out, count, wire, error), error);
+  }
+  gradcomm_status deviceNarrow(const Call &call, const float *in, uint16_t *out,
+                               int64_t count,
+                               gradcomm_wire wire) const override {
+    char error[kErrorSize] = {0};
+    return status(call, table->narrowValues(in, out, count, wire, error),
+                  error);
+  }
+
   gradcomm_status prepareCompress(const Call &call, const CompressStep &step,
                                   Prepared &prepared) const override {
     return scanGradient(call, step, prepared);

@@ -23,11 +23,11 @@
 
 namespace gradcomm {
 
-inline constexpr int kCudaBackendVersion = 10;
+inline constexpr int kCudaBackendVersion = 11;
 inline constexpr size_t kErrorSize = 512;
 /// sizeof(ncclUniqueId) (NCCL_UNIQUE_ID_BYTES), checked where nccl.h is.
 inline constexpr size_t kNcclUniqueIdBytes = 128;
-inline constexpr const char *kCudaBackendSymbol = "gradcomm_cuda_backend_v10";
+inline constexpr const char *kCudaBackendSymbol = "gradcomm_cuda_backend_v11";
 inline constexpr const char *kCudaBackendLibrary =
     "libgradcomm_runtime_cuda.so";
 /// The type values travel in (runtime.h's gradcomm_wire, whose values
@@ -182,6 +182,13 @@ struct CudaBackendTable {
   /// as ops/ElasticAverage.cpp does on the host.
   int (*elasticAverage)(float *x, float *center, int64_t count, float alpha,
                         int first, int wire, char *error);
+  /// Compiled code's 16-bit tensors: `count` bfloat16 or binary16 values
+  /// (`wire`) widened into float32, and float32 narrowed back to them (to
+  /// nearest even), HalfFloat.h's bits, NaNs included; blocking.
+  int (*widenValues)(const uint16_t *in, float *out, int64_t count, int wire,
+                     char *error);
+  int (*narrowValues)(const float *in, uint16_t *out, int64_t count, int wire,
+                      char *error);
 };
 
 } // namespace gradcomm

@@ -909,6 +909,32 @@ int elasticAverage(float *x, float *center, int64_t count, float alpha,
       error);
 }
 
+int widenValues(const uint16_t *in, float *out, int64_t count, int wire,
+                char *error) {
+  return completed(
+      [&] {
+        if (wire != kWireBfloat16 && wire != kWireFloat16)
+          return fail(error, "widen: not a 16-bit wire type");
+        CUDA_OR_FAIL(cuda::widenValues(in, out, count, wire == kWireBfloat16,
+                                       backend->stream));
+        return 0;
+      },
+      error);
+}
+
+int narrowValues(const float *in, uint16_t *out, int64_t count, int wire,
+                 char *error) {
+  return completed(
+      [&] {
+        if (wire != kWireBfloat16 && wire != kWireFloat16)
+          return fail(error, "narrow: not a 16-bit wire type");
+        CUDA_OR_FAIL(cuda::narrowValues(in, out, count, wire == kWireBfloat16,
+                                        backend->stream));
+        return 0;
+      },
+      error);
+}
+
 int poll(void *completion, int *finished, char *error) {
   ENTER();
   *finished = 0;
@@ -1160,7 +1186,7 @@ int scalecomReduceScatter(float *memory, const float *grad, float *shard,
 
 extern "C" __attribute__((visibility("default")))
 // In the order of CudaBackendTable.h.
-const CudaBackendTable gradcomm_cuda_backend_v10 = {kCudaBackendVersion,
+const CudaBackendTable gradcomm_cuda_backend_v11 = {kCudaBackendVersion,
                                                     prepare,
                                                     connect,
                                                     shutdown,
@@ -1193,4 +1219,6 @@ const CudaBackendTable gradcomm_cuda_backend_v10 = {kCudaBackendVersion,
                                                     clipInput,
                                                     velocityInput,
                                                     commitVelocity,
-                                                    elasticAverage};
+                                                    elasticAverage,
+                                                    widenValues,
+                                                    narrowValues};

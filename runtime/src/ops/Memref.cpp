@@ -305,24 +305,94 @@ namespace {
 
 /// 16-bit tensors of compiled code (bf16 or f16 gradients): widened into
 /// float32 for the runtime's float32 entry points with the values
-/// travelling in their own 16 bits (gradcomm_wire), and narrowed back. Host
-/// memory: the widening reads the buffers here.
-struct Widened {
+/// travelling in their own 16 bits (gradcomm_wire), and narrowed back.
+/// Where the backend keeps its tensors: host memory is converted here into
+/// this thread's scratch; a device backend's (compiled code's buffers come
+/// from it) is converted by the backend into device scratch allocated for
+/// the call (Backend::deviceWiden, deviceNarrow).
+class Wide {
+public:
+  Wide() = default;
+  Wide(const Wide &) = delete;
+  Wide &operator=(const Wide &) = delete;
+  ~Wide() {
+    if (device)
+      backend().release(device);
+  }
+
+  /// `count` float32 values of scratch.
+  gradcomm_status reserve(const Call &call, std::vector<float> &hostScratch,
+                          int64_t count) {
+    if (backend().tensorsOnHost()) {
+      hostScratch.resize(count);
+      values = hostScratch.data();
+      return GRADCOMM_OK;
+    }
+    GRADCOMM_RETURN_IF_ERROR(backend().allocate(call, count, &device));
+    values = device;
+    return GRADCOMM_OK;
+  }
+  float *data() const { return values; }
+
+  gradcomm_status widen(const Call &call, gradcomm_wire wire,
+                        const uint16_t *in, int64_t count) const {
+    if (backend().tensorsOnHost()) {
+      widenFromWire(wire, in, values, count);
+      return GRADCOMM_OK;
+    }
+    return backend().deviceWiden(call, in, values, count, wire);
+  }
+  gradcomm_status narrow(const Call &call, gradcomm_wire wire, uint16_t *out,
+                         int64_t count) const {
+    if (backend().tensorsOnHost()) {
+      narrowToWire(wire, values, out, count);
+      return GRADCOMM_OK;
+    }
+    return backend().deviceNarrow(call, values, out, count, wire);
+  }
+
+private:
+  float *values = nullptr;
+  float *device = nullptr; // the backend's, released on leaving
+};
+
+struct HostScratch {
   std::vector<float> grad, out;
 };
 
-Widened &widenedScratch() {
-  static thread_local Widened scratch;
+HostScratch &hostScratch() {
+  static thread_local HostScratch scratch;
   return scratch;
 }
 
-/// One collective step: host tensors (the widening reads them here).
-gradcomm_status requireHostHalf(const char *operation, const char *name) {
+/// One collective step: host tensors, or a backend that converts 16 bits
+/// on its own memory.
+gradcomm_status requireHalfTensors(const char *operation, const char *name) {
   return guarded(operation, name, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(call.ensureInitialized());
     return validateCollectively(call, [&] {
+      if (backend().narrowsOnDevice())
+        return GRADCOMM_OK;
       return requireHostTensors(call, "a 16-bit tensor of compiled code");
     });
+  });
+}
+
+/// `wide` reserved for `count` values and, with `in`, widened from it.
+gradcomm_status prepareWide(const char *operation, const char *name, Wide &wide,
+                            std::vector<float> &scratch, gradcomm_wire wire,
+                            const uint16_t *in, int64_t count) {
+  return guarded(operation, name, [&](const Call &call) {
+    GRADCOMM_RETURN_IF_ERROR(wide.reserve(call, scratch, count));
+    return in ? wide.widen(call, wire, in, count) : GRADCOMM_OK;
+  });
+}
+
+gradcomm_status narrowWide(const char *operation, const char *name,
+                           const Wide &wide, gradcomm_wire wire, uint16_t *out,
+                           int64_t count) {
+  return guarded(operation, name, [&](const Call &call) {
+    return wide.narrow(call, wire, out, count);
   });
 }
 
@@ -331,17 +401,17 @@ gradcomm_status denseAllReduce16(const char *operation, const char *opName,
                                  gradcomm_wire wire, int32_t reduction) {
   if (gradcomm_status failed = stepFailure())
     return failed;
-  GRADCOMM_RETURN_IF_ERROR(requireHostHalf(operation, opName));
+  GRADCOMM_RETURN_IF_ERROR(requireHalfTensors(operation, opName));
   View<uint16_t> view;
   GRADCOMM_RETURN_IF_ERROR(unpackDense(operation, opName, data, view));
-  std::vector<float> &wide = widenedScratch().grad;
-  wide.resize(view.count);
-  widenFromWire(wire, view.data, wide.data(), view.count);
+  Wide wide;
+  GRADCOMM_RETURN_IF_ERROR(prepareWide(operation, opName, wide,
+                                       hostScratch().grad, wire, view.data,
+                                       view.count));
   GRADCOMM_RETURN_IF_ERROR(gradcomm_dense_all_reduce_wire_f32(
       opName, wide.data(), view.count, wire,
       static_cast<gradcomm_reduction>(reduction)));
-  narrowToWire(wire, wide.data(), view.data, view.count);
-  return GRADCOMM_OK;
+  return narrowWide(operation, opName, wide, wire, view.data, view.count);
 }
 
 gradcomm_status scalecomRecipe16(const char *operation, const char *state,
@@ -351,19 +421,19 @@ gradcomm_status scalecomRecipe16(const char *operation, const char *state,
                                  gradcomm_wire wire, int32_t reduction) {
   if (gradcomm_status failed = stepFailure())
     return failed;
-  GRADCOMM_RETURN_IF_ERROR(requireHostHalf(operation, state));
+  GRADCOMM_RETURN_IF_ERROR(requireHalfTensors(operation, state));
   View<uint16_t> g, o;
   GRADCOMM_RETURN_IF_ERROR(unpackScalecom(operation, state, grad, out, g, o));
-  Widened &wide = widenedScratch();
-  wide.grad.resize(g.count);
-  wide.out.resize(o.count);
-  widenFromWire(wire, g.data, wide.grad.data(), g.count);
+  Wide wideGrad, wideOut;
+  GRADCOMM_RETURN_IF_ERROR(prepareWide(
+      operation, state, wideGrad, hostScratch().grad, wire, g.data, g.count));
+  GRADCOMM_RETURN_IF_ERROR(prepareWide(
+      operation, state, wideOut, hostScratch().out, wire, nullptr, o.count));
   options.wire = wire;
   GRADCOMM_RETURN_IF_ERROR(gradcomm_scalecom_recipe_f32(
-      state, wide.grad.data(), wide.out.data(), g.count, &options,
+      state, wideGrad.data(), wideOut.data(), g.count, &options,
       static_cast<gradcomm_reduction>(reduction)));
-  narrowToWire(wire, wide.out.data(), o.data, o.count);
-  return GRADCOMM_OK;
+  return narrowWide(operation, state, wideOut, wire, o.data, o.count);
 }
 
 } // namespace
@@ -420,23 +490,23 @@ gradcomm_status sharded16(const char *operation, const char *name,
                           gradcomm_wire wire, Run run) {
   if (gradcomm_status failed = stepFailure())
     return failed;
-  GRADCOMM_RETURN_IF_ERROR(requireHostHalf(operation, name));
+  GRADCOMM_RETURN_IF_ERROR(requireHalfTensors(operation, name));
   View<uint16_t> in, out;
   GRADCOMM_RETURN_IF_ERROR(
       unpackSharded(operation, name, whole, part, in, out));
-  Widened &wide = widenedScratch();
-  wide.grad.resize(in.count);
-  wide.out.resize(out.count);
-  if (gather)
-    widenFromWire(wire, out.data, wide.out.data(), out.count);
-  else
-    widenFromWire(wire, in.data, wide.grad.data(), in.count);
-  GRADCOMM_RETURN_IF_ERROR(run(wide.grad.data(), wide.out.data(), in.count));
-  if (gather)
-    narrowToWire(wire, wide.grad.data(), in.data, in.count);
-  else
-    narrowToWire(wire, wide.out.data(), out.data, out.count);
-  return GRADCOMM_OK;
+  // A reduce-scatter reads the whole tensor and writes the shard; an
+  // all-gather the other way round.
+  Wide wideWhole, widePart;
+  GRADCOMM_RETURN_IF_ERROR(prepareWide(operation, name, wideWhole,
+                                       hostScratch().grad, wire,
+                                       gather ? nullptr : in.data, in.count));
+  GRADCOMM_RETURN_IF_ERROR(prepareWide(operation, name, widePart,
+                                       hostScratch().out, wire,
+                                       gather ? out.data : nullptr, out.count));
+  GRADCOMM_RETURN_IF_ERROR(run(wideWhole.data(), widePart.data(), in.count));
+  return gather
+             ? narrowWide(operation, name, wideWhole, wire, in.data, in.count)
+             : narrowWide(operation, name, widePart, wire, out.data, out.count);
 }
 
 gradcomm_status reduceScatter16(const char *operation, const char *opName,
@@ -787,21 +857,21 @@ gradcomm_status localTopk16(const char *operation, const char *state,
                             gradcomm_wire wire, int32_t reduction) {
   if (gradcomm_status failed = stepFailure())
     return failed;
-  GRADCOMM_RETURN_IF_ERROR(requireHostHalf(operation, state));
+  GRADCOMM_RETURN_IF_ERROR(requireHalfTensors(operation, state));
   View<uint16_t> g, o;
   GRADCOMM_RETURN_IF_ERROR(guarded(operation, state, [&](const Call &call) {
     return validateCollectively(
         call, [&] { return unpackGradAndOut(call, grad, out, g, o); });
   }));
-  Widened &wide = widenedScratch();
-  wide.grad.resize(g.count);
-  wide.out.resize(o.count);
-  widenFromWire(wire, g.data, wide.grad.data(), g.count);
+  Wide wideGrad, wideOut;
+  GRADCOMM_RETURN_IF_ERROR(prepareWide(
+      operation, state, wideGrad, hostScratch().grad, wire, g.data, g.count));
+  GRADCOMM_RETURN_IF_ERROR(prepareWide(
+      operation, state, wideOut, hostScratch().out, wire, nullptr, o.count));
   GRADCOMM_RETURN_IF_ERROR(gradcomm_local_topk_all_gather_wire_f32(
-      state, wide.grad.data(), wide.out.data(), g.count, k, wire,
+      state, wideGrad.data(), wideOut.data(), g.count, k, wire,
       static_cast<gradcomm_reduction>(reduction), nullptr));
-  narrowToWire(wire, wide.out.data(), o.data, o.count);
-  return GRADCOMM_OK;
+  return narrowWide(operation, state, wideOut, wire, o.data, o.count);
 }
 
 } // namespace
@@ -831,15 +901,14 @@ gradcomm_status exchange16(const char *operation, const char *state,
                            gradcomm_wire wire, Exchange exchange) {
   if (gradcomm_status failed = stepFailure())
     return failed;
-  GRADCOMM_RETURN_IF_ERROR(requireHostHalf(operation, state));
+  GRADCOMM_RETURN_IF_ERROR(requireHalfTensors(operation, state));
   View<uint16_t> view;
   GRADCOMM_RETURN_IF_ERROR(unpackReplica(operation, state, x, seed, view));
-  std::vector<float> &wide = widenedScratch().grad;
-  wide.resize(view.count);
-  widenFromWire(wire, view.data, wide.data(), view.count);
+  Wide wide;
+  GRADCOMM_RETURN_IF_ERROR(prepareWide(
+      operation, state, wide, hostScratch().grad, wire, view.data, view.count));
   GRADCOMM_RETURN_IF_ERROR(exchange(wide.data(), view.count));
-  narrowToWire(wire, wide.data(), view.data, view.count);
-  return GRADCOMM_OK;
+  return narrowWide(operation, state, wide, wire, view.data, view.count);
 }
 
 gradcomm_status gossip16(const char *operation, const char *state,
