@@ -22,6 +22,10 @@ the run's curve, bytes and times as JSON (scripts/scalecom_study.sh).
 Under torchrun the process group is torchrun's (env://); under mpiexec it
 uses TCP on this host (MASTER_ADDR/MASTER_PORT when set), rank and size
 from mpiexec (PMI_RANK, PMI_SIZE).
+--device cuda: each process on its node-local GPU, the process group NCCL,
+the hooks and averagers on the runtime's CUDA backend (ddp.use_cuda;
+docs/pytorch.md, "CUDA tensors"); the asynchronous averagers and FSDP's
+GradComm hooks stay on the CPU (refused with the reason).
 """
 
 import argparse
@@ -49,13 +53,13 @@ from gradcomm.torch import ddp, fsdp  # noqa: E402
 from train import BatchSchedule, load, load_text  # noqa: E402
 
 
-def init_process_group():
+def init_process_group(backend="gloo"):
     if "TORCHELASTIC_RUN_ID" in os.environ or (
             "RANK" in os.environ and "WORLD_SIZE" in os.environ):
         # torchrun (or any env:// launcher): rank, size, address and port
         # are in the environment; the hooks start the runtime's MPI
         # through this group's store.
-        dist.init_process_group("gloo")
+        dist.init_process_group(backend)
         return dist.get_rank(), dist.get_world_size()
     rank = int(os.environ.get("PMI_RANK", "0"))
     size = int(os.environ.get("PMI_SIZE", "1"))
@@ -63,10 +67,18 @@ def init_process_group():
     # The ranks of one mpiexec on one host share their parent (the hydra
     # proxy): a port of their own without any exchange.
     port = os.environ.get("MASTER_PORT", str(29500 + os.getppid() % 20000))
-    dist.init_process_group("gloo", init_method="tcp://%s:%s" % (address,
-                                                                  port),
+    dist.init_process_group(backend, init_method="tcp://%s:%s" % (address,
+                                                                   port),
                             rank=rank, world_size=size)
     return rank, size
+
+
+def local_cuda_device():
+    """This process's GPU: its rank on the node (torchrun's LOCAL_RANK,
+    MPICH's MPI_LOCALRANKID) modulo the GPUs it sees."""
+    local = os.environ.get("LOCAL_RANK", os.environ.get("MPI_LOCALRANKID",
+                                                        "0"))
+    return torch.device("cuda", int(local) % torch.cuda.device_count())
 
 
 def resnet18():
@@ -152,15 +164,16 @@ def make_sharded_hook_state(args, steps_per_epoch, net):
         **fields)
 
 
-def evaluate(model, inputs, targets):
+def evaluate(model, inputs, targets, device="cpu"):
     """The fraction of targets predicted: classes, or next characters (the
     argmax over the last dimension, every position of every window)."""
     model.eval()
     with torch.no_grad():
         correct = 0
         for first in range(0, len(targets), 1000):
-            out = model(torch.from_numpy(inputs[first:first + 1000]))
-            correct += int((out.argmax(-1) == torch.from_numpy(
+            out = model(torch.from_numpy(inputs[first:first + 1000]).to(
+                device))
+            correct += int((out.argmax(-1).cpu() == torch.from_numpy(
                 targets[first:first + 1000])).sum())
     model.train()
     return correct / targets.size
@@ -252,6 +265,10 @@ def main():
     parser.add_argument("--evaluations", type=int, default=1,
                         help="test-set evaluations, evenly spaced")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                        help="cuda: the model, the batches and the hooks' "
+                        "buckets on this process's GPU, the process group "
+                        "NCCL, the runtime's CUDA backend (ddp.use_cuda)")
     parser.add_argument("--label", help="the run's name in --log")
     # --json, not --log, under torchrun: torchrun reads an abbreviation of
     # its own --log-dir in any --log it is given.
@@ -270,10 +287,22 @@ def main():
     if args.sharded and args.comm not in ("ddp", "dense", "scalecom"):
         parser.error("--sharded takes --comm ddp, dense or scalecom")
 
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: this PyTorch sees no CUDA device")
+    if args.device == "cuda" and args.comm in ("gossip-async", "easgd-async"):
+        parser.error("--device cuda: %s needs MPI's one-sided windows (CPU "
+                     "backend)" % args.comm)
     torch.set_num_threads(1)
-    rank, size = init_process_group()
+    rank, size = init_process_group("nccl" if args.device == "cuda" else
+                                    "gloo")
+    device = torch.device("cpu")
+    if args.device == "cuda":
+        device = local_cuda_device()
+        torch.cuda.set_device(device)
+        if args.comm != "ddp":
+            ddp.use_cuda()  # before any state: the runtime's CUDA backend
     torch.manual_seed(args.seed)
-    model = MODELS[args.model]()
+    model = MODELS[args.model]().to(device)
     # Counted before FSDP replaces the parameters by flat shards.
     parameter_count = sum(p.numel() for p in model.parameters())
     images, labels, test_images, test_labels = load_data(args)
@@ -302,7 +331,7 @@ def main():
                         "f16": torch.float16}.get(args.wire)
         precision = (MixedPrecision(reduce_dtype=reduce_dtype)
                      if reduce_dtype else None)
-        net = FSDP(model, device_id=torch.device("cpu"), auto_wrap_policy=wrap,
+        net = FSDP(model, device_id=device, auto_wrap_policy=wrap,
                    mixed_precision=precision)
         if args.comm != "ddp":
             hook, state = make_sharded_hook_state(
@@ -311,7 +340,8 @@ def main():
             if getattr(state, "options", None) and state.options.momentum:
                 momentum = 0.0  # the hook applies it (momentum correction)
     else:
-        net = DDP(model)
+        net = DDP(model, device_ids=[device] if device.type == "cuda" else
+                  None)
         if args.comm != "ddp":
             hook, state = make_hook_state(net, args, schedule.steps_per_epoch)
             net.register_comm_hook(state, hook)
@@ -334,8 +364,8 @@ def main():
                    for i in range(args.evaluations)}
     curve, wall, cpu, losses = [], 0.0, 0.0, []
     for step, chosen in enumerate(schedule, 1):
-        x = torch.from_numpy(images[chosen])
-        y = torch.from_numpy(labels[chosen])
+        x = torch.from_numpy(images[chosen]).to(device)
+        y = torch.from_numpy(labels[chosen]).to(device)
         start, start_cpu = time.perf_counter(), time.process_time()
         optimizer.zero_grad()
         loss = loss_of(args, net(x), y)
@@ -352,7 +382,7 @@ def main():
             # FSDP's forward is collective (it gathers each unit's
             # parameters): every rank evaluates the sharded model.
             accuracy = evaluate(net if args.sharded else model, test_images,
-                                test_labels)
+                                test_labels, device)
             if rank == 0:
                 tail = losses[-50:]
                 curve.append({"step": step,
@@ -387,6 +417,7 @@ def main():
                     "fsdp_selection": (args.fsdp_selection if args.sharded
                                        else None),
                     "seed": args.seed, "ranks": size,
+                    "device": args.device,
                     "steps": schedule.steps, "epochs": args.epochs,
                     "lr": args.lr, "momentum": args.momentum,
                     "optimizer": args.optimizer,
