@@ -133,22 +133,37 @@ int anyNonFinite(const float *memory, const float *input, int64_t count,
 
 // One rank: a sum over the group is the value, a mean divides by one.
 
+/// float32 -> the 16-bit `wire` (HalfFloat.h's rounding), and back.
+int narrowToWire(const float *in, uint16_t *out, int64_t count, int wire,
+                 char *error) {
+  if (wire == kWireBfloat16)
+    half::narrowBfloat16(in, out, count);
+  else if (wire == kWireFloat16)
+    half::narrowHalf(in, out, count);
+  else
+    return fail(error, "fake cuda backend: unknown wire type");
+  return 0;
+}
+
+int widenFromWire(const uint16_t *in, float *out, int64_t count, int wire,
+                  char *error) {
+  if (wire == kWireBfloat16)
+    half::widenBfloat16(in, out, count);
+  else if (wire == kWireFloat16)
+    half::widenHalf(in, out, count);
+  else
+    return fail(error, "fake cuda backend: unknown wire type");
+  return 0;
+}
+
 /// One rank's sum on `wire`: each value rounded to the 16-bit type and
 /// widened back, as the real library's narrow, NCCL sum and widen leave it.
 int sumOnWire(float *data, int64_t count, int wire, char *error) {
   if (wire == kWireFloat32)
     return 0;
-  if (wire != kWireBfloat16 && wire != kWireFloat16)
-    return fail(error, "fake cuda backend: unknown wire type");
   std::vector<uint16_t> packed(count);
-  if (wire == kWireBfloat16) {
-    half::narrowBfloat16(data, packed.data(), count);
-    half::widenBfloat16(packed.data(), data, count);
-  } else {
-    half::narrowHalf(data, packed.data(), count);
-    half::widenHalf(packed.data(), data, count);
-  }
-  return 0;
+  return narrowToWire(data, packed.data(), count, wire, error) ||
+         widenFromWire(packed.data(), data, count, wire, error);
 }
 
 int denseAllReduce(float *data, int64_t count, int, int wire, char *error) {
@@ -406,25 +421,13 @@ int commitVelocity(float *velocity, const float *next, int64_t count,
 int widenValues(const uint16_t *in, float *out, int64_t count, int wire,
                 char *error) {
   ENTER();
-  if (wire == kWireBfloat16)
-    half::widenBfloat16(in, out, count);
-  else if (wire == kWireFloat16)
-    half::widenHalf(in, out, count);
-  else
-    return fail(error, "fake cuda backend: widen: not a 16-bit wire type");
-  return 0;
+  return widenFromWire(in, out, count, wire, error);
 }
 
 int narrowValues(const float *in, uint16_t *out, int64_t count, int wire,
                  char *error) {
   ENTER();
-  if (wire == kWireBfloat16)
-    half::narrowBfloat16(in, out, count);
-  else if (wire == kWireFloat16)
-    half::narrowHalf(in, out, count);
-  else
-    return fail(error, "fake cuda backend: narrow: not a 16-bit wire type");
-  return 0;
+  return narrowToWire(in, out, count, wire, error);
 }
 
 /// One rank: the center starts at x (its own mean), the differences are

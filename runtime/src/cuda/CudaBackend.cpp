@@ -551,11 +551,18 @@ int started(Enqueue &&enqueue, void **completion, char *error,
   return 0;
 }
 
+/// Fails unless `wire` is a 16-bit wire type (kWireBfloat16, kWireFloat16).
+int requireSixteenBits(int wire, char *error) {
+  if (wire != kWireBfloat16 && wire != kWireFloat16)
+    return fail(error, "unknown wire type " + std::to_string(wire));
+  return 0;
+}
+
 /// A 16-bit wire's NCCL type, after checking `wire` (kWire*, not float32)
 /// and growing the backend's 16-bit buffer to `count` values.
 int sixteenBitWire(int wire, int64_t count, ncclDataType_t *type, char *error) {
-  if (wire != kWireBfloat16 && wire != kWireFloat16)
-    return fail(error, "unknown wire type " + std::to_string(wire));
+  if (requireSixteenBits(wire, error))
+    return 1;
   *type = wire == kWireBfloat16 ? ncclBfloat16 : ncclFloat16;
   return reserve(backend->wireValues, backend->wireValueCapacity, count, error);
 }
@@ -913,8 +920,8 @@ int widenValues(const uint16_t *in, float *out, int64_t count, int wire,
                 char *error) {
   return completed(
       [&] {
-        if (wire != kWireBfloat16 && wire != kWireFloat16)
-          return fail(error, "widen: not a 16-bit wire type");
+        if (requireSixteenBits(wire, error))
+          return 1;
         CUDA_OR_FAIL(cuda::widenValues(in, out, count, wire == kWireBfloat16,
                                        backend->stream));
         return 0;
@@ -926,8 +933,8 @@ int narrowValues(const float *in, uint16_t *out, int64_t count, int wire,
                  char *error) {
   return completed(
       [&] {
-        if (wire != kWireBfloat16 && wire != kWireFloat16)
-          return fail(error, "narrow: not a 16-bit wire type");
+        if (requireSixteenBits(wire, error))
+          return 1;
         CUDA_OR_FAIL(cuda::narrowValues(in, out, count, wire == kWireBfloat16,
                                         backend->stream));
         return 0;

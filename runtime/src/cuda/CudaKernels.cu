@@ -608,13 +608,6 @@ __device__ __forceinline__ uint16_t toHalf(float value) {
   return __half_as_ushort(__float2half_rn(value));
 }
 
-__global__ void narrowValuesKernel(const float *in, uint16_t *out, int64_t n,
-                                   bool bfloat16) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    out[i] = bfloat16 ? toBfloat16(in[i]) : toHalf(in[i]);
-}
-
 /// binary16 bits -> float32, exact; a NaN keeps its sign and payload and
 /// turns quiet, as the CPU's F16C conversion does (CUDA's own conversion
 /// returns one canonical NaN, which the first run on a GPU caught).
@@ -633,6 +626,13 @@ __device__ __forceinline__ float fromWire(uint16_t bits, bool bfloat16) {
 
 __device__ __forceinline__ uint16_t toWire(float value, bool bfloat16) {
   return bfloat16 ? toBfloat16(value) : toHalf(value);
+}
+
+__global__ void narrowValuesKernel(const float *in, uint16_t *out, int64_t n,
+                                   bool bfloat16) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = toWire(in[i], bfloat16);
 }
 
 __global__ void widenValuesKernel(const uint16_t *in, float *out, int64_t n,
