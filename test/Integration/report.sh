@@ -29,6 +29,28 @@ diff <(strip_times "$work/runs/scalecom-r100-exact-seed1.csv") \
   <(strip_times "$work/rerun.csv") ||
   { echo "rerun with the same seed differs"; exit 1; }
 
+# The recipe's trainer (gradcomm-compile's defaults): dense for its 100
+# warm-up steps, compressed after them.
+"$mpiexec" -n 2 "$fm/fashion-mnist-np2-scalecom-r100-recipe" --data \
+  "$work/data" --seed 1 --steps 104 --eval-every 100 --lr 0.05 \
+  --label scalecom-r100-recipe --log "$work/recipe.csv" >/dev/null
+"${GRADCOMM_PYTHON:-/usr/bin/python3}" - "$work" <<'PY'
+import csv, os, sys
+work = sys.argv[1]
+def rows(name):
+    return list(csv.DictReader(open(os.path.join(work, name))))
+dense = rows("runs/dense-seed1.csv")[-1]
+dense_step = int(dense["value_bytes"]) // int(dense["step"])
+warm, last = rows("recipe.csv")[0], rows("recipe.csv")[-1]
+assert warm["step"] == "100" and last["step"] == "104", (warm, last)
+assert int(warm["index_bytes"]) == 0, warm
+assert int(warm["value_bytes"]) == 100 * dense_step, (warm, dense_step)
+after = int(last["value_bytes"]) - int(warm["value_bytes"])
+assert int(last["index_bytes"]) > 0 and 0 < after < 4 * dense_step / 10, last
+print("recipe trainer: 100 dense warm-up steps, then %d value bytes per "
+      "step (dense %d)" % (after // 4, dense_step))
+PY
+
 "${GRADCOMM_PYTHON:-/usr/bin/python3}" "$root/scripts/lib/report.py" "$work/report" \
   --context "machine=test; ranks=2" --cluster "$work/runs/dense-seed1.csv" \
   "$work/runs/gossip-seed1.csv" --cluster-context "test cluster" \
