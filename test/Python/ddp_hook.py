@@ -324,6 +324,12 @@ def test_recipe():
         "momentum correction with a momentum optimizer")
     failures += expect_error(ValueError, lambda: ddp.ScaleComState(
         make_model(), dense=("bias",)), "an unknown dense preset")
+
+    def replace_options():
+        state.options = ddp.ScaleComOptions(ratio=RATIO)
+    # The plan and the runtime's options were made from the first ones.
+    failures += expect_error(AttributeError, replace_options,
+                             "options replaced after the state was made")
     failures += expect_error(ValueError, lambda: ddp.LocalTopkState(
         make_model(), momentum=0.9), "momentum correction for local top-k")
     return failures

@@ -208,6 +208,12 @@ def recipe(rt, rank, size):
             check(False, "%s is refused" % bad)
         except ValueError as error:
             check(message in str(error), "%s: %s" % (bad, error))
+    state = fsdp.ScaleComShardedState(ratio=10)
+    try:
+        state.options = fsdp.ScaleComOptions(ratio=400)
+        check(False, "options replaced after the state was made are refused")
+    except AttributeError as error:
+        check("make a new state" in str(error), str(error))
 
 
 def mixed_precision(rt, rank, size, dtype, wire):

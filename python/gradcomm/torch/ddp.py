@@ -28,7 +28,8 @@ import torch.distributed as dist
 from gradcomm.runtime import (ASYNC_SCHEDULES, REDUCTIONS, SCHEDULES,
                               SELECTIONS, WARMUPS, WIRES,
                               GradCommError, RecipeOptions, runtime)
-from gradcomm.torch.recipe import Plan, ScaleComOptions, check_optimizer
+from gradcomm.torch.recipe import (FixedOptions, Plan, ScaleComOptions,
+                                   check_optimizer)
 
 
 def _parameter_names(model):
@@ -446,6 +447,8 @@ class ScaleComState(_State):
     ScaleComOptions; keyword arguments replace its fields:
     ScaleComState(net, ratio=400, momentum=0.9)). See
     gradcomm.torch.recipe and docs/pytorch.md."""
+
+    options = FixedOptions()
 
     def __init__(self, model, options=None, prefix="", process_group=None,
                  overlap=True, **fields):

@@ -30,8 +30,8 @@ import torch.distributed as dist
 
 from gradcomm.runtime import REDUCTIONS, WIRES, GradCommError, RecipeOptions
 from gradcomm.torch.ddp import initialize_runtime
-from gradcomm.torch.recipe import (Plan, ScaleComOptions, check_optimizer,
-                                   dense_reasons)
+from gradcomm.torch.recipe import (FixedOptions, Plan, ScaleComOptions,
+                                   check_optimizer, dense_reasons)
 
 # The wire a gradient's values travel in.
 _WIRE_OF_DTYPE = {torch.float32: "f32", torch.bfloat16: "bf16",
@@ -174,6 +174,8 @@ class ScaleComShardedState(ShardedState):
     other tensor sends ceil(numel / ratio) values (an override's ratio
     where one matches), FSDP's padding none
     (gradcomm_scalecom_reduce_scatter_segments_f32)."""
+
+    options = FixedOptions()
 
     def __init__(self, options=None, module=None, prefix="fsdp",
                  process_group=None, **fields):

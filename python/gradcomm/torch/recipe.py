@@ -142,6 +142,29 @@ class ScaleComOptions:
         object.__setattr__(self, "dense", tuple(self.dense))
 
 
+class FixedOptions:
+    """A state's `options`, set once when the state is made. The layer
+    plan, the runtime's options and the choice of entry points are derived
+    from them then, so options replaced afterwards would not take effect
+    (a silent wrong answer); assigning them again raises instead."""
+
+    def __set_name__(self, owner, name):
+        self.slot = "_fixed_" + name
+
+    def __get__(self, state, owner=None):
+        if state is None:
+            return self
+        return getattr(state, self.slot)
+
+    def __set__(self, state, options):
+        if hasattr(state, self.slot):
+            raise AttributeError(
+                "gradcomm: %s.options are fixed when the state is made (its "
+                "layer plan and the runtime's options come from them); make "
+                "a new state with the new options" % type(state).__name__)
+        setattr(state, self.slot, options)
+
+
 def dense_parameters(model, options):
     """{parameter name: the preset or override that keeps it dense} for
     `model` (a module or its DDP wrapper) under `options`."""
