@@ -13,7 +13,8 @@
 #      at ratio 100, 400 and 1000, and as the paper states it (no warm-up,
 #      beta 1 or the low-pass 0.5, exact or chunk selection); local top-k +
 #      all-gather (ratio 100); gossip (matching, mixing 0.5; and
-#      asynchronous); EASGD (synchronous and asynchronous). Every strategy
+#      asynchronous); EASGD (synchronous, asynchronous, and asynchronous with
+#      the center sharded over the ranks). Every strategy
 #      runs for EPOCHS epochs with each seed in SEEDS, same hyper-parameters,
 #      evaluating every EVAL_EVERY steps; scripts/lib/report.py writes
 #      demo-out/report.md and report.html with PNG plots (accuracy vs step
@@ -35,8 +36,8 @@
 #
 # Sizes (defaults sized for about 12 minutes on 2 cores):
 #   RANKS=4 (2 is built too: one rank per core), EPOCHS=2, SEEDS="1 2 3",
-#   LR=0.1, EVAL_EVERY=100, STRATEGIES=(11 of the 16; STRATEGIES=all runs
-#   every one, as docs/results.md does). Global batch = 32 * RANKS.
+#   LR=0.1, EVAL_EVERY=100, STRATEGIES=(11 of the 18; STRATEGIES=all runs
+#   every one of the 18, as docs/results.md does). Global batch = 32 * RANKS.
 #   Times are wall time per step over shared memory (MPICH ch4:ucx), not a
 #   network; with 4 ranks on 2 cores two ranks share each core (the runtime
 #   yields the core while it waits, so this costs time, not 100x), so
@@ -60,7 +61,7 @@ all_strategies="dense scalecom-r100-recipe scalecom-r400-recipe
   scalecom-r1000-recipe scalecom-r100-exact scalecom-r100-exact-lp
   scalecom-r100-chunk scalecom-r100-chunk-lp scalecom-r400-exact
   scalecom-r400-exact-lp scalecom-r400-chunk scalecom-r400-chunk-lp
-  local-topk-r100 gossip gossip-async easgd easgd-async"
+  local-topk-r100 gossip gossip-async easgd easgd-async easgd-sharded"
 strategies=${STRATEGIES:-$default_strategies}
 [ "$strategies" = all ] && strategies=$all_strategies
 case "$ranks" in 2 | 4) ;; *) echo "demo.sh: RANKS must be 2 or 4" >&2; exit 2 ;; esac
