@@ -41,6 +41,10 @@
 # gradcomm-compile's) sets the ScaleCom steps' dense warm-up; another value
 # is named in their labels ("scalecom-r400-warmup494").
 #
+# FULL="run.json ..." names the logs of a longer run of the same study
+# (docs/results/study/runs/): the report then says, per model and strategy,
+# how far this run is from that one (scripts/demo.sh's short study does).
+#
 # Sizes: MODELS="mlp cnn", SEEDS="1 2 3", EPOCHS=5 (about 50 minutes on 2
 # cores with the ablation); LABELS="dense scalecom-r400" runs only those
 # strategies (ResNet-18: MODELS=resnet18 EPOCHS=1 EVALUATIONS=2
@@ -183,7 +187,10 @@ for model in $compiled_models; do
   done
 done
 elapsed=$(($(date +%s) - start))
-"$python" scripts/lib/study_report.py "$out" --context "2 ranks (one per core,
+full_args=()
+# shellcheck disable=SC2206 # FULL is a list of paths
+[ -n "${FULL:-}" ] && full_args=(--full ${FULL})
+"$python" scripts/lib/study_report.py "$out" "${full_args[@]}" --context "2 ranks (one per core,
 $(nproc) cores), PyTorch DDP over gloo with GradComm's hooks; SGD lr $lr,
 momentum 0.9 (applied by the hook under momentum correction), cosine decay to
 0 over $epochs epochs, batch 32 per rank (compiled steps: lr schedule

@@ -6,7 +6,11 @@ points, measured bytes per step and traffic vs dense, time per step wall
 and CPU), the ablation rows, accuracy vs step, accuracy vs bytes and the
 accuracy vs compression-ratio frontier.
 
-Usage: study_report.py OUT --context TEXT RUN.json...
+Usage: study_report.py OUT --context TEXT [--full FULL.json...] RUN.json...
+
+--full names the logs of a longer run of the same study (the one
+docs/results.md publishes): each model's section then says, per strategy,
+how far this run's accuracy and gap to dense are from that run's.
 
 Every number is computed here from the logs given; nothing is typed in.
 """
@@ -113,6 +117,33 @@ def table(rows, dense):
     return "\n".join(lines)
 
 
+def full_table(rows, full_rows, dense):
+    """This run's accuracy and gap to dense beside a longer run's, for the
+    strategies both ran; "" when they share none."""
+    shared = [label for label in rows if label in full_rows]
+    if not shared:
+        return ""
+
+    def gap(table, label):
+        base = table.get(dense)
+        return (100 * (table[label]["accuracy"][0] - base["accuracy"][0])
+                if base else float("nan"))
+
+    some = full_rows[shared[0]]
+    lines = ["Against the full run (%d steps, %g epochs, %d seeds; mean over "
+             "seeds of the final accuracy):" % (some["steps"], some["epochs"],
+                                               some["seeds"]), "",
+             "| strategy | accuracy here | gap to dense here (pt) | accuracy,"
+             " full run | gap to dense, full run (pt) | accuracy: here - full"
+             " (pt) |", "|" + "---|" * 6]
+    for label in shared:
+        here, full = rows[label]["accuracy"][0], full_rows[label]["accuracy"][0]
+        lines.append("| %s | %.4f | %+.2f | %.4f | %+.2f | %+.2f |" % (
+            label, here, gap(rows, label), full, gap(full_rows, label),
+            100 * (here - full)))
+    return "\n".join(lines)
+
+
 def bytes_until(run, point, dense_bytes):
     """Bytes this rank sent up to `point`: as logged by the trainer, or
     from the run's mean with its dense warm-up steps (which send what a
@@ -188,10 +219,14 @@ def main():
     parser.add_argument("--context", default="")
     parser.add_argument("--dense", default="dense",
                         help="the label the gaps are measured against")
+    parser.add_argument("--full", nargs="+", default=[],
+                        help="logs of a longer run of the same study: each "
+                        "model's section says how far this run is from it")
     parser.add_argument("logs", nargs="+")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     runs = read(args.logs)
+    full_runs = read(args.full) if args.full else {}
     sections = ["# ScaleCom study", "", args.context, ""]
     for model, model_runs in runs.items():
         rows = summarize(model_runs)
@@ -199,6 +234,10 @@ def main():
             (label, seeds) for label, seeds in model_runs.items()
             if not label.startswith("ablation"))
         sections += ["## %s" % model, "", table(rows, args.dense), ""]
+        if model in full_runs:
+            against = full_table(rows, summarize(full_runs[model]), args.dense)
+            if against:
+                sections += [against, ""]
         step_plot = plot_curves(args.out, model, main_runs,
                                 lambda r, p: p["epoch"], "epoch",
                                 "accuracy_vs_epoch.png")

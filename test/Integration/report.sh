@@ -51,16 +51,23 @@ print("recipe trainer: 100 dense warm-up steps, then %d value bytes per "
       "step (dense %d)" % (after // 4, dense_step))
 PY
 
+# A "full run" to compare with: the same logs cut at step 8 (their second
+# evaluation), as if the longer run were this one's first 8 steps.
+mkdir -p "$work/full"
+for log in "${logs[@]}"; do
+  awk -F, 'NR == 1 || $4 <= 8' "$log" >"$work/full/$(basename "$log")"
+done
 "${GRADCOMM_PYTHON:-/usr/bin/python3}" "$root/scripts/lib/report.py" "$work/report" \
   --context "machine=test; ranks=2" --cluster "$work/runs/dense-seed1.csv" \
   "$work/runs/gossip-seed1.csv" --cluster-context "test cluster" \
+  --full "$work/full"/*.csv --full-context "Cut at step 8." \
   -- "${logs[@]}"
 
 "${GRADCOMM_PYTHON:-/usr/bin/python3}" - "$work/report" <<'PY'
 import os, re, sys
 out = sys.argv[1]
 report = open(os.path.join(out, "report.md")).read()
-main = report.split("## Emulated cluster")[0]
+main = report.split("## This run against the full run")[0]
 rows = [l for l in main.splitlines() if l.startswith("| ") and
         not l.startswith("| strategy")]
 assert [r.split("|")[1].strip() for r in rows] == \
@@ -83,6 +90,31 @@ for name in ("accuracy_vs_step.png", "accuracy_vs_bytes.png",
     data = open(os.path.join(out, name), "rb").read()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000, name
     assert name in report, name
+# The comparison with the "full run" (the logs cut at step 8): per
+# strategy, this run's mean final accuracy, the cut logs' mean accuracy
+# at step 8, and the difference in points.
+import csv, glob, statistics
+section = report.split("## This run against the full run")[1].split("## ")[0]
+assert "Cut at step 8. It ran 8 steps" in section and "seeds 1 2" in section
+full_rows = [[c.strip() for c in l.strip("|").split("|")]
+             for l in section.splitlines()
+             if l.startswith("| ") and not l.startswith("| strategy")]
+assert [r[0] for r in full_rows] == ["dense", "scalecom-r100-exact",
+                                     "gossip"], full_rows
+def mean_at(label, step):
+    values = []
+    for path in glob.glob(os.path.join(out, "..", "runs", label + "-seed*.csv")):
+        values += [float(r["test_acc"]) for r in csv.DictReader(open(path))
+                   if int(r["step"]) == step]
+    assert len(values) == 2, (label, step, values)
+    return statistics.mean(values)
+for cells, main_row in zip(full_rows, rows):
+    here, full = mean_at(cells[0], 12), mean_at(cells[0], 8)
+    assert abs(float(cells[1]) - here) < 1e-4, (cells, here)
+    assert cells[1] == main_row.strip("|").split("|")[3].split("+-")[0].strip()
+    assert abs(float(cells[3]) - full) < 1e-4, (cells, full)
+    assert abs(float(cells[5]) - 100 * (float(cells[1]) - float(cells[3]))) < 0.011, cells
+assert float(full_rows[0][2]) == 0.0 and float(full_rows[0][4]) == 0.0
 assert "<table>" in open(os.path.join(out, "report.html")).read()
 print("report: ok (%d rows)" % len(rows))
 PY
