@@ -246,7 +246,18 @@ def write_markdown(path, context, header, rows, images, cluster=None,
             f.write("## %s\n\n![%s](%s)\n\n" % (title, title, filename))
 
 
-def write_html(path, context, header, rows, images):
+def write_html(path, context, header, rows, images, sections=()):
+    """`sections`: (title, text, header, rows) tables after the main one
+    (the full-run comparison, the cluster), as in report.md."""
+
+    def table(f, header, rows):
+        f.write("<table><tr>%s</tr>\n" % "".join(
+            "<th>%s</th>" % html.escape(h) for h in header))
+        for row in rows:
+            f.write("<tr>%s</tr>\n" % "".join(
+                "<td>%s</td>" % html.escape(c) for c in row))
+        f.write("</table>\n")
+
     with open(path, "w") as f:
         f.write("<!doctype html><meta charset=utf-8><title>GradComm report"
                 "</title><style>body{font-family:sans-serif;max-width:1100px;"
@@ -256,12 +267,12 @@ def write_html(path, context, header, rows, images):
         for key, value in context:
             f.write("<li><b>%s:</b> %s</li>" % (html.escape(key),
                                                 html.escape(value)))
-        f.write("</ul>\n<table><tr>%s</tr>\n" % "".join(
-            "<th>%s</th>" % html.escape(h) for h in header))
-        for row in rows:
-            f.write("<tr>%s</tr>\n" % "".join(
-                "<td>%s</td>" % html.escape(c) for c in row))
-        f.write("</table>\n")
+        f.write("</ul>\n")
+        table(f, header, rows)
+        for title, text, section_header, section_rows in sections:
+            f.write("<h2>%s</h2><p>%s</p>\n" % (html.escape(title),
+                                                html.escape(text)))
+            table(f, section_header, section_rows)
         for title, filename in images:
             f.write("<h2>%s</h2><img src=\"%s\" width=800>\n"
                     % (html.escape(title), html.escape(filename)))
@@ -337,8 +348,13 @@ def main(argv):
                        "cluster", "accuracy_vs_wall_cluster.png"))
     write_markdown(os.path.join(args.out_dir, "report.md"), context, header,
                    rows, images, cluster, full)
+    sections = []
+    if full:
+        sections.append(("This run against the full run",) + full)
+    if cluster:
+        sections.append(("Emulated cluster",) + cluster)
     write_html(os.path.join(args.out_dir, "report.html"), context, header,
-               rows, images)
+               rows, images, sections)
     print("report: %s (%d strategies, %d runs)" % (
         os.path.join(args.out_dir, "report.md"), len(runs),
         sum(len(s) for s in runs.values())))

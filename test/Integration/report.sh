@@ -115,6 +115,8 @@ for cells, main_row in zip(full_rows, rows):
     assert abs(float(cells[3]) - full) < 1e-4, (cells, full)
     assert abs(float(cells[5]) - 100 * (float(cells[1]) - float(cells[3]))) < 0.011, cells
 assert float(full_rows[0][2]) == 0.0 and float(full_rows[0][4]) == 0.0
-assert "<table>" in open(os.path.join(out, "report.html")).read()
+# The HTML page has the same three tables: main, full run, cluster.
+page = open(os.path.join(out, "report.html")).read()
+assert page.count("<table>") == 3 and "Cut at step 8." in page, page[:300]
 print("report: ok (%d rows)" % len(rows))
 PY
