@@ -85,6 +85,13 @@ def summarize(runs):
     return rows
 
 
+def gap_to_dense(rows, label, dense):
+    """`label`'s mean final accuracy minus `dense`'s, in points."""
+    base = rows.get(dense)
+    return (100 * (rows[label]["accuracy"][0] - base["accuracy"][0])
+            if base else float("nan"))
+
+
 def table(rows, dense):
     """Bytes: the mean over all steps (warm-up included) and after the
     warm-up, whose steps send what a dense step sends."""
@@ -101,7 +108,7 @@ def table(rows, dense):
 
     for label, row in rows.items():
         mean, sd = row["accuracy"]
-        gap = (100 * (mean - base["accuracy"][0]) if base else float("nan"))
+        gap = gap_to_dense(rows, label, dense)
         steady = row["bytes"]
         if base and row["warmup_steps"]:
             after = row["steps"] - row["warmup_steps"]
@@ -123,12 +130,6 @@ def full_table(rows, full_rows, dense):
     shared = [label for label in rows if label in full_rows]
     if not shared:
         return ""
-
-    def gap(table, label):
-        base = table.get(dense)
-        return (100 * (table[label]["accuracy"][0] - base["accuracy"][0])
-                if base else float("nan"))
-
     some = full_rows[shared[0]]
     lines = ["Against the full run (%d steps, %g epochs, %d seeds; mean over "
              "seeds of the final accuracy):" % (some["steps"], some["epochs"],
@@ -139,7 +140,8 @@ def full_table(rows, full_rows, dense):
     for label in shared:
         here, full = rows[label]["accuracy"][0], full_rows[label]["accuracy"][0]
         lines.append("| %s | %.4f | %+.2f | %.4f | %+.2f | %+.2f |" % (
-            label, here, gap(rows, label), full, gap(full_rows, label),
+            label, here, gap_to_dense(rows, label, dense), full,
+            gap_to_dense(full_rows, label, dense),
             100 * (here - full)))
     return "\n".join(lines)
 
