@@ -19,6 +19,8 @@ the gradients are reduce-scattered in 16 bits.
 accuracy: next-character accuracy on the held-out last 10 %). The
 ScaleCom recipe's options (gradcomm.torch.recipe) are flags; --log writes
 the run's curve, bytes and times as JSON (scripts/scalecom_study.sh).
+Rank 0 prints a "progress" line on stderr at each evaluation and one
+"summary" line on stdout at the end.
 Under torchrun the process group is torchrun's (env://); under mpiexec it
 uses TCP on this host (MASTER_ADDR/MASTER_PORT when set), rank and size
 from mpiexec (PMI_RANK, PMI_SIZE).
@@ -390,6 +392,15 @@ def main():
                               "bytes": sum(bytes_sent(state, model)),
                               "test_accuracy": accuracy,
                               "train_loss": sum(tail) / len(tail)})
+                # Long runs (ResNet-18: about 10 minutes an epoch here)
+                # say where they are; on stderr, so stdout keeps the one
+                # summary line that scripts read.
+                print("progress %s %s seed %d: step %d/%d (epoch %.2f), "
+                      "test accuracy %.4f, train loss %.4f, %.1f ms per step"
+                      % (args.model, args.label or args.comm, args.seed,
+                         step, schedule.steps, curve[-1]["epoch"], accuracy,
+                         curve[-1]["train_loss"], 1000 * wall / step),
+                      file=sys.stderr, flush=True)
 
     if rank == 0:
         values, indices = bytes_sent(state, model)
