@@ -1,5 +1,6 @@
 """Example models for gradcomm-export (`models.py:mlp`, `:cnn`,
-`:transformer`): each factory returns a gradcomm.torch.export.StepSpec."""
+`:resnet18`, `:transformer`): each factory returns a
+gradcomm.torch.export.StepSpec."""
 
 import torch
 import torch.nn as nn
@@ -105,6 +106,21 @@ def mlp():
 def cnn():
     torch.manual_seed(0)
     return StepSpec(CNN(), (1, 28, 28))
+
+
+def resnet18_module():
+    """torchvision's ResNet-18 adapted to 28x28 grey images: a 3x3 stride-1
+    first convolution on one channel, the stock max pool and stages (the
+    ScaleCom study's ResNet-18, docs/results.md)."""
+    import torchvision
+    model = torchvision.models.resnet18(weights=None, num_classes=10)
+    model.conv1 = nn.Conv2d(1, 64, 3, 1, 1, bias=False)
+    return model
+
+
+def resnet18():
+    torch.manual_seed(0)
+    return StepSpec(resnet18_module(), (1, 28, 28))
 
 
 def transformer(context=16):

@@ -1,6 +1,6 @@
-"""Trains an exported, gradcomm-compiled step under mpiexec: the MLP or CNN
-on Fashion-MNIST, or the transformer language model on a text (--text,
-default GPL-3 from Debian's base-files). Every rank loads the compiled
+"""Trains an exported, gradcomm-compiled step under mpiexec: the MLP, CNN
+or ResNet-18 on Fashion-MNIST, or the transformer language model on a text
+(--text, default GPL-3 from Debian's base-files). Every rank loads the compiled
 library through gradcomm.runner and takes its slice of each global batch;
 rank 0 evaluates the trained model in eager PyTorch (its own batch-norm
 statistics) on the test set (the last 10 % of the text).
