@@ -83,17 +83,9 @@ def local_cuda_device():
     return torch.device("cuda", int(local) % torch.cuda.device_count())
 
 
-def resnet18():
-    """torchvision's ResNet-18 adapted to 28x28 grey images: a 3x3 stride-1
-    first convolution on one channel, the stock max pool and stages."""
-    import torchvision
-    model = torchvision.models.resnet18(weights=None, num_classes=10)
-    model.conv1 = torch.nn.Conv2d(1, 64, 3, 1, 1, bias=False)
-    return model
-
-
 CONTEXT = 16  # the transformer's tokens per window
-MODELS = {"mlp": models.MLP, "cnn": models.CNN, "resnet18": resnet18,
+MODELS = {"mlp": models.MLP, "cnn": models.CNN,
+          "resnet18": models.resnet18_module,
           "transformer": lambda: models.TinyLM(context=CONTEXT)}
 
 
