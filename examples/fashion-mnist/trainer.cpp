@@ -7,10 +7,11 @@
 // by gradcomm-compile with one communication strategy. Weights start equal
 // on every rank (rank 0's, broadcast); each rank reads its own disjoint
 // slice of every global batch. Every --eval-every steps (and at the end) it
-// logs one CSV row: step, epoch, training wall time and communication time,
-// bytes sent (values, indices), training loss, test loss and accuracy of the
-// averaged model, test accuracy of the replicas (mean, min, max: they differ
-// only for gossip) and the consensus distance over all parameters.
+// logs one CSV row: step, epoch, training wall time and communication time
+// (both means over ranks), bytes sent (values, indices), training loss, test
+// loss and accuracy of the averaged model, test accuracy of the replicas
+// (mean, min, max: they differ only for gossip) and the consensus distance
+// over all parameters.
 //
 //   mpiexec -n 4 ./fashion-mnist-scalecom --seed 1 --epochs 2 --lr 0.1 \
 //       --eval-every 100 --log run.csv
@@ -485,19 +486,22 @@ int main(int argc, char **argv) {
     Record r;
     r.step = step;
     r.epoch = double(step) * globalBatch / train.count;
-    r.wallSeconds = wallSeconds;
     // Since the start, as the slowest rank sees it (the counters'
     // all-reduce below waits for it anyway).
     double elapsed = MPI_Wtime() - trainingStart;
     MPI_Allreduce(&elapsed, &r.elapsedSeconds, 1, MPI_DOUBLE, MPI_MAX,
                   MPI_COMM_WORLD);
-    double counters[3];
+    // Step and communication time are both means over ranks, so that
+    // comm_s / wall_s is a fraction of the same (mean) rank's step.
+    double counters[4];
     communication(counters[0], counters[1], counters[2]);
-    MPI_Allreduce(MPI_IN_PLACE, counters, 3, MPI_DOUBLE, MPI_SUM,
+    counters[3] = wallSeconds;
+    MPI_Allreduce(MPI_IN_PLACE, counters, 4, MPI_DOUBLE, MPI_SUM,
                   MPI_COMM_WORLD);
     r.commSeconds = counters[0] / size;
     r.valueBytes = counters[1] / size;
     r.indexBytes = counters[2] / size;
+    r.wallSeconds = counters[3] / size;
     r.trainLoss = lossCount ? lossSum / lossCount : NAN;
     lossSum = 0.0;
     lossCount = 0;

@@ -29,6 +29,14 @@ diff <(strip_times "$work/runs/scalecom-r100-exact-seed1.csv") \
   <(strip_times "$work/rerun.csv") ||
   { echo "rerun with the same seed differs"; exit 1; }
 
+# wall_s and comm_s are means over the same ranks, and each rank's
+# communication happens inside its step: comm_s <= wall_s on every row
+# (rank 0's wall_s against the mean comm_s could break it).
+for log in "${logs[@]}"; do
+  awk -F, 'NR > 1 && $7 > $6 { print FILENAME ": comm_s " $7 " > wall_s " $6;
+    bad = 1 } END { exit bad }' "$log"
+done
+
 # The recipe's trainer (gradcomm-compile's defaults): dense for its 100
 # warm-up steps, compressed after them.
 "$mpiexec" -n 2 "$fm/fashion-mnist-np2-scalecom-r100-recipe" --data \
