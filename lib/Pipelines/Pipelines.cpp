@@ -180,6 +180,10 @@ void mlir::gradcomm::buildLLVMLoweringPipeline(OpPassManager &pm,
   // One function per loop nest: LLVM's work stays per function, so compile
   // time is linear in the number of parameters.
   pm.addPass(createOutlineKernelsPass());
+  // Matrix products (linear layers, im2col convolutions, attention) go to
+  // the runtime's BLAS kernel: after outlining, which proves their outputs
+  // do not alias their inputs (llvm.noalias).
+  pm.addPass(createLowerMatmulsPass());
   // Reductions outside the contiguous output dimension: LLVM vectorizes the
   // inner loop without reordering any floating-point addition.
   pm.addNestedPass<func::FuncOp>(createInterchangeReductionsPass());

@@ -5,7 +5,7 @@
 GRADCOMM_CHECK_PACKAGES=(
   cmake ninja-build g++ python3 python3-venv python3-matplotlib python3-numpy python3-torch git
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
-  mpich libmpich-dev
+  mpich libmpich-dev libopenblas-serial-dev
   libgtest-dev libbenchmark-dev clang-format
 )
 

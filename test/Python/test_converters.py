@@ -40,7 +40,8 @@ TOLERANCE = 1e-5
 BF16_TOLERANCE = 2.0 ** -6
 BF16_INEXACT = {
     "adaptive_avg_pool", "avg_pool_ceil_exclude_pad", "conv_depthwise",
-    "conv_groups_dilation", "conv_long_sums", "conv_pad1",
+    "conv_dilation_im2col", "conv_groups_dilation", "conv_long_sums",
+    "conv_pad1",
     "conv_stride2_ragged", "layer_norm", "layer_norm_2d_no_affine",
     "log_softmax_nll", "math", "max_pool_ceil", "batch_norm_stats",
 }
@@ -273,6 +274,12 @@ def stock_model_cases():
     c["empty_then_filled"] = (lambda a: (
         torch.empty(2, 3).fill_(2.0) + a,
         a.new_empty((2, 3)).fill_(1.0) * a), (randn(2, 3),))
+    # An ungrouped dilated, strided, padded convolution with a ragged edge:
+    # the im2col path (conv_groups_dilation takes the grouped loop nest).
+    c["conv_dilation_im2col"] = grad_of(
+        lambda x, w, b: F.conv2d(x, w, b, stride=2, padding=2, dilation=2),
+        [randn(2, 3, 9, 8, grad=True), randn(5, 3, 3, 2, grad=True),
+         randn(5, grad=True)], randn(2, 5, 5, 5))
     return c
 
 

@@ -78,12 +78,54 @@ def ungrouped(ctx, value, dim=1):
     return ctx.b.reshape(value, shape)
 
 
+def im2col(ctx, xp, kernel, s, dl, out):
+    """cols[c, kh, kw, n, oh, ow] = xp[n, c, oh * s + kh * dl, ...] of the
+    padded input, as a (c * kh * kw, n * oh * ow) matrix: a convolution's
+    sums become one matrix product (gradcomm-lower-matmuls gives those to
+    BLAS, whose blocked float sums are as accurate as PyTorch's own
+    kernels'; a convolution loop nest streams its operands per output row
+    and needs double sums to be)."""
+    n, c = xp.shape[:2]
+    kh, kw = kernel
+    # loops (c, kh, kw, n, oh, ow)
+    cols = ctx.b.generic(
+        6, ["parallel"] * 6,
+        [(xp, ["d3", "d0", window_expr(4, s[0], 1, dl[0]),
+               window_expr(5, s[1], 2, dl[1])])],
+        [(ctx.b.empty((c, kh, kw, n, out[0], out[1])),
+          ["d%d" % i for i in range(6)])],
+        lambda b, ins, outs: [ins[0]])[0]
+    return ctx.b.reshape(cols, (c * kh * kw, n * out[0] * out[1]))
+
+
+def conv_by_matmul(ctx, xp, w, s, dl, out):
+    """The ungrouped convolution of the padded input xp (n, c, H, W) with
+    w (f, c, kh, kw): w as (f, c * kh * kw) times im2col(xp), the product
+    (f, n * oh * ow) put back into (n, f, oh, ow)."""
+    n = xp.shape[0]
+    f, c, kh, kw = w.shape
+    cols = im2col(ctx, xp, (kh, kw), s, dl, out)
+    product = ctx.b.matmul(ctx.b.reshape(w, (f, c * kh * kw)), cols)
+    product = ctx.b.reshape(product, (f, n, out[0] * out[1]))
+    return ctx.b.reshape(ctx.b.permute(product, [1, 0, 2]),
+                         (n, f, out[0], out[1]))
+
+
 @converter("convolution")
 def convolution(ctx, x, w, bias, stride, padding, dilation, transposed,
                 output_padding, groups):
     s, p, dl, (oh, ow) = check_conv(ctx, x, w, stride, padding, dilation,
                                     transposed, groups)
     n, f = x.shape[0], w.shape[0]
+    if groups == 1:
+        out = conv_by_matmul(ctx, ctx.b.pad(x, [0, 0, p[0], p[1]],
+                                            [0, 0, p[0], p[1]], 0.0),
+                             w, s, dl, (oh, ow))
+        return out if bias is None else pointwise(
+            ctx, [out, channel_view(ctx, bias, 4)],
+            lambda b, v: b.binary("arith.addf", v[0], v[1]))
+    # Grouped (depthwise) convolutions: a product per group would be a
+    # sliver (a depthwise 3x3 sums 9 terms); they stay one loop nest.
     xp = grouped(ctx, ctx.b.pad(x, [0, 0, p[0], p[1]], [0, 0, p[0], p[1]],
                                 0.0), groups)
     wg = grouped(ctx, w, groups, 0)
@@ -112,7 +154,19 @@ def convolution_backward(ctx, grad, x, w, bias_sizes, stride, padding,
     grad_input = grad_weight = grad_bias = None
     if output_mask[2]:
         grad_bias = accurate_sum(ctx, grad, [0, 2, 3])
-    if output_mask[1]:
+    if output_mask[1] and groups == 1:
+        # grad (n, f, oh, ow) as (f, n * oh * ow) times im2col(x)^T
+        n = x.shape[0]
+        cols = im2col(ctx, ctx.b.pad(x, [0, 0, p[0], p[1]],
+                                     [0, 0, p[0], p[1]], 0.0),
+                      (kh, kw), s, dl, (oh, ow))
+        rows = ctx.b.reshape(ctx.b.permute(grad, [1, 0, 2, 3]),
+                             (f, n * oh * ow))
+        grad_weight = ctx.b.reshape(ctx.b.contract(
+            rows, ["d0", "d2"], cols, ["d1", "d2"], (f, cg * kh * kw),
+            ["d0", "d1"], 3, ["parallel", "parallel", "reduction"]),
+            w.shape)
+    elif output_mask[1]:
         xp = grouped(ctx, ctx.b.pad(x, [0, 0, p[0], p[1]],
                                     [0, 0, p[0], p[1]], 0.0), groups)
         # loops (g, f, c, kh, kw, n, oh, ow)
@@ -144,12 +198,25 @@ def convolution_input_grad(ctx, grad, x, w, s, p, dl, out, groups):
     dilated = ctx.b.insert_slice(grad, zeros,
                                  [0, 0, extent[0] - 1, extent[1] - 1],
                                  [1, 1, s[0], s[1]])
+    hp, wp = h + 2 * p[0], wd + 2 * p[1]
+    if groups == 1:
+        # The flipped kernel with input and output channels swapped,
+        # (c, f, kh, kw), convolves the dilated gradient into (n, c, hp, wp).
+        swapped = ctx.b.generic(
+            4, ["parallel"] * 4,
+            [(w, ["d1", "d0", "%d - d2" % (kh - 1), "%d - d3" % (kw - 1)])],
+            [(ctx.b.empty((cg, f, kh, kw)), ["d0", "d1", "d2", "d3"])],
+            lambda b, ins, outs: [ins[0]])[0]
+        padded = conv_by_matmul(ctx, dilated, swapped, (1, 1), dl, (hp, wp))
+        if p == [0, 0]:
+            return padded
+        return ctx.b.extract_slice(padded, [0, 0, p[0], p[1]],
+                                   [n, c, h, wd])
     flipped = ctx.b.generic(
         4, ["parallel"] * 4,
         [(w, ["d0", "d1", "%d - d2" % (kh - 1), "%d - d3" % (kw - 1)])],
         [(ctx.b.empty(w.shape), ["d0", "d1", "d2", "d3"])],
         lambda b, ins, outs: [ins[0]])[0]
-    hp, wp = h + 2 * p[0], wd + 2 * p[1]
     # loops (n, g, c, i, j, f, kh, kw)
     padded = ungrouped(ctx, ctx.b.contract(
         grouped(ctx, dilated, groups),
