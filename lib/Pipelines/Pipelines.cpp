@@ -155,7 +155,8 @@ void mlir::gradcomm::buildBufferizationPipeline(OpPassManager &pm,
 }
 
 void mlir::gradcomm::buildLLVMLoweringPipeline(OpPassManager &pm,
-                                               bool exportCInterface) {
+                                               bool exportCInterface,
+                                               bool blasMatmuls) {
   if (exportCInterface)
     pm.addPass(createExportCInterfacePass());
   // Upstream's buffer-deallocation-pipeline, with gradcomm-free-after-last-use
@@ -183,7 +184,8 @@ void mlir::gradcomm::buildLLVMLoweringPipeline(OpPassManager &pm,
   // Matrix products (linear layers, im2col convolutions, attention) go to
   // the runtime's BLAS kernel: after outlining, which proves their outputs
   // do not alias their inputs (llvm.noalias).
-  pm.addPass(createLowerMatmulsPass());
+  if (blasMatmuls)
+    pm.addPass(createLowerMatmulsPass());
   // Reductions outside the contiguous output dimension: LLVM vectorizes the
   // inner loop without reordering any floating-point addition.
   pm.addNestedPass<func::FuncOp>(createInterchangeReductionsPass());
@@ -223,7 +225,8 @@ void mlir::gradcomm::buildLoweringPipeline(
     OpPassManager &pm, const LoweringPipelineOptions &options) {
   buildBufferizationPipeline(pm, options.onError, options.overlap);
   if (!options.stopAfterBufferization)
-    buildLLVMLoweringPipeline(pm, options.exportCInterface);
+    buildLLVMLoweringPipeline(pm, options.exportCInterface,
+                              options.blasMatmuls);
 }
 
 bool mlir::gradcomm::hasShardingAnnotations(ModuleOp module) {
@@ -275,7 +278,8 @@ void mlir::gradcomm::buildCompilePipeline(OpPassManager &pm,
   buildRewritePipeline(pm, options, partition);
   buildBufferizationPipeline(pm, options.onError, options.overlap);
   if (!stopAfterBufferization)
-    buildLLVMLoweringPipeline(pm, /*exportCInterface=*/true);
+    buildLLVMLoweringPipeline(pm, /*exportCInterface=*/true,
+                              options.blasMatmuls);
 }
 
 void mlir::gradcomm::registerGradCommPipelines() {

@@ -114,6 +114,15 @@ static cl::opt<bool> overlap(
              "in flight (gradcomm-overlap-collectives; CPU backend)"),
     cl::init(false), cl::cat(category));
 
+static cl::opt<bool> blasMatmuls(
+    "blas-matmuls",
+    cl::desc("Float32 matrix products (linear layers, im2col convolutions, "
+             "attention) as calls of the runtime's serial OpenBLAS sgemm "
+             "(gradcomm-lower-matmuls; the default). --blas-matmuls=false "
+             "keeps them loops that sum each output in order, as a C++ "
+             "reference does"),
+    cl::init(true), cl::cat(category));
+
 enum class Emit { Mlir, Llvm, Obj, Shared };
 static cl::opt<Emit>
     emit("emit", cl::desc("What to write"), cl::init(Emit::Obj),
@@ -657,7 +666,8 @@ static LogicalResult compile(ModuleOp module,
     return failure();
   TimingScope llvmScope = rootScope.nest("to LLVM dialect");
   toLLVM.enableTiming(llvmScope);
-  gradcomm::buildLLVMLoweringPipeline(toLLVM, /*exportCInterface=*/true);
+  gradcomm::buildLLVMLoweringPipeline(toLLVM, /*exportCInterface=*/true,
+                                      options.blasMatmuls);
   return toLLVM.run(module);
 }
 
@@ -699,6 +709,7 @@ int main(int argc, char **argv) {
   }
   options.bucketElements = bucketElements;
   options.overlap = overlap;
+  options.blasMatmuls = blasMatmuls;
   if (failed(applyPipelineFlags(*pipelineFlags, options)))
     return 1;
 

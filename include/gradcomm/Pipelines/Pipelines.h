@@ -267,6 +267,12 @@ struct LoweringPipelineOptions
                      "where they are and wait where their result is first "
                      "needed (gradcomm-overlap-collectives)"),
       llvm::cl::init(false)};
+  Option<bool> blasMatmuls{
+      *this, "blas-matmuls",
+      llvm::cl::desc("Float32 matrix products as calls of the runtime's "
+                     "BLAS kernel (gradcomm-lower-matmuls); false keeps "
+                     "them loops, each output summed in order"),
+      llvm::cl::init(true)};
 };
 
 /// From tensor IR with gradcomm ops and shard.all_reduce (the output of the
@@ -287,10 +293,11 @@ void buildBufferizationPipeline(OpPassManager &pm,
                                 bool overlap = false);
 
 /// The rest, to the LLVM dialect: C interfaces (optional), buffer
-/// deallocation, gradcomm-outline-kernels, and the standard lowering of
-/// linalg, scf, memref, arith,
-/// math, index, func and cf.
-void buildLLVMLoweringPipeline(OpPassManager &pm, bool exportCInterface);
+/// deallocation, gradcomm-outline-kernels, gradcomm-lower-matmuls (unless
+/// `blasMatmuls` is false), and the standard lowering of linalg, scf,
+/// memref, arith, math, index, func and cf.
+void buildLLVMLoweringPipeline(OpPassManager &pm, bool exportCInterface,
+                               bool blasMatmuls = true);
 
 /// How gradient all-reduces are communicated by a compiled step.
 enum class Strategy {
@@ -314,6 +321,8 @@ struct CompileOptions {
   int64_t bucketElements = 0;
   /// gradcomm-overlap-collectives after bufferization.
   bool overlap = false;
+  /// gradcomm-lower-matmuls: float32 matrix products through BLAS.
+  bool blasMatmuls = true;
   ScaleComPipelineOptions scalecom;
   GossipPipelineOptions gossip;
   EasgdPipelineOptions easgd;
