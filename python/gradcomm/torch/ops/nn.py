@@ -154,19 +154,15 @@ def convolution_backward(ctx, grad, x, w, bias_sizes, stride, padding,
     grad_input = grad_weight = grad_bias = None
     if output_mask[2]:
         grad_bias = accurate_sum(ctx, grad, [0, 2, 3])
-    if output_mask[1] and groups == 1:
-        # grad (n, f, oh, ow) as (f, n * oh * ow) times im2col(x)^T
-        n = x.shape[0]
-        cols = im2col(ctx, ctx.b.pad(x, [0, 0, p[0], p[1]],
-                                     [0, 0, p[0], p[1]], 0.0),
-                      (kh, kw), s, dl, (oh, ow))
-        rows = ctx.b.reshape(ctx.b.permute(grad, [1, 0, 2, 3]),
-                             (f, n * oh * ow))
-        grad_weight = ctx.b.reshape(ctx.b.contract(
-            rows, ["d0", "d2"], cols, ["d1", "d2"], (f, cg * kh * kw),
-            ["d0", "d1"], 3, ["parallel", "parallel", "reduction"]),
-            w.shape)
-    elif output_mask[1]:
+    if groups == 1 and (output_mask[0] or output_mask[1]):
+        rows = output_rows(ctx, grad)
+        return (conv_input_grad_by_matmul(ctx, rows, x, w, s, p, dl,
+                                          (oh, ow))
+                if output_mask[0] else None,
+                conv_weight_grad_by_matmul(ctx, rows, x, w, s, p, dl,
+                                           (oh, ow))
+                if output_mask[1] else None, grad_bias)
+    if output_mask[1]:
         xp = grouped(ctx, ctx.b.pad(x, [0, 0, p[0], p[1]],
                                     [0, 0, p[0], p[1]], 0.0), groups)
         # loops (g, f, c, kh, kw, n, oh, ow)
@@ -177,12 +173,42 @@ def convolution_backward(ctx, grad, x, w, bias_sizes, stride, padding,
             (groups, f // groups, cg, kh, kw), ["d0", "d1", "d2", "d3", "d4"],
             8, ["parallel"] * 5 + ["reduction"] * 3), 0)
     if output_mask[0]:
-        grad_input = convolution_input_grad(ctx, grad, x, w, s, p, dl,
-                                            (oh, ow), groups)
+        grad_input = grouped_input_grad(ctx, grad, x, w, s, p, dl, (oh, ow),
+                                        groups)
     return grad_input, grad_weight, grad_bias
 
 
-def convolution_input_grad(ctx, grad, x, w, s, p, dl, out, groups):
+def output_rows(ctx, grad):
+    """The output gradient (n, f, oh, ow) as the matrix (f, n * oh * ow)."""
+    n, f, oh, ow = grad.shape
+    return ctx.b.reshape(ctx.b.permute(grad, [1, 0, 2, 3]), (f, n * oh * ow))
+
+
+def conv_weight_grad_by_matmul(ctx, rows, x, w, s, p, dl, out):
+    """G im2col(x)^T, G the output gradient's rows (f, n * oh * ow)."""
+    f, c, kh, kw = w.shape
+    cols = im2col(ctx, ctx.b.pad(x, [0, 0, p[0], p[1]], [0, 0, p[0], p[1]],
+                                 0.0), (kh, kw), s, dl, out)
+    return ctx.b.reshape(ctx.b.contract(
+        rows, ["d0", "d2"], cols, ["d1", "d2"],
+        (f, c * kh * kw), ["d0", "d1"], 3,
+        ["parallel", "parallel", "reduction"]), w.shape)
+
+
+def conv_input_grad_by_matmul(ctx, rows, x, w, s, p, dl, out):
+    """The columns' gradient W^T G (w as (f, c * kh * kw), G the output
+    gradient's rows), folded back onto the input by col2im."""
+    n = x.shape[0]
+    f, c, kh, kw = w.shape
+    columns = ctx.b.contract(
+        ctx.b.reshape(w, (f, c * kh * kw)), ["d2", "d0"], rows,
+        ["d2", "d1"], (c * kh * kw, n * out[0] * out[1]), ["d0", "d1"], 3,
+        ["parallel", "parallel", "reduction"])
+    return col2im(ctx, ctx.b.reshape(columns, (c, kh, kw, n) + tuple(out)),
+                  x.shape, s, p, dl)
+
+
+def grouped_input_grad(ctx, grad, x, w, s, p, dl, out, groups):
     """The gradient of the padded input is a stride-1 correlation, dilated
     like the forward, of the zero-dilated, (K'-1)-padded output gradient
     (K' = the dilated kernel extent) with the flipped kernel; the padding
@@ -199,19 +225,6 @@ def convolution_input_grad(ctx, grad, x, w, s, p, dl, out, groups):
                                  [0, 0, extent[0] - 1, extent[1] - 1],
                                  [1, 1, s[0], s[1]])
     hp, wp = h + 2 * p[0], wd + 2 * p[1]
-    if groups == 1:
-        # The flipped kernel with input and output channels swapped,
-        # (c, f, kh, kw), convolves the dilated gradient into (n, c, hp, wp).
-        swapped = ctx.b.generic(
-            4, ["parallel"] * 4,
-            [(w, ["d1", "d0", "%d - d2" % (kh - 1), "%d - d3" % (kw - 1)])],
-            [(ctx.b.empty((cg, f, kh, kw)), ["d0", "d1", "d2", "d3"])],
-            lambda b, ins, outs: [ins[0]])[0]
-        padded = conv_by_matmul(ctx, dilated, swapped, (1, 1), dl, (hp, wp))
-        if p == [0, 0]:
-            return padded
-        return ctx.b.extract_slice(padded, [0, 0, p[0], p[1]],
-                                   [n, c, h, wd])
     flipped = ctx.b.generic(
         4, ["parallel"] * 4,
         [(w, ["d0", "d1", "%d - d2" % (kh - 1), "%d - d3" % (kw - 1)])],
@@ -229,6 +242,29 @@ def convolution_input_grad(ctx, grad, x, w, s, p, dl, out, groups):
     if p == [0, 0]:
         return padded
     return ctx.b.extract_slice(padded, [0, 0, p[0], p[1]], [n, c, h, wd])
+
+
+def col2im(ctx, columns, shape, s, p, dl):
+    """The input gradient from the columns' gradient (c, kh, kw, n, oh, ow):
+    each input position sums, over the taps (kh, kw) in order, the column
+    entry of the output position whose window puts that tap on it (none
+    when the stride skips it or the window falls outside)."""
+    c, kh, kw, n, oh, ow = columns.shape
+
+    def body(b, ins, outs):
+        valid_r, o_r = window_origin(b, 2, 4, s[0], p[0], oh, dl[0])
+        valid_c, o_c = window_origin(b, 3, 5, s[1], p[1], ow, dl[1])
+        valid = b.binary("arith.andi", valid_r, valid_c, "i1")
+        g = b.extract(columns, [b.index(1), b.index(4), b.index(5),
+                                b.index(0), o_r, o_c])
+        return [b.binary("arith.addf", outs[0],
+                         b.select(valid, g, b.const(0.0)))]
+
+    # loops (n, c, i, j, kh, kw)
+    return ctx.b.generic(
+        6, ["parallel"] * 4 + ["reduction"] * 2,
+        [(ctx.b.empty((kh, kw)), ["d4", "d5"])],
+        [(ctx.b.full(shape, 0.0), ["d0", "d1", "d2", "d3"])], body)[0]
 
 
 def pool_output_size(size, kernel, stride, pad, ceil_mode):
@@ -262,14 +298,12 @@ def check_pool(ctx, x, kernel, stride, padding, dilation, ceil_mode):
     return k, s, p, out, extra
 
 
-def index_expr(b, loop, scale, offset, minus=None):
-    """loop * scale + offset (- minus) on index values."""
+def index_expr(b, loop, scale, offset):
+    """loop * scale + offset on index values."""
     value = b.index(loop)
     if scale != 1:
         value = b.binary("arith.muli", value, b.const(scale, "index"),
                          "index")
-    if minus is not None:
-        value = b.binary("arith.subi", value, b.index(minus), "index")
     if offset:
         value = b.binary("arith.addi", value, b.const(offset, "index"),
                          "index")
@@ -280,6 +314,25 @@ def in_range(b, value, size):
     low = b.cmpi("sge", value, b.const(0, "index"), "index")
     high = b.cmpi("slt", value, b.const(size, "index"), "index")
     return b.binary("arith.andi", low, high, "i1")
+
+
+def window_origin(b, loop, kernel_loop, stride, pad, size, dilation=1):
+    """(valid, o): the output position o whose window's tap `kernel_loop`
+    lands on input position `loop` (o * stride + tap * dilation - pad ==
+    position), valid when there is one inside [0, size); o is 0 when not
+    valid, so it always indexes in bounds."""
+    shifted = index_expr(b, loop, 1, pad)
+    tap = index_expr(b, kernel_loop, dilation, 0)
+    shifted = b.binary("arith.subi", shifted, tap, "index")
+    zero = b.const(0, "index")
+    stride_c = b.const(stride, "index")
+    exact = b.cmpi("eq", b.binary("arith.remsi", shifted, stride_c,
+                                  "index"), zero, "index")
+    o = b.binary("arith.divsi", shifted, stride_c, "index")
+    valid = b.binary("arith.andi", exact, in_range(b, o, size), "i1")
+    valid = b.binary("arith.andi", valid, b.cmpi(
+        "sge", shifted, zero, "index"), "i1")
+    return valid, b.select(valid, o, zero, "index")
 
 
 def flat_position(b, row, col, width):
@@ -335,22 +388,9 @@ def max_pool2d_with_indices_backward(ctx, grad, x, kernel_size, stride,
     n, c, h, w = x.shape
     window = ctx.b.empty(tuple(k))
 
-    def output_position(b, loop, kernel_loop, stride_, pad, size):
-        """(valid, o) with o * stride + kernel - pad == position."""
-        shifted = index_expr(b, loop, 1, pad, minus=kernel_loop)
-        zero = b.const(0, "index")
-        stride_c = b.const(stride_, "index")
-        exact = b.cmpi("eq", b.binary("arith.remsi", shifted, stride_c,
-                                      "index"), zero, "index")
-        o = b.binary("arith.divsi", shifted, stride_c, "index")
-        valid = b.binary("arith.andi", exact, in_range(b, o, size), "i1")
-        valid = b.binary("arith.andi", valid, b.cmpi(
-            "sge", shifted, zero, "index"), "i1")
-        return valid, b.select(valid, o, zero, "index")
-
     def body(b, ins, outs):
-        valid_r, o_r = output_position(b, 2, 4, s[0], p[0], oh)
-        valid_c, o_c = output_position(b, 3, 5, s[1], p[1], ow)
+        valid_r, o_r = window_origin(b, 2, 4, s[0], p[0], oh)
+        valid_c, o_c = window_origin(b, 3, 5, s[1], p[1], ow)
         valid = b.binary("arith.andi", valid_r, valid_c, "i1")
         at = [b.index(0), b.index(1), o_r, o_c]
         chosen = b.extract(indices, at)
