@@ -26,6 +26,8 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
+#include <limits>
+
 namespace mlir::gradcomm {
 #define GEN_PASS_DEF_LOWERMATMULSPASS
 #include "gradcomm/Dialect/GradComm/Transforms/Passes.h.inc"
@@ -118,7 +120,10 @@ bool blasLayout(Value value, AffineMap map, unsigned row, unsigned col) {
   SmallVector<int64_t> strides;
   int64_t offset;
   if (failed(type.getStridesAndOffset(strides, offset)) ||
-      llvm::any_of(strides, ShapedType::isDynamic))
+      llvm::any_of(strides, [](int64_t stride) {
+        return ShapedType::isDynamic(stride) ||
+               stride > std::numeric_limits<int32_t>::max();
+      }))
     return false;
   MLIRContext *ctx = map.getContext();
   unsigned r = *map.getResultPosition(getAffineDimExpr(row, ctx));
@@ -138,9 +143,13 @@ std::optional<ProductDims> matchProduct(linalg::GenericOp op,
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1 || !isMultiplyAccumulate(op))
     return std::nullopt;
+  // BLAS takes 32-bit extents and leading dimensions.
+  constexpr int64_t kMaxBlasExtent = std::numeric_limits<int32_t>::max();
   for (Value operand : op->getOperands()) {
     auto type = dyn_cast<MemRefType>(operand.getType());
-    if (!type || !type.hasStaticShape() || !type.getElementType().isF32())
+    if (!type || !type.hasStaticShape() || !type.getElementType().isF32() ||
+        llvm::any_of(type.getShape(),
+                     [&](int64_t size) { return size > kMaxBlasExtent; }))
       return std::nullopt;
   }
   // inferContractionDims expects projected permutations (a convolution's

@@ -588,7 +588,8 @@ def LowerMatmulsPass : Pass<"gradcomm-lower-matmuls", "::mlir::ModuleOp"> {
 
     A product is left as loops when it has fewer than `min-multiply-adds`
     terms (a call costs more than a small loop nest), when an operand is not
-    row- or column-major within its batch, or when the output buffer may
+    row- or column-major within its batch or has an extent or stride past
+    32 bits (BLAS's integers), or when the output buffer may
     overlap an input (it must be a fresh allocation, or an argument marked
     `llvm.noalias` by gradcomm-outline-kernels). Products summed in float64
     (the exporter's long convolution sums before im2col) are not matched.
