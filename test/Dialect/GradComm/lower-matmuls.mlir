@@ -87,7 +87,8 @@ func.func @batched(%a: memref<3x4x8xf32>, %b: memref<3x8x16xf32>, %c: memref<3x4
 // Left as loops: a product below min-multiply-adds (2x2x2 = 8 terms), an
 // output that may alias an input (an argument without llvm.noalias), a
 // float64 sum, a body that is not one multiply-add, the batch dimension
-// innermost in memory (no BLAS layout), and two reduction dimensions.
+// innermost in memory (no BLAS layout), two reduction dimensions, and an
+// extent past 32 bits.
 #mk = affine_map<(m, n, k) -> (m, k)>
 #kn = affine_map<(m, n, k) -> (k, n)>
 #mn = affine_map<(m, n, k) -> (m, n)>
@@ -178,6 +179,21 @@ func.func @batch_innermost(%a: memref<4x8x3xf32>, %b: memref<3x8x16xf32>, %c: me
 func.func @two_reductions(%a: memref<4x8x2xf32>, %b: memref<8x2x16xf32>, %c: memref<4x16xf32> {llvm.noalias}) {
   linalg.generic {indexing_maps = [#x, #w, #o], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
       ins(%a, %b : memref<4x8x2xf32>, memref<8x2x16xf32>) outs(%c : memref<4x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// An extent past 32 bits (BLAS indexes with int) stays a loop nest.
+// CHECK-LABEL: func.func @huge
+// CHECK: linalg.generic
+// CHECK-NOT: call
+func.func @huge(%a: memref<2x2147483648xf32>, %b: memref<2147483648x2xf32>, %c: memref<2x2xf32> {llvm.noalias}) {
+  linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<2x2147483648xf32>, memref<2147483648x2xf32>) outs(%c : memref<2x2xf32>) {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y : f32
     %s = arith.addf %acc, %p : f32
