@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "gradcomm/Dialect/GradComm/Transforms/Buffers.h"
 #include "gradcomm/Dialect/GradComm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -24,7 +25,6 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include <limits>
 
@@ -34,6 +34,8 @@ namespace mlir::gradcomm {
 } // namespace mlir::gradcomm
 
 using namespace mlir;
+using mlir::gradcomm::isFreshAllocation;
+using mlir::gradcomm::rootBuffer;
 
 namespace {
 
@@ -82,15 +84,6 @@ bool hasExactlyDims(AffineMap map, ArrayRef<unsigned> dims) {
   });
 }
 
-/// The buffer a view was taken of.
-Value rootBuffer(Value value) {
-  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
-    value = view.getViewSource();
-  while (auto cast = value.getDefiningOp<memref::CastOp>())
-    value = cast.getSource();
-  return value;
-}
-
 /// Whether the output buffer is certainly not one of the inputs' (BLAS
 /// reads A and B while it writes C): a fresh allocation, or an argument the
 /// caller marked `llvm.noalias` (gradcomm-outline-kernels proves it).
@@ -99,8 +92,7 @@ bool outputIsDisjoint(linalg::GenericOp op) {
   for (Value in : op.getDpsInputs())
     if (rootBuffer(in) == out)
       return false;
-  if (out.getDefiningOp<memref::AllocOp>() ||
-      out.getDefiningOp<memref::AllocaOp>())
+  if (isFreshAllocation(out))
     return true;
   auto argument = dyn_cast<BlockArgument>(out);
   if (!argument)

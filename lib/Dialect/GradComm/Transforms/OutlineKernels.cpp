@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gradcomm/Dialect/GradComm/IR/GradCommAttributes.h"
+#include "gradcomm/Dialect/GradComm/Transforms/Buffers.h"
 #include "gradcomm/Dialect/GradComm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -35,6 +36,8 @@ namespace mlir::gradcomm {
 } // namespace mlir::gradcomm
 
 using namespace mlir;
+using mlir::gradcomm::isFreshAllocation;
+using mlir::gradcomm::rootBuffer;
 
 namespace {
 
@@ -56,24 +59,6 @@ bool isRematerializable(Operation *op) {
   if (!op || isa<LLVM::AddressOfOp>(op))
     return false;
   return op->hasTrait<OpTrait::ConstantLike>() || isa<memref::CastOp>(op);
-}
-
-/// The buffer `value` is a view of: view-like ops (casts, subviews,
-/// reshapes) are looked through.
-Value rootBuffer(Value value) {
-  while (auto view = value.getDefiningOp<ViewLikeOpInterface>()) {
-    if (view.getViewDest() != value)
-      break;
-    value = view.getViewSource();
-  }
-  return value;
-}
-
-/// Is `root` a fresh allocation: memory nothing else points to except
-/// views of it.
-bool isFreshAllocation(Value root) {
-  return isa_and_nonnull<memref::AllocOp, memref::AllocaOp>(
-      root.getDefiningOp());
 }
 
 /// Are the roots `a` and `b` certainly different memory? A fresh
