@@ -117,27 +117,21 @@ def convolution(ctx, x, w, bias, stride, padding, dilation, transposed,
     s, p, dl, (oh, ow) = check_conv(ctx, x, w, stride, padding, dilation,
                                     transposed, groups)
     n, f = x.shape[0], w.shape[0]
+    xp = ctx.b.pad(x, [0, 0, p[0], p[1]], [0, 0, p[0], p[1]], 0.0)
     if groups == 1:
-        out = conv_by_matmul(ctx, ctx.b.pad(x, [0, 0, p[0], p[1]],
-                                            [0, 0, p[0], p[1]], 0.0),
-                             w, s, dl, (oh, ow))
-        return out if bias is None else pointwise(
-            ctx, [out, channel_view(ctx, bias, 4)],
-            lambda b, v: b.binary("arith.addf", v[0], v[1]))
-    # Grouped (depthwise) convolutions: a product per group would be a
-    # sliver (a depthwise 3x3 sums 9 terms); they stay one loop nest.
-    xp = grouped(ctx, ctx.b.pad(x, [0, 0, p[0], p[1]], [0, 0, p[0], p[1]],
-                                0.0), groups)
-    wg = grouped(ctx, w, groups, 0)
-    # loops (n, g, f, oh, ow, c, kh, kw); c runs within the group
-    out = ctx.b.contract(
-        xp, ["d0", "d1", "d5", window_expr(3, s[0], 6, dl[0]),
+        out = conv_by_matmul(ctx, xp, w, s, dl, (oh, ow))
+    else:
+        # Grouped (depthwise) convolutions: a product per group would be a
+        # sliver (a depthwise 3x3 sums 9 terms); they stay one loop nest,
+        # loops (n, g, f, oh, ow, c, kh, kw), c within the group.
+        out = ungrouped(ctx, ctx.b.contract(
+            grouped(ctx, xp, groups),
+            ["d0", "d1", "d5", window_expr(3, s[0], 6, dl[0]),
              window_expr(4, s[1], 7, dl[1])],
-        wg, ["d1", "d2", "d5", "d6", "d7"], (n, groups, f // groups, oh, ow),
-        ["d0", "d1", "d2", "d3", "d4"], 8,
-        ["parallel"] * 5 + ["reduction"] * 3,
-        wide=long_chain(w.shape[1] * w.shape[2] * w.shape[3]))
-    out = ungrouped(ctx, out)
+            grouped(ctx, w, groups, 0), ["d1", "d2", "d5", "d6", "d7"],
+            (n, groups, f // groups, oh, ow), ["d0", "d1", "d2", "d3", "d4"],
+            8, ["parallel"] * 5 + ["reduction"] * 3,
+            wide=long_chain(w.shape[1] * w.shape[2] * w.shape[3])))
     if bias is None:
         return out
     return pointwise(ctx, [out, channel_view(ctx, bias, 4)], lambda b, v:
