@@ -20,6 +20,7 @@ import collections
 import json
 import math
 import os
+import re
 import statistics
 
 import matplotlib
@@ -184,10 +185,17 @@ def plot_curves(out, model, runs, x_of, xlabel, name):
     if name.endswith("bytes.png"):
         axes.set_xscale("log")
     figure.tight_layout()
-    path = os.path.join(out, "%s_%s" % (model, name))
+    path = os.path.join(out, "%s_%s" % (file_stem(model), name))
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return os.path.basename(path)
+
+
+def file_stem(model):
+    """A model's name as a file name: "cnn (compiled)" -> "cnn-compiled".
+    Markdown takes no spaces or parentheses in a link's target, so a plot
+    named after the model as it is would not show in report.md."""
+    return re.sub(r"[^A-Za-z0-9_.]+", "-", model).strip("-")
 
 
 def plot_frontier(out, model, rows, dense):
@@ -209,7 +217,7 @@ def plot_frontier(out, model, rows, dense):
     axes.set_title("%s: ScaleCom frontier" % model)
     axes.grid(alpha=0.3)
     figure.tight_layout()
-    path = os.path.join(out, "%s_frontier.png" % model)
+    path = os.path.join(out, "%s_frontier.png" % file_stem(model))
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return os.path.basename(path)
