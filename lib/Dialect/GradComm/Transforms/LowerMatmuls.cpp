@@ -39,6 +39,10 @@ using mlir::gradcomm::rootBuffer;
 
 namespace {
 
+/// BLAS takes 32-bit extents and leading dimensions: a larger extent or
+/// stride keeps the product a loop nest.
+constexpr int64_t kMaxBlasInt = std::numeric_limits<int32_t>::max();
+
 constexpr llvm::StringLiteral kMatmulFunction = "gradcomm_rt_matmul_f32";
 
 /// The loop dimensions of a matrix product: C[b, m, n] += A[b, m, k] *
@@ -113,8 +117,7 @@ bool blasLayout(Value value, AffineMap map, unsigned row, unsigned col) {
   int64_t offset;
   if (failed(type.getStridesAndOffset(strides, offset)) ||
       llvm::any_of(strides, [](int64_t stride) {
-        return ShapedType::isDynamic(stride) ||
-               stride > std::numeric_limits<int32_t>::max();
+        return ShapedType::isDynamic(stride) || stride > kMaxBlasInt;
       }))
     return false;
   MLIRContext *ctx = map.getContext();
@@ -135,13 +138,11 @@ std::optional<ProductDims> matchProduct(linalg::GenericOp op,
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1 || !isMultiplyAccumulate(op))
     return std::nullopt;
-  // BLAS takes 32-bit extents and leading dimensions.
-  constexpr int64_t kMaxBlasExtent = std::numeric_limits<int32_t>::max();
   for (Value operand : op->getOperands()) {
     auto type = dyn_cast<MemRefType>(operand.getType());
     if (!type || !type.hasStaticShape() || !type.getElementType().isF32() ||
         llvm::any_of(type.getShape(),
-                     [&](int64_t size) { return size > kMaxBlasExtent; }))
+                     [](int64_t size) { return size > kMaxBlasInt; }))
       return std::nullopt;
   }
   // inferContractionDims expects projected permutations (a convolution's

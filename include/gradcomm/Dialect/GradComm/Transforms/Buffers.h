@@ -1,5 +1,4 @@
-//===- Buffers.h - Where a buffer's memory comes from ------------*- C++
-//-*-===//
+//===- Buffers.h - Where a buffer's memory comes from ----------*- C++ -*-===//
 //
 // Part of the GradComm project.
 //
