@@ -2,6 +2,8 @@
 `:resnet18`, `:transformer`): each factory returns a
 gradcomm.torch.export.StepSpec."""
 
+import inspect
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -90,6 +92,43 @@ class TinyLM(nn.Module):
         x = self.token(tokens) + self.position(self.positions[:s])
         for block in self.blocks:
             x = block(x)
+        return self.head(self.ln(x))
+
+
+_ENCODER_TAKES_IS_CAUSAL = "is_causal" in inspect.signature(
+    nn.TransformerEncoder.forward).parameters
+
+
+class TransformerLM(nn.Module):
+    """A character-level transformer language model from stock torch.nn
+    blocks (nn.TransformerEncoder, pre-norm, causal mask as the tutorials
+    pass it), large enough that communication matters: 6 layers of width
+    384, about 10.7M parameters (the peer comparison, bench/peers)."""
+
+    def __init__(self, vocab=64, dim=384, heads=6, layers=6, context=32):
+        super().__init__()
+        self.token = nn.Embedding(vocab, dim)
+        self.position = nn.Embedding(context, dim)
+        layer = nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.0,
+                                           activation="gelu",
+                                           batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers,
+                                             enable_nested_tensor=False)
+        self.ln = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, vocab)
+        self.register_buffer("positions", torch.arange(context),
+                             persistent=False)
+        self.register_buffer("causal_mask", nn.Transformer
+                             .generate_square_subsequent_mask(context),
+                             persistent=False)
+
+    def forward(self, tokens):
+        s = tokens.shape[1]
+        x = self.token(tokens) + self.position(self.positions[:s])
+        mask = self.causal_mask[:s, :s]
+        # torch 1.13's encoder takes no is_causal (it reads the mask only).
+        causal = {"is_causal": True} if _ENCODER_TAKES_IS_CAUSAL else {}
+        x = self.encoder(x, mask=mask, **causal)
         return self.head(self.ln(x))
 
 

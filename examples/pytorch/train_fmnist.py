@@ -6,17 +6,19 @@ communication by GradComm: one line, `register_comm_hook`.
   .venv/bin/torchrun --standalone --nproc-per-node=4 \\
       examples/pytorch/train_fmnist.py --comm scalecom --ratio 100
 
---comm: ddp (DDP's own all-reduce), dense, scalecom, local-topk (hooks), or
-gossip, gossip-async (random peers), easgd, easgd-async (no gradient
+--comm: ddp (DDP's own all-reduce), dense, scalecom, local-topk (hooks);
+bf16, fp16, powersgd (PyTorch's own bf16_compress_hook, fp16_compress_hook
+and powerSGD_hook as they ship, for comparison: bench/peers); or gossip, gossip-async (random peers), easgd, easgd-async (no gradient
 all-reduce: GossipAverager or ElasticAverager after each optimizer step;
 rank 0's replica is evaluated).
 --sharded: FSDP (FULL_SHARD) instead of DDP, with --comm ddp (FSDP's own
 reduce-scatter), dense or scalecom (gradcomm.torch.fsdp's reduce-scatter
 hooks); --wire bf16 or f16 there is FSDP's MixedPrecision(reduce_dtype=...):
 the gradients are reduce-scattered in 16 bits.
---model: the MLP, the CNN (default), ResNet-18 adapted to 28x28, or the
+--model: the MLP, the CNN (default), ResNet-18 adapted to 28x28, the
 2-layer character transformer language model on Debian's GPL-3 text (its
-accuracy: next-character accuracy on the held-out last 10 %). The
+accuracy: next-character accuracy on the held-out last 10 %), or lm: the
+same task with a 10.7M-parameter nn.TransformerEncoder. The
 ScaleCom recipe's options (gradcomm.torch.recipe) are flags; --log writes
 the run's curve, bytes and times as JSON (scripts/scalecom_study.sh).
 Rank 0 prints a "progress" line on stderr at each evaluation and one
@@ -84,17 +86,24 @@ def local_cuda_device():
 
 
 CONTEXT = 16  # the transformer's tokens per window
+LM_CONTEXT = 32  # the 10.7M-parameter LM's
 MODELS = {"mlp": models.MLP, "cnn": models.CNN,
           "resnet18": models.resnet18_module,
-          "transformer": lambda: models.TinyLM(context=CONTEXT)}
+          "transformer": lambda: models.TinyLM(context=CONTEXT),
+          "lm": lambda: models.TransformerLM(context=LM_CONTEXT)}
+LANGUAGE_MODELS = ("transformer", "lm")
+# PyTorch's own communication hooks (torch.distributed.algorithms.
+# ddp_comm_hooks), registered as they ship.
+TORCH_HOOKS = ("bf16", "fp16", "powersgd")
 
 
 def load_data(args):
     """(train inputs, train targets, test inputs, test targets) as numpy
     arrays: Fashion-MNIST images and labels, or for the transformer token
     windows and the same windows shifted by one."""
-    if args.model == "transformer":
-        train, test = load_text(args.text, CONTEXT)
+    if args.model in LANGUAGE_MODELS:
+        train, test = load_text(args.text, LM_CONTEXT if args.model == "lm"
+                                else CONTEXT)
         # Copies: the windows are read-only views of one array.
         return tuple(np.ascontiguousarray(a) for a in (
             train[:, :-1], train[:, 1:], test[:, :-1], test[:, 1:]))
@@ -104,7 +113,7 @@ def load_data(args):
 
 
 def loss_of(args, output, target):
-    if args.model == "transformer":
+    if args.model in LANGUAGE_MODELS:
         return models.lm_loss(output, target)
     return F.cross_entropy(output, target)
 
@@ -119,6 +128,8 @@ def recipe_fields(args, steps_per_epoch):
             fields[option] = getattr(args, option)
     if args.warmup_epochs is not None:
         fields["warmup_steps"] = int(args.warmup_epochs * steps_per_epoch)
+    if args.warmup_steps is not None:
+        fields["warmup_steps"] = args.warmup_steps
     if args.momentum_correction is not None:
         fields["momentum"] = args.momentum if args.momentum_correction else 0
     if args.cluster:
@@ -140,6 +151,28 @@ def make_hook_state(net, args, steps_per_epoch):
     fields.pop("momentum", None)
     fields.pop("beta", None)
     return ddp.local_topk_hook, ddp.LocalTopkState(net, **fields)
+
+
+def register_torch_hook(net, args, steps_per_epoch):
+    """--comm bf16, fp16 or powersgd: PyTorch's own hook, registered as it
+    ships. PowerSGD keeps its error feedback and warm start; it runs DDP's
+    all-reduce for its first start_powerSGD_iter steps, set to GradComm's
+    warm-up (--warmup-epochs; at least 2, PowerSGD's own minimum)."""
+    from torch.distributed.algorithms.ddp_comm_hooks import (
+        default_hooks, powerSGD_hook)
+    if args.comm == "bf16":
+        net.register_comm_hook(None, default_hooks.bf16_compress_hook)
+    elif args.comm == "fp16":
+        net.register_comm_hook(None, default_hooks.fp16_compress_hook)
+    else:
+        warmup = recipe_fields(args, steps_per_epoch).get(
+            "warmup_steps", ddp.ScaleComOptions().warmup_steps)
+        state = powerSGD_hook.PowerSGDState(
+            process_group=None,
+            matrix_approximation_rank=args.powersgd_rank,
+            start_powerSGD_iter=max(2, warmup), use_error_feedback=True,
+            warm_start=True, random_seed=args.seed)
+        net.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
 
 
 def make_sharded_hook_state(args, steps_per_epoch, net):
@@ -205,8 +238,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--comm", default="scalecom",
                         choices=["ddp", "dense", "scalecom", "local-topk",
-                                 "gossip", "gossip-async", "easgd",
-                                 "easgd-async"])
+                                 *TORCH_HOOKS, "gossip", "gossip-async",
+                                 "easgd", "easgd-async"])
+    parser.add_argument("--powersgd-rank", type=int, default=2,
+                        help="--comm powersgd: matrix_approximation_rank")
     parser.add_argument("--model", default="cnn", choices=sorted(MODELS))
     parser.add_argument("--ratio", type=float, default=100)
     parser.add_argument("--sharded", action="store_true",
@@ -228,7 +263,9 @@ def main():
     recipe.add_argument("--beta", type=float)
     recipe.add_argument("--selection", choices=["exact", "chunk"])
     recipe.add_argument("--min-elements", type=int)
-    recipe.add_argument("--warmup-epochs", type=float)
+    warmup_length = recipe.add_mutually_exclusive_group()
+    warmup_length.add_argument("--warmup-epochs", type=float)
+    warmup_length.add_argument("--warmup-steps", type=int)
     recipe.add_argument("--warmup", choices=["dense", "ramp"])
     recipe.add_argument("--warmup-start-ratio", type=float)
     recipe.add_argument("--momentum-correction", type=int, choices=[0, 1],
@@ -248,6 +285,9 @@ def main():
     recipe.add_argument("--cluster", help="policy=auto's cluster, e.g. "
                         "bandwidth=1Gbit,latency=50us (or calibration=FILE)")
     parser.add_argument("--epochs", type=float, default=1.0)
+    parser.add_argument("--steps", type=int,
+                        help="stop after this many steps (step-time "
+                        "benchmarks); the data order is --epochs' own")
     parser.add_argument("--batch", type=int, default=32, help="per rank")
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--momentum", type=float, default=0.9)
@@ -264,6 +304,11 @@ def main():
                         "buckets on this process's GPU, the process group "
                         "NCCL, the runtime's CUDA backend (ddp.use_cuda)")
     parser.add_argument("--label", help="the run's name in --log")
+    parser.add_argument("--link-counter", metavar="DEVICE",
+                        help="record the bytes this node's network DEVICE "
+                        "sent in each step (its kernel counter, "
+                        "/sys/class/net/DEVICE/statistics/tx_bytes; "
+                        "bench/peers)")
     # --json, not --log, under torchrun: torchrun reads an abbreviation of
     # its own --log-dir in any --log it is given.
     parser.add_argument("--json", "--log", dest="log",
@@ -278,6 +323,9 @@ def main():
                      "with --optimizer adam the hook runs plain error "
                      "feedback (docs/pytorch.md)")
 
+    if args.comm in TORCH_HOOKS and args.sharded:
+        parser.error("--comm %s is a DDP hook: not with --sharded"
+                     % args.comm)
     if args.sharded and args.comm not in ("ddp", "dense", "scalecom"):
         parser.error("--sharded takes --comm ddp, dense or scalecom")
 
@@ -293,7 +341,7 @@ def main():
     if args.device == "cuda":
         device = local_cuda_device()
         torch.cuda.set_device(device)
-        if args.comm != "ddp":
+        if args.comm not in ("ddp",) + TORCH_HOOKS:
             ddp.use_cuda()  # before any state: the runtime's CUDA backend
     torch.manual_seed(args.seed)
     model = MODELS[args.model]().to(device)
@@ -336,7 +384,9 @@ def main():
     else:
         net = DDP(model, device_ids=[device] if device.type == "cuda" else
                   None)
-        if args.comm != "ddp":
+        if args.comm in TORCH_HOOKS:
+            register_torch_hook(net, args, schedule.steps_per_epoch)
+        elif args.comm != "ddp":
             hook, state = make_hook_state(net, args, schedule.steps_per_epoch)
             net.register_comm_hook(state, hook)
             if getattr(state, "options", None) and state.options.momentum:
@@ -354,23 +404,59 @@ def main():
     else:
         scheduler = None
 
-    evaluate_at = {round(schedule.steps * (i + 1) / args.evaluations)
+    steps = min(schedule.steps, args.steps or schedule.steps)
+    evaluate_at = {round(steps * (i + 1) / args.evaluations)
                    for i in range(args.evaluations)}
     curve, wall, cpu, losses = [], 0.0, 0.0, []
+    # Per step: wall and CPU (all threads) milliseconds, and the wall time
+    # of its phases; backward includes DDP's wait for the last bucket's
+    # communication.
+    timeline = {"wall": [], "cpu": [], "forward": [], "backward": [],
+                "optimizer": [], "link_tx": []}
+    counter = None
+    if args.link_counter:
+        counter = open("/sys/class/net/%s/statistics/tx_bytes"
+                       % args.link_counter)
+
+    def link_sent():
+        counter.seek(0)
+        return int(counter.read())
+    sent_before = link_sent() if counter else 0
     for step, chosen in enumerate(schedule, 1):
+        if step > steps:
+            break
         x = torch.from_numpy(images[chosen]).to(device)
         y = torch.from_numpy(labels[chosen]).to(device)
         start, start_cpu = time.perf_counter(), time.process_time()
         optimizer.zero_grad()
         loss = loss_of(args, net(x), y)
+        forward_end = time.perf_counter()
         loss.backward()
+        backward_end = time.perf_counter()
         optimizer.step()
         if averager is not None:
             averager.step()
         if scheduler is not None:
             scheduler.step()
-        wall += time.perf_counter() - start
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        end = time.perf_counter()
+        wall += end - start
         cpu += time.process_time() - start_cpu
+        for phase, seconds in (("wall", end - start),
+                               ("cpu", time.process_time() - start_cpu),
+                               ("forward", forward_end - start),
+                               ("backward", backward_end - forward_end),
+                               ("optimizer", end - backward_end)):
+            timeline[phase].append(round(1000 * seconds, 3))
+        if counter:  # a benchmark: the step's bytes and hooks' parts
+            sent_now = link_sent()
+            timeline["link_tx"].append(sent_now - sent_before)
+            sent_before = sent_now
+            timeline.setdefault("hooks", []).append({
+                part: round(1000 * value, 3) if part != "jobs" else value
+                for part, value in ddp.communication_profile(
+                    reset=True).items()})
         losses.append(loss.item())
         if step in evaluate_at and (rank == 0 or args.sharded):
             # FSDP's forward is collective (it gathers each unit's
@@ -390,25 +476,26 @@ def main():
                 print("progress %s %s seed %d: step %d/%d (epoch %.2f), "
                       "test accuracy %.4f, train loss %.4f, %.1f ms per step"
                       % (args.model, args.label or args.comm, args.seed,
-                         step, schedule.steps, curve[-1]["epoch"], accuracy,
+                         step, steps, curve[-1]["epoch"], accuracy,
                          curve[-1]["train_loss"], 1000 * wall / step),
                       file=sys.stderr, flush=True)
 
     if rank == 0:
         values, indices = bytes_sent(state, model)
-        if args.comm == "ddp":  # gloo's traffic is not counted: nominal
-            width = 2 if args.sharded and args.wire in ("bf16", "f16") else 4
-            values = width * schedule.steps * parameter_count
+        if args.comm in ("ddp", "bf16", "fp16"):
+            # gloo's traffic is not counted: nominal.
+            width = 4 if args.comm == "ddp" and not (
+                args.sharded and args.wire in ("bf16", "f16")) else 2
+            values = width * steps * parameter_count
             if args.sharded:  # a reduce-scatter: half an all-reduce
                 values //= 2
         final = curve[-1]
         print("summary %s-%s: %d ranks, %d steps (%.2f epochs), train loss "
               "(last 50, rank 0) %.4f, test accuracy %.4f, %.1f ms per step"
               % ("fsdp" if args.sharded else "ddp", args.comm, size,
-                 schedule.steps,
-                 schedule.steps / schedule.steps_per_epoch,
+                 steps, steps / schedule.steps_per_epoch,
                  final["train_loss"], final["test_accuracy"],
-                 1000 * wall / schedule.steps), flush=True)
+                 1000 * wall / steps), flush=True)
         if args.log:
             options = getattr(state, "options", None)
             with open(args.log, "w") as f:
@@ -421,16 +508,22 @@ def main():
                                        else None),
                     "seed": args.seed, "ranks": size,
                     "device": args.device,
-                    "steps": schedule.steps, "epochs": args.epochs,
+                    "steps": steps,
+                    "epochs": steps / schedule.steps_per_epoch,
+                    "parameters": parameter_count,
+                    "powersgd_rank": (args.powersgd_rank
+                                      if args.comm == "powersgd" else None),
                     "lr": args.lr, "momentum": args.momentum,
                     "optimizer": args.optimizer,
                     "lr_schedule": args.lr_schedule,
                     "options": (dataclasses.asdict(options) if options
                                 else None),
-                    "value_bytes_per_step": values / schedule.steps,
-                    "index_bytes_per_step": indices / schedule.steps,
-                    "ms_per_step": 1000 * wall / schedule.steps,
-                    "cpu_ms_per_step": 1000 * cpu / schedule.steps,
+                    "value_bytes_per_step": values / steps,
+                    "index_bytes_per_step": indices / steps,
+                    "ms_per_step": 1000 * wall / steps,
+                    "cpu_ms_per_step": 1000 * cpu / steps,
+                    "timeline": timeline,
+                    "communication": ddp.communication_profile(),
                     # PyTorch's CPU kernels pick vector code by CPU
                     # (AVX2, AVX-512): the same run on another machine
                     # can round differently (docs/results.md).

@@ -17,10 +17,12 @@ import atexit
 import collections
 import ctypes
 import dataclasses
+import functools
 import os
 import queue
 import tempfile
 import threading
+import time
 
 import torch
 import torch.distributed as dist
@@ -130,6 +132,48 @@ def use_cuda(stream=None):
     rt.call("gradcomm_set_backend", 1)
 
 
+# Where the hooks' time goes, in seconds since the process started (or the
+# last reset): communication_profile() reads it.
+_profile = collections.Counter()
+
+
+def communication_profile(reset=False):
+    """Seconds the hooks spent, by part, on this rank: "hook" (the hooks'
+    own Python on the autograd thread: slicing buckets, plans, submitting),
+    "start" (the communication thread in the runtime's started calls: the
+    agreement, selection, memory update, narrowing to the wire, posting
+    the transfers), "wait" (waiting for transfers on the wire, then
+    widening and scattering), "run" (blocking calls), "idle" (waiting for
+    the next bucket), and "jobs" (buckets). Cheap enough to be always on
+    (two clock reads per part)."""
+    profile = dict(_profile)
+    if reset:
+        _profile.clear()
+    return profile
+
+
+class _timed:
+    """Adds the wall time of a `with` block to _profile[part]."""
+
+    def __init__(self, part):
+        self.part = part
+
+    def __enter__(self):
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc):
+        _profile[self.part] += time.perf_counter() - self.start
+
+
+def _timed_hook(hook):
+    """`hook` with its own time (on the autograd thread) in the profile."""
+    @functools.wraps(hook)
+    def timed(state, bucket):
+        with _timed("hook"):
+            return hook(state, bucket)
+    return timed
+
+
 class _Job:
     """One bucket's communication: `run()` (blocking runtime calls), or
     `start()` (started runtime calls) returning the function that waits for
@@ -186,7 +230,8 @@ class _CommunicationThread:
         job.future.set_result(job.result)
 
     def _wait(self, job):
-        self._complete(job, job.wait)
+        with _timed("wait"):
+            self._complete(job, job.wait)
 
     def _loop(self):
         in_flight = collections.deque()
@@ -194,14 +239,18 @@ class _CommunicationThread:
             if in_flight and self.queue.empty():
                 self._wait(in_flight.popleft())
                 continue
-            job = self.queue.get()
+            with _timed("idle"):
+                job = self.queue.get()
+            _profile["jobs"] += 1
             if job.start is None:
                 while in_flight:
                     self._wait(in_flight.popleft())
-                self._complete(job, job.run)
+                with _timed("run"):
+                    self._complete(job, job.run)
                 continue
             try:
-                job.wait = job.start()
+                with _timed("start"):
+                    job.wait = job.start()
             except BaseException as error:
                 job.future.set_exception(error)
                 continue
@@ -419,6 +468,7 @@ class DenseState(_State):
         self.wire = wire
 
 
+@_timed_hook
 def dense_hook(state, bucket):
     # A 16-bit bucket is averaged as a float32 copy (`work`), narrowed back
     # at the end; its values travel in `wire`.
@@ -552,6 +602,7 @@ def _compress_per_parameter(state, bucket, buffers, compress,
     return state.submit(bucket, run, start=start if use_start else None)
 
 
+@_timed_hook
 def scalecom_hook(state, bucket):
     options = state.options
     buffers = _bucket_buffer(state, bucket)
@@ -619,6 +670,7 @@ class LocalTopkState(ScaleComState):
                              "ScaleCom's options")
 
 
+@_timed_hook
 def local_topk_hook(state, bucket):
     """Each rank's k values travel in the wire (the bucket's type, or
     `wire`), as the dense parameters' do; indices as int64."""

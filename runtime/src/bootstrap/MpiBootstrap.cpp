@@ -13,6 +13,7 @@
 #include "Internal.h"
 #include "MpiTransport.h"
 #include "PmiServer.h"
+#include "UcxTuning.h"
 #include "gradcomm/runtime_mpi.h"
 
 using namespace gradcomm;
@@ -96,6 +97,7 @@ static gradcomm_status initializeOverMpiWorld(const Call &call) {
   bool ownsMpi = false;
   if (!mpiInitialized) {
     int provided = 0;
+    preferEagerUcxOverTcp();
     if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) !=
         MPI_SUCCESS)
       return call.fail(GRADCOMM_ERR_NOT_INITIALIZED, "MPI_Init_thread failed");
@@ -141,6 +143,7 @@ gradcomm_init_with_rendezvous(int rank, int size,
       return call.fail(GRADCOMM_ERR_NOT_INITIALIZED,
                        "could not start the rendezvous: " + error);
     int provided = 0;
+    preferEagerUcxOverTcp();
     int initialized =
         MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
     clearPmiEnvironment();

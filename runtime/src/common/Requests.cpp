@@ -62,10 +62,23 @@ gradcomm_status gradcomm::waitPolling(
   // a 2-core machine), the waiting ranks take the cores the others need
   // to compute, and a step takes 100x longer. Test a little, then yield
   // the core between tests; with one rank per core the yield returns at
-  // once.
+  // once and the wait keeps polling. A yield that returns late says
+  // another thread wanted this core (a trainer's autograd thread beside
+  // the hooks' communication thread, another rank): from then on the wait
+  // sleeps between tests. Under Linux's CFS a yielding loop still takes a
+  // share of the core it shares (the DDP hooks' waits took 290 ms of CPU
+  // per ResNet-18 step from the ranks' backward, docs/performance.md); a
+  // sleep gives it all back. The pause doubles up to kMaxPause, which
+  // bounds how late a finished transfer is seen (at 1 Gbit/s the socket
+  // buffers hold more than the link sends in that time, so the link never
+  // idles for it).
   constexpr int kSpinsBeforeYield = 64;
+  constexpr double kContendedYieldSeconds = 20e-6;
+  constexpr long kFirstPauseNanoseconds = 5 * 1000;
+  constexpr long kMaxPauseNanoseconds = 100 * 1000;
   const Context &ctx = context();
   const double start = now();
+  long pause = 0; // nanoseconds; 0 while the core seems free
   for (int spins = 0;; ++spins) {
     bool finished = false;
     GRADCOMM_RETURN_IF_ERROR(test(call, &finished));
@@ -73,7 +86,16 @@ gradcomm_status gradcomm::waitPolling(
       return GRADCOMM_OK;
     if (spins < kSpinsBeforeYield)
       continue;
-    sched_yield();
+    if (pause == 0) {
+      const double before = now();
+      sched_yield();
+      if (now() - before > kContendedYieldSeconds)
+        pause = kFirstPauseNanoseconds;
+    } else {
+      struct timespec sleep = {0, pause};
+      nanosleep(&sleep, nullptr);
+      pause = std::min(2 * pause, kMaxPauseNanoseconds);
+    }
     if (ctx.timeoutSeconds > 0 && now() - start > ctx.timeoutSeconds)
       timedOut(call, what, peer, now() - start);
   }
