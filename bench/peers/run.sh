@@ -75,6 +75,7 @@ export GRADCOMM_RUNTIME_LIBRARY=${GRADCOMM_RUNTIME_LIBRARY:-$root/build/lib/libg
 netns=bench/cluster/netns.sh
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+rm -f "$out/$model-$rate.failures"
 trap 'bash $netns down' EXIT
 bash "$netns" up 2 "$rate"
 
@@ -98,10 +99,25 @@ for row in "${rows[@]}"; do
   else
     extra=()
     [ "$row" = gc-auto ] && extra=(--cluster "$cluster")
+    # PowerSGD over gloo can fail: its hook and its futures' callbacks
+    # start all-reduces from two threads, and when their order differs
+    # between the ranks gloo aborts ("Received data size doesn't match
+    # expected size") or resets the connection. A failed row is run again,
+    # up to 3 times, and its failures are counted in the summary.
+    attempt=1
     # shellcheck disable=SC2086
-    bash "$netns" torchrun 2 "${common[@]}" ${ROWS[$row]} "${extra[@]}" \
-      --label "$row" --json "$json" >"$log" 2>&1 ||
-      { cat "$log"; exit 1; }
+    until bash "$netns" torchrun 2 "${common[@]}" ${ROWS[$row]} \
+      "${extra[@]}" --label "$row" --json "$json" >"$log" 2>&1; do
+      grep -h "EnforceNotMet\|what()\|Connection reset\|Error" "$log" |
+        head -n 3 >&2 || true
+      if [ "$attempt" -ge 3 ]; then
+        echo "run.sh: $row failed $attempt times; its output: $log" >&2
+        exit 1
+      fi
+      echo "run.sh: $row failed (attempt $attempt); running it again" >&2
+      attempt=$((attempt + 1))
+    done
+    echo "$row $((attempt - 1))" >>"$out/$tag.failures"
   fi
   "$python" bench/peers/summarize.py --warmup "$warmup" "$json" | tail -n 1
 done
