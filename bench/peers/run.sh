@@ -13,7 +13,9 @@
 #
 #   bench/peers/run.sh [options] [ROW...]
 #     --model M     resnet18 (default) or lm (10.7M-parameter transformer)
-#     --rate R      the link's rate, tc syntax (default 1gbit)
+#     --rate R      the link's rate, tc syntax (default 1gbit); "shm": no
+#                   network, both ranks on this machine's shared memory
+#                   (torchrun --standalone)
 #     --steps N     steps per row (default 24)
 #     --warmup W    dense steps before compression, for GradComm's recipe
 #                   and PowerSGD's start_powerSGD_iter alike (default 4)
@@ -76,29 +78,42 @@ netns=bench/cluster/netns.sh
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 rm -f "$out/$model-$rate.failures"
-trap 'bash $netns down' EXIT
-bash "$netns" up 2 "$rate"
-
-# policy=auto's cluster: the link as set (its latency is the stack's).
-cluster="bandwidth=$rate,latency=50us"
 common=(examples/pytorch/train_fmnist.py --model "$model" --batch "$batch"
   --steps "$steps" --epochs 1 --seed "$seed" --lr 0.05 --momentum 0.9
-  --warmup-steps "$warmup" --evaluations 1 --link-counter eth0)
+  --warmup-steps "$warmup" --evaluations 1)
+# policy=auto's cluster is what a user would give it: the link calibrated
+# with the project's own tool (latency, bandwidth, memory bandwidth and
+# kernel times, measured over MPI on the same link).
+calibration=$out/$model-$rate.calibration
+calibrate=$root/build/bench/calibrate/gradcomm-calibrate
+if [ "$rate" = shm ]; then
+  launch() { "$root/.venv/bin/torchrun" --standalone --nproc-per-node=2 "$@"; }
+  solo() { env OMP_NUM_THREADS=1 "$python" "$@"; }
+  /usr/bin/mpiexec.mpich -n 2 "$calibrate" "$calibration" >/dev/null
+else
+  trap 'bash $netns down' EXIT
+  bash "$netns" up 2 "$rate"
+  launch() { bash "$netns" torchrun 2 "$@"; }
+  # One rank alone in node 0's namespace, so the counter still reads.
+  solo() { ip netns exec gcr0 env OMP_NUM_THREADS=1 "$python" "$@"; }
+  DONE_PATTERN='^bcast  *67108864' bash "$netns" run 2 "$calibrate" \
+    "$calibration" >/dev/null
+  common+=(--link-counter eth0)
+fi
 tag="$model-$rate"
-echo "peers: $model, 2 nodes at $rate, $steps steps, warm-up $warmup," \
+echo "peers: $model, 2 ranks, link $rate, $steps steps, warm-up $warmup," \
   "batch $batch per rank -> $out/$tag-*.json"
 for row in "${rows[@]}"; do
   json=$out/$tag-$row.json
   log=$out/$tag-$row.out
   if [ "$row" = solo ]; then
     # One rank alone (no process group peers, no communication): the
-    # step's limit. In node 0's namespace so the counter still reads.
-    ip netns exec gcr0 env OMP_NUM_THREADS=1 "$python" "${common[@]}" \
-      --comm ddp --label solo --json "$json" >"$log" 2>&1 ||
+    # step's limit.
+    solo "${common[@]}" --comm ddp --label solo --json "$json" >"$log" 2>&1 ||
       { cat "$log"; exit 1; }
   else
     extra=()
-    [ "$row" = gc-auto ] && extra=(--cluster "$cluster")
+    [ "$row" = gc-auto ] && extra=(--cluster "calibration=$calibration")
     # PowerSGD over gloo can fail: its hook and its futures' callbacks
     # start all-reduces from two threads, and when their order differs
     # between the ranks gloo aborts ("Received data size doesn't match
@@ -106,7 +121,7 @@ for row in "${rows[@]}"; do
     # up to 3 times, and its failures are counted in the summary.
     attempt=1
     # shellcheck disable=SC2086
-    until bash "$netns" torchrun 2 "${common[@]}" ${ROWS[$row]} \
+    until launch "${common[@]}" ${ROWS[$row]} \
       "${extra[@]}" --label "$row" --json "$json" >"$log" 2>&1; do
       grep -h "EnforceNotMet\|what()\|Connection reset\|Error" "$log" |
         head -n 3 >&2 || true

@@ -287,7 +287,9 @@ def main():
     parser.add_argument("--epochs", type=float, default=1.0)
     parser.add_argument("--steps", type=int,
                         help="stop after this many steps (step-time "
-                        "benchmarks); the data order is --epochs' own")
+                        "benchmarks: the JSON then holds where the hooks' "
+                        "time went in each step); the data order is "
+                        "--epochs' own")
     parser.add_argument("--batch", type=int, default=32, help="per rank")
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--momentum", type=float, default=0.9)
@@ -449,10 +451,11 @@ def main():
                                ("backward", backward_end - forward_end),
                                ("optimizer", end - backward_end)):
             timeline[phase].append(round(1000 * seconds, 3))
-        if counter:  # a benchmark: the step's bytes and hooks' parts
+        if counter:
             sent_now = link_sent()
             timeline["link_tx"].append(sent_now - sent_before)
             sent_before = sent_now
+        if args.steps:  # a benchmark (bounded): the hooks' parts per step
             timeline.setdefault("hooks", []).append({
                 part: round(1000 * value, 3) if part != "jobs" else value
                 for part, value in ddp.communication_profile(
