@@ -21,6 +21,10 @@
 #                   and PowerSGD's start_powerSGD_iter alike (default 4)
 #     --batch B     per rank (default 32; the lm: 16)
 #     --seed S      (default 1)
+#     --device D    cpu (default) or cuda: the model and buckets on each
+#                   rank's GPU, the process group NCCL, GradComm's hooks on
+#                   the runtime's CUDA backend (a GPU per rank: NCCL takes
+#                   one rank per GPU; with --rate shm on a multi-GPU machine)
 #     --out DIR     where the rows' JSON go (default bench-out/peers)
 #   ROW: names from the list below (default: all of them); "solo" is one
 #   rank alone, no communication at all (the limit).
@@ -28,7 +32,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 
-model=resnet18 rate=1gbit steps=24 warmup=4 batch="" seed=1
+model=resnet18 rate=1gbit steps=24 warmup=4 batch="" seed=1 device=cpu
 out=bench-out/peers
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -38,8 +42,9 @@ while [ $# -gt 0 ]; do
   --warmup) warmup=$2; shift 2 ;;
   --batch) batch=$2; shift 2 ;;
   --seed) seed=$2; shift 2 ;;
+  --device) device=$2; shift 2 ;;
   --out) out=$2; shift 2 ;;
-  -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
+  -h | --help) sed -n '2,33p' "$0"; exit 0 ;;
   -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   *) break ;;
   esac
@@ -80,7 +85,7 @@ out=$(cd "$out" && pwd)
 rm -f "$out/$model-$rate.failures"
 common=(examples/pytorch/train_fmnist.py --model "$model" --batch "$batch"
   --steps "$steps" --epochs 1 --seed "$seed" --lr 0.05 --momentum 0.9
-  --warmup-steps "$warmup" --evaluations 1)
+  --warmup-steps "$warmup" --evaluations 1 --device "$device")
 # policy=auto's cluster is what a user would give it: the link calibrated
 # with the project's own tool (latency, bandwidth, memory bandwidth and
 # kernel times, measured over MPI on the same link).
