@@ -214,10 +214,12 @@ def bytes_sent(state, model):
         names = sorted(state.names)
     else:
         # The dense hook counts every bucket under one name; the others per
-        # parameter.
+        # parameter, and a bucket's small dense tensors under one name.
         names = (["ddp.dense"] if isinstance(state, ddp.DenseState) else
                  [state.prefix + name for name, _ in
                   model.named_parameters()])
+        if isinstance(state, ddp.ScaleComState):
+            names.append(state.packed_name.decode())
     values = indices = 0
     for name in names:
         stats = state.rt.stats(name)
