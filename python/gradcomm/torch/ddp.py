@@ -282,6 +282,9 @@ class _State:
                                      .named_parameters())
         self.prefix = prefix
         self.steps = 0
+        # Bucket index -> the float32 tensor its results go to
+        # (result_bucket).
+        self.result_buckets = {}
         # The wire values travel in; None: the bucket's type.
         self.wire = None
         size, rank = self.rt.size(), self.rt.rank()
@@ -329,11 +332,10 @@ class _State:
         nothing back itself. Made anew when DDP rebuilds its buckets (the
         size changes) and never in use across steps: DDP has copied a
         step's result out before the next step's hook runs."""
-        results = self.__dict__.setdefault("_result_buckets", {})
-        kept = results.get(bucket.index())
+        kept = self.result_buckets.get(bucket.index())
         if (kept is None or kept.numel() != like.numel()
                 or kept.device != like.device):
-            kept = results[bucket.index()] = torch.empty_like(
+            kept = self.result_buckets[bucket.index()] = torch.empty_like(
                 like, dtype=torch.float32)
         return kept
 
