@@ -535,6 +535,13 @@ def main():
                     "torch": torch.__version__,
                     "cpu_capability": cpu_capability(),
                     "curve": curve}, f, indent=1)
+    # Every rank leaves together, and DDP (with its hook's state) goes
+    # before the process group: PowerSGD's state holds the group's work
+    # objects, and a rank that destroyed the group under them while
+    # another still evaluated aborted at exit ("Resource deadlock
+    # avoided", "terminate called without an active exception").
+    dist.barrier()
+    del net, optimizer
     dist.destroy_process_group()
     return 0
 
