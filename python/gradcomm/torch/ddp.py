@@ -456,23 +456,20 @@ def _narrowing(wait, work, buffer):
 
 
 def _waiter(rt, started):
-    """The function that waits for `started` [(request, destination,
-    source)] in order and copies each `source` (if any) into its
-    `destination`, or, for (request, [(destination, source), ...]), each
-    pair; every request is waited for even after a failure, which it
-    raises at the end."""
+    """The function that waits for `started` [(request, [(destination,
+    source), ...])] in order and, after each request, copies each source
+    into its destination; every request is waited for even after a
+    failure, which it raises at the end."""
     def wait():
         failure = None
-        for request, *copies in started:
+        for request, copies in started:
             try:
                 rt.call("gradcomm_wait", ctypes.byref(request))
             except BaseException as error:
                 failure = failure or error
                 continue
-            for destination, source in ([copies] if len(copies) == 2
-                                        else copies[0]):
-                if source is not None:
-                    destination.copy_(source)
+            for destination, source in copies:
+                destination.copy_(source)
         if failure is not None:
             raise failure
     return wait
@@ -502,7 +499,7 @@ def dense_hook(state, bucket):
         # The runtime's started form: the all-reduce stays in flight while
         # the communication thread starts the next buckets.
         return _narrowing(_waiter(state.rt, [(_start_dense_average(
-            state.rt, b"ddp.dense", work, state.size, wire), None, None)]),
+            state.rt, b"ddp.dense", work, state.size, wire), [])]),
             work, buffer)
 
     def run():
@@ -622,20 +619,20 @@ def _compress_per_parameter(state, bucket, buffers, compress,
         offsets.append(offset)
         offset += gradient.numel()
 
+    def result_slice(index):
+        begin = offsets[index]
+        return result[begin:begin + jobs[index][1].numel()]
+
     def output(index, gradient):
-        """(where the runtime writes, what to copy where after the wait:
-        (destination, source) or None)."""
+        """(where the runtime writes, [(destination, source)] to copy after
+        the wait)."""
         if result is work:
             out = torch.empty_like(gradient)
-            return out, (gradient, out)
-        begin = offsets[index]
-        return result[begin:begin + gradient.numel()], None
+            return out, [(gradient, out)]
+        return result_slice(index), []
 
-    def average_copy(index, gradient):
-        if result is work:
-            return None
-        begin = offsets[index]
-        return result[begin:begin + gradient.numel()], gradient
+    def average_copies(index, gradient):
+        return [] if result is work else [(result_slice(index), gradient)]
 
     # The small tensors averaged here travel together: one all-reduce of
     # their concatenation per bucket instead of one call (and one agreement
@@ -652,9 +649,7 @@ def _compress_per_parameter(state, bucket, buffers, compress,
         copies, begin = [], 0
         for index in small:
             gradient = jobs[index][1]
-            destination = (gradient if result is work else
-                           result[offsets[index]:offsets[index]
-                                  + gradient.numel()])
+            destination = gradient if result is work else result_slice(index)
             copies.append((destination,
                            staging[begin:begin + gradient.numel()]))
             begin += gradient.numel()
@@ -675,12 +670,12 @@ def _compress_per_parameter(state, bucket, buffers, compress,
                 continue
             if averaged_here(plan):
                 _dense_average(state.rt, name, gradient, state.size, wire)
-                copy = average_copy(index, gradient)
+                copies = average_copies(index, gradient)
             else:
-                out, copy = output(index, gradient)
+                out, copies = output(index, gradient)
                 compress(name, gradient, out, *(plan or (None, None)))
-            if copy is not None:
-                copy[0].copy_(copy[1])
+            for destination, source in copies:
+                destination.copy_(source)
         if narrowed:
             buffer.copy_(result)
 
@@ -698,12 +693,12 @@ def _compress_per_parameter(state, bucket, buffers, compress,
                 if averaged_here(plan):
                     request = _start_dense_average(state.rt, name, gradient,
                                                    state.size, wire)
-                    copy = average_copy(index, gradient)
+                    copies = average_copies(index, gradient)
                 else:
-                    out, copy = output(index, gradient)
+                    out, copies = output(index, gradient)
                     request = start_compress(name, gradient, out,
                                              *(plan or (None, None)))
-                started.append((request, *(copy or (None, None))))
+                started.append((request, copies))
         except BaseException:
             _waiter(state.rt, started)()  # what was started still ends
             raise
@@ -884,9 +879,9 @@ class GossipAverager(_State):
                         self.rt.call("gradcomm_gossip_exchange_wire_start_f32",
                                      *call, WIRES[wire],
                                      ctypes.byref(request))
-                        started.append((request, parameter.data,
-                                        work if work is not parameter.data
-                                        else None))
+                        started.append((request, [] if work is
+                                        parameter.data else
+                                        [(parameter.data, work)]))
                 finally:
                     _waiter(self.rt, started)()
         self.steps += 1
