@@ -8,7 +8,8 @@ communication by GradComm: one line, `register_comm_hook`.
 
 --comm: ddp (DDP's own all-reduce), dense, scalecom, local-topk (hooks);
 bf16, fp16, powersgd (PyTorch's own bf16_compress_hook, fp16_compress_hook
-and powerSGD_hook as they ship, for comparison: bench/peers); or gossip, gossip-async (random peers), easgd, easgd-async (no gradient
+and powerSGD_hook as they ship, for comparison: bench/peers); or gossip,
+gossip-async (random peers), easgd, easgd-async (no gradient
 all-reduce: GossipAverager or ElasticAverager after each optimizer step;
 rank 0's replica is evaluated).
 --sharded: FSDP (FULL_SHARD) instead of DDP, with --comm ddp (FSDP's own
@@ -157,7 +158,8 @@ def register_torch_hook(net, args, steps_per_epoch):
     """--comm bf16, fp16 or powersgd: PyTorch's own hook, registered as it
     ships. PowerSGD keeps its error feedback and warm start; it runs DDP's
     all-reduce for its first start_powerSGD_iter steps, set to GradComm's
-    warm-up (--warmup-epochs; at least 2, PowerSGD's own minimum)."""
+    warm-up (--warmup-steps or --warmup-epochs; at least 2, PowerSGD's own
+    minimum)."""
     from torch.distributed.algorithms.ddp_comm_hooks import (
         default_hooks, powerSGD_hook)
     if args.comm == "bf16":
