@@ -51,33 +51,11 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$batch" ] || batch=$([ "$model" = lm ] && echo 16 || echo 32)
 
-# label -> the trainer's communication flags.
-declare -A ROWS=(
-  [ddp]="--comm ddp"
-  [bf16]="--comm bf16"
-  [fp16]="--comm fp16"
-  [powersgd1]="--comm powersgd --powersgd-rank 1"
-  [powersgd2]="--comm powersgd --powersgd-rank 2"
-  [powersgd4]="--comm powersgd --powersgd-rank 4"
-  [gc-dense]="--comm dense"
-  [gc-dense-bf16]="--comm dense --wire bf16"
-  [gc-r100]="--comm scalecom --ratio 100"
-  [gc-r100-bf16]="--comm scalecom --ratio 100 --wire bf16"
-  [gc-r400]="--comm scalecom --ratio 400"
-  [gc-r400-bf16]="--comm scalecom --ratio 400 --wire bf16"
-  # Local top-k has no warm-up of its own (the hook refuses one); the
-  # table reads steps after the others' warm-up in any case.
-  [gc-topk-r100]="--comm local-topk --ratio 100 --warmup-steps 0"
-  [gc-auto]="--comm scalecom --policy auto --wire bf16"
-)
-ORDER=(ddp bf16 fp16 powersgd1 powersgd2 powersgd4 gc-dense gc-dense-bf16
-  gc-r100 gc-r100-bf16 gc-r400 gc-r400-bf16 gc-topk-r100 gc-auto)
+# shellcheck source=bench/peers/rows.sh
+source bench/peers/rows.sh
 rows=("$@")
 [ ${#rows[@]} -gt 0 ] || rows=(solo "${ORDER[@]}")
-for row in "${rows[@]}"; do
-  [ "$row" = solo ] || [ -n "${ROWS[$row]:-}" ] ||
-    { echo "run.sh: unknown row '$row' (rows: solo ${ORDER[*]})" >&2; exit 2; }
-done
+SOLO_ALLOWED=1 check_rows "${rows[@]}" || exit 2
 
 python=$root/.venv/bin/python
 export GRADCOMM_RUNTIME_LIBRARY=${GRADCOMM_RUNTIME_LIBRARY:-$root/build/lib/libgradcomm_runtime.so}
@@ -121,28 +99,13 @@ for row in "${rows[@]}"; do
   else
     extra=()
     [ "$row" = gc-auto ] && extra=(--cluster "calibration=$calibration")
-    # PowerSGD over gloo can fail: its hook and its futures' callbacks
-    # start all-reduces from two threads, and when their order differs
-    # between the ranks gloo aborts ("Received data size doesn't match
-    # expected size") or resets the connection. A failed row is run again,
-    # up to 5 times; the failures are counted in $tag.failures, and a row
-    # that never finished is left out of the table.
-    attempt=1 finished=1
+    # A failed row is run again, up to 5 times (rows.sh); the failures
+    # are counted in $tag.failures, and a row that never finished is left
+    # out of the table.
     # shellcheck disable=SC2086
-    until launch "${common[@]}" ${ROWS[$row]} \
-      "${extra[@]}" --label "$row" --json "$json" >"$log" 2>&1; do
-      grep -h "what()\|Connection reset" "$log" | head -n 1 >&2 || true
-      if [ "$attempt" -ge 5 ]; then
-        echo "run.sh: $row failed $attempt times; its output: $log" >&2
-        rm -f "$json"
-        finished=0
-        break
-      fi
-      echo "run.sh: $row failed (attempt $attempt); running it again" >&2
-      attempt=$((attempt + 1))
-    done
-    echo "$row: $((attempt - finished)) failed runs" >>"$out/$tag.failures"
-    [ "$finished" = 1 ] || continue
+    run_row "$out/$tag.failures" "$log" launch "${common[@]}" ${ROWS[$row]} \
+      "${extra[@]}" --label "$row" --json "$json" ||
+      { rm -f "$json"; continue; }
   fi
   "$python" bench/peers/summarize.py --warmup "$warmup" "$json" | tail -n 1
 done

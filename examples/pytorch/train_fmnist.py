@@ -193,19 +193,43 @@ def make_sharded_hook_state(args, steps_per_epoch, net):
         **fields)
 
 
-def evaluate(model, inputs, targets, device="cpu"):
-    """The fraction of targets predicted: classes, or next characters (the
+def evaluate(args, model, inputs, targets, device="cpu", stop=None):
+    """(correct predictions, predictions, summed loss) over the first
+    `stop` examples (all when None): classes, or next characters (the
     argmax over the last dimension, every position of every window)."""
+    stop = len(targets) if stop is None else min(stop, len(targets))
     model.eval()
+    correct, loss = 0, 0.0
     with torch.no_grad():
-        correct = 0
-        for first in range(0, len(targets), 1000):
-            out = model(torch.from_numpy(inputs[first:first + 1000]).to(
-                device))
-            correct += int((out.argmax(-1).cpu() == torch.from_numpy(
-                targets[first:first + 1000])).sum())
+        for first in range(0, stop, 1000):
+            last = min(first + 1000, stop)
+            out = model(torch.from_numpy(inputs[first:last]).to(device))
+            target = torch.from_numpy(targets[first:last])
+            correct += int((out.argmax(-1).cpu() == target).sum())
+            loss += loss_of(args, out.cpu(), target).item() * target.numel()
     model.train()
-    return correct / targets.size
+    return correct, targets[:stop].size, loss
+
+
+def evaluate_point(args, model, inputs, targets, device, last):
+    """One point of the curve: test_accuracy and test_loss over the whole
+    test set; with --eval-subset N, subset_accuracy and subset_loss over
+    its first N examples, and the whole set only at the last step (one
+    pass for both)."""
+    if not args.eval_subset:
+        correct, count, loss = evaluate(args, model, inputs, targets, device)
+        return {"test_accuracy": correct / count, "test_loss": loss / count}
+    correct, count, loss = evaluate(args, model, inputs, targets, device,
+                                    stop=args.eval_subset)
+    point = {"subset_accuracy": correct / count,
+             "subset_loss": loss / count}
+    if last:
+        rest = evaluate(args, model, inputs[args.eval_subset:],
+                        targets[args.eval_subset:], device)
+        count += rest[1]
+        point.update(test_accuracy=(correct + rest[0]) / count,
+                     test_loss=(loss + rest[2]) / count)
+    return point
 
 
 def bytes_sent(state, model):
@@ -304,6 +328,11 @@ def main():
                         choices=["constant", "cosine"])
     parser.add_argument("--evaluations", type=int, default=1,
                         help="test-set evaluations, evenly spaced")
+    parser.add_argument("--eval-subset", type=int, metavar="N",
+                        help="evaluate on the test set's first N examples "
+                        "(subset_accuracy, subset_loss in the curve) and on "
+                        "the whole set only at the last step: a dense curve "
+                        "at a fraction of the cost (bench/peers/accuracy.sh)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                         help="cuda: the model, the batches and the hooks' "
@@ -324,6 +353,8 @@ def main():
     parser.add_argument("--text", default="/usr/share/common-licenses/GPL-3",
                         help="the transformer's text")
     args = parser.parse_args()
+    if args.eval_subset is not None and args.eval_subset < 1:
+        parser.error("--eval-subset must be at least 1")
     if args.optimizer == "adam" and args.momentum_correction:
         parser.error("--momentum-correction 1 is for SGD with momentum; "
                      "with --optimizer adam the hook runs plain error "
@@ -468,14 +499,17 @@ def main():
         if step in evaluate_at and (rank == 0 or args.sharded):
             # FSDP's forward is collective (it gathers each unit's
             # parameters): every rank evaluates the sharded model.
-            accuracy = evaluate(net if args.sharded else model, test_images,
-                                test_labels, device)
+            point = evaluate_point(args, net if args.sharded else model,
+                                   test_images, test_labels, device,
+                                   last=step == steps)
+            accuracy = point.get("test_accuracy", point.get(
+                "subset_accuracy"))
             if rank == 0:
                 tail = losses[-50:]
                 curve.append({"step": step,
                               "epoch": step / schedule.steps_per_epoch,
                               "bytes": sum(bytes_sent(state, model)),
-                              "test_accuracy": accuracy,
+                              **point,
                               "train_loss": sum(tail) / len(tail)})
                 # Long runs (ResNet-18: about 10 minutes an epoch here)
                 # say where they are; on stderr, so stdout keeps the one
@@ -518,6 +552,7 @@ def main():
                     "steps": steps,
                     "epochs": steps / schedule.steps_per_epoch,
                     "parameters": parameter_count,
+                    "warmup_steps": args.warmup_steps,
                     "powersgd_rank": (args.powersgd_rank
                                       if args.comm == "powersgd" else None),
                     "lr": args.lr, "momentum": args.momentum,

@@ -1,0 +1,64 @@
+# shellcheck shell=bash
+# bench/peers/rows.sh - the peer comparison's rows, shared by run.sh (step
+# times on the link) and accuracy.sh (curves to accuracy): sourced, not run.
+
+# label -> the trainer's communication flags.
+declare -A ROWS=(
+  [ddp]="--comm ddp"
+  [bf16]="--comm bf16"
+  [fp16]="--comm fp16"
+  [powersgd1]="--comm powersgd --powersgd-rank 1"
+  [powersgd2]="--comm powersgd --powersgd-rank 2"
+  [powersgd4]="--comm powersgd --powersgd-rank 4"
+  [gc-dense]="--comm dense"
+  [gc-dense-bf16]="--comm dense --wire bf16"
+  [gc-r100]="--comm scalecom --ratio 100"
+  [gc-r100-bf16]="--comm scalecom --ratio 100 --wire bf16"
+  [gc-r400]="--comm scalecom --ratio 400"
+  [gc-r400-bf16]="--comm scalecom --ratio 400 --wire bf16"
+  # Local top-k has no warm-up of its own (the hook refuses one); the
+  # table reads steps after the others' warm-up in any case.
+  [gc-topk-r100]="--comm local-topk --ratio 100 --warmup-steps 0"
+  [gc-auto]="--comm scalecom --policy auto --wire bf16"
+)
+ORDER=(ddp bf16 fp16 powersgd1 powersgd2 powersgd4 gc-dense gc-dense-bf16
+  gc-r100 gc-r100-bf16 gc-r400 gc-r400-bf16 gc-topk-r100 gc-auto)
+
+# check_rows ROW...: every ROW is in the table ("solo" too when
+# SOLO_ALLOWED=1).
+check_rows() {
+  local row
+  for row in "$@"; do
+    { [ "$row" = solo ] && [ "${SOLO_ALLOWED:-0}" = 1 ]; } ||
+      [ -n "${ROWS[$row]:-}" ] || {
+      echo "${0##*/}: unknown row '$row' (rows: ${ORDER[*]})" >&2
+      return 2
+    }
+  done
+}
+
+# run_row FAILURES LOG COMMAND...: runs COMMAND (stdout and stderr to
+# LOG) up to 5 times until it succeeds; appends "<label>: N failed runs"
+# to FAILURES (label: LOG's name). Returns 1 when it never succeeded.
+# PowerSGD over gloo can fail: its hook and its futures' callbacks start
+# all-reduces from two threads, and when their order differs between the
+# ranks gloo aborts ("Received data size doesn't match expected size") or
+# resets the connection.
+run_row() {
+  local failures=$1 log=$2 attempt=1 finished=1
+  shift 2
+  until "$@" >"$log" 2>&1; do
+    grep -h "what()\|Connection reset" "$log" | head -n 1 >&2 || true
+    if [ "$attempt" -ge 5 ]; then
+      echo "${0##*/}: failed $attempt times; the output: $log" >&2
+      finished=0
+      break
+    fi
+    echo "${0##*/}: $(basename "$log") failed (attempt $attempt);" \
+      "running it again" >&2
+    attempt=$((attempt + 1))
+  done
+  echo "$(basename "$log" .out): $((attempt - finished)) failed runs" \
+    >>"$failures"
+  [ "$finished" = 1 ]
+}
