@@ -122,7 +122,8 @@ class EncoderLM(nn.Module):
 
     def forward(self, tokens):
         x = self.token(tokens) + self.position[:tokens.shape[1]]
-        return self.head(self.encoder(x, mask=self.mask, is_causal=True))
+        # The mask alone, as PyTorch's tutorials pass it (no is_causal).
+        return self.head(self.encoder(x, mask=self.mask))
 
 
 class GPTBlock(nn.Module):
@@ -189,8 +190,7 @@ class DecoderLM(nn.Module):
     def forward(self, tokens):
         x = self.token(tokens)
         memory = self.memory.expand(tokens.shape[0], -1, -1)
-        return self.head(self.decoder(x, memory, tgt_mask=self.mask,
-                                      tgt_is_causal=True))
+        return self.head(self.decoder(x, memory, tgt_mask=self.mask))
 
 
 class ConvBN(nn.Module):

@@ -27,3 +27,12 @@
 
 # RUN: not gradcomm-export %S/Inputs/small.py:tiny --batch 2 --function 1step -o %t.mlir 2>&1 | FileCheck %s --check-prefix=NAME
 # NAME: gradcomm-export: error: function name '1step' is not a C identifier
+
+# Data-dependent control flow: the module, the op and the source line that
+# read a value; no traceback, nothing written.
+# RUN: rm -f %t.mlir %t.json
+# RUN: not gradcomm-export %S/Inputs/small.py:branchy --batch 2 -o %t.mlir 2>&1 | FileCheck %s --check-prefix=DATA
+# DATA: gradcomm-export: error: data-dependent control flow in module 'gate' (Gate): aten._local_scalar_dense{{.*}} at {{.*}}small.py:{{[0-9]+}}: if h.sum() > 0:{{.*}}nothing written
+# DATA-NOT: Traceback
+# RUN: not test -e %t.mlir
+# RUN: not test -e %t.json

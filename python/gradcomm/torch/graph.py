@@ -2,7 +2,10 @@
 converter (gradcomm.torch.ops) into a gradcomm.mlir.Builder."""
 
 import contextlib
+import os
 import operator
+import re
+import traceback
 
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
@@ -125,6 +128,88 @@ def math_attention():
         yield
 
 
+@contextlib.contextmanager
+def masks_as_given():
+    """Attention masks applied as given, never compared with a causal one.
+
+    nn.TransformerEncoder, nn.TransformerDecoder and nn.Transformer called
+    with a mask but no is_causal (as PyTorch's tutorials call them) compare
+    the mask's values with a causal mask (_detect_is_causal_mask) to pass
+    attention the hint is_causal=True. Tracing cannot read values; without
+    the hint attention adds the mask itself, which computes the same
+    thing."""
+    from torch.nn.modules import transformer
+
+    original = getattr(transformer, "_detect_is_causal_mask", None)
+    if original is None:  # torch 1.13: no detection
+        yield
+        return
+
+    def given_hint(mask, is_causal=None, size=None):
+        return is_causal is True
+
+    transformer._detect_is_causal_mask = given_hint
+    try:
+        yield
+    finally:
+        transformer._detect_is_causal_mask = original
+
+
+# Where the step's own code runs, as opposed to tracing machinery: frames
+# under torch/ count only in torch/nn/ (the modules' own forward code).
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_GRADCOMM_DIR = os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))) + os.sep
+
+
+def _model_frame(error):
+    """The innermost traceback frame of the model's or PyTorch module's
+    own code where `error` was raised: (file, line, source text)."""
+    chosen = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        path = os.path.abspath(frame.filename)
+        if path.startswith(_GRADCOMM_DIR):
+            continue
+        if path.startswith(_TORCH_DIR) and not path.startswith(
+                os.path.join(_TORCH_DIR, "nn") + os.sep):
+            continue
+        chosen = frame
+    if chosen is None:
+        return None
+    return chosen.filename, chosen.lineno, (chosen.line or "").strip()
+
+
+def _data_dependent(error):
+    """Whether `error` is tracing refusing to read a tensor's value."""
+    names = {type(e).__name__ for e in (error, error.__cause__) if e}
+    text = str(error)
+    return bool(names & {"GuardOnDataDependentSymNode",
+                         "DataDependentOutputException"}) or (
+        "data-dependent" in text or "_local_scalar_dense" in text
+        or "data dependent" in text)
+
+
+def data_dependent_error(error, module, model):
+    """An ExportError for data-dependent control flow: the module, the op
+    and the source line that read a tensor's value."""
+    kind = None
+    if model is not None and module is not None:
+        modules = dict(model.named_modules())
+        found = modules.get(module) or (modules.get("") if module == type(
+            model).__name__ else None)
+        kind = type(found).__name__ if found is not None else None
+    ops = re.findall(r"aten\.[A-Za-z_.]+", str(error))
+    op = ops[0].rstrip(".") if ops else "reading a value"
+    where = _model_frame(error)
+    place = ("%s:%d: %s" % where) if where else "unknown source line"
+    return ExportError(
+        "data-dependent control flow in module '%s'%s: %s at %s; a step "
+        "must run the same ops for every input (branch on shapes or "
+        "constants, or use torch.where); nothing written"
+        % (module or "outside the model's modules",
+           " (%s)" % kind if kind and kind != module else "", op, place))
+
+
 def can_functionalize():
     func = getattr(torch, "func", None)
     return func is not None and hasattr(func, "functionalize")
@@ -169,7 +254,7 @@ def trace(fn, args, model=None):
     tracer_class.create_node = create_node
     try:
         with stack.attached(model) if model is not None else \
-                contextlib.nullcontext(), math_attention():
+                contextlib.nullcontext(), math_attention(), masks_as_given():
             gm = make_fx(fn, decomposition_table=table)(*args)
         if not can_functionalize():
             return gm
@@ -178,6 +263,10 @@ def trace(fn, args, model=None):
         return make_fx(torch.func.functionalize(replay.run,
                                                 remove="mutations"),
                        decomposition_table=table)(*flat)
+    except RuntimeError as error:
+        if not _data_dependent(error):
+            raise
+        raise data_dependent_error(error, stack.current(), model) from None
     finally:
         tracer_class.create_node = original
 

@@ -76,3 +76,27 @@ def tiny_double():
     spec = tiny()
     spec.model.double()
     return spec
+
+
+class Branchy(nn.Module):
+    """A branch on a value: the step differs by input."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+        self.gate = Gate()
+
+    def forward(self, x):
+        return self.gate(self.fc(x))
+
+
+class Gate(nn.Module):
+    def forward(self, h):
+        if h.sum() > 0:  # the data-dependent branch
+            return h
+        return -h
+
+
+def branchy():
+    torch.manual_seed(0)
+    return StepSpec(Branchy(), input_shape=(4,))
