@@ -15,6 +15,8 @@ case_() { # <case> [args]: a fresh rendezvous file per job
 # rank is about 3 s of CPU: one per case made up most of this test's time).
 cases=(dense scalecom recipe gossip easgd overlap sixteen-bits)
 [ "$ranks" -gt 1 ] && cases+=(bad)
+# torch.compile's compile time is paid once per rank: at 2 ranks only.
+[ "$ranks" -eq 2 ] && cases+=(compile)
 case_ "${cases[@]}"
 if [ "$ranks" -gt 1 ]; then
   case_ save "$work/checkpoint"

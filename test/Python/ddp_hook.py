@@ -36,6 +36,9 @@ the GradComm runtime over MPICH in the same process).
                         wire="bf16" halves the value bytes within bf16
                         rounding of float32's wire (scalecom_hook and
                         local_topk_hook)
+  ddp_hook.py compile   DDP with dense_hook and scalecom_hook under
+                        torch.compile: eager's parameters within 1e-5
+                        (skipped on a torch without torch.compile)
   ddp_hook.py bad       mismatched configurations and bad buckets raise a
                         clear exception on every rank
   ddp_hook.py no-mpiexec (started without mpiexec, TEST_RANK/TEST_SIZE
@@ -90,8 +93,14 @@ def setup():
     return rank, size
 
 
-def run(model, state, hook, steps, start=0, bucket_cap_mb=25, optimizer=None):
-    net = DDP(model, bucket_cap_mb=bucket_cap_mb)
+def run(model, state, hook, steps, start=0, bucket_cap_mb=25, optimizer=None,
+        compiled=False):
+    # compiled: as nanoGPT and PyTorch's DDP tutorial do, the model
+    # compiled and then wrapped (torch.compile of the DDP object leaves
+    # the module's forward to eager mode in torch 2.15: Dynamo skips
+    # DDP's _inside_ddp_forward).
+    net = DDP(torch.compile(model) if compiled else model,
+              bucket_cap_mb=bucket_cap_mb)
     if hook is not None:
         net.register_comm_hook(state, hook)
     optimizer = optimizer or torch.optim.SGD(net.parameters(), lr=LR,
@@ -145,6 +154,46 @@ def test_dense():
                   "relative %.2g (bit-identical=%s; %d ranks are added in "
                   "another order by MPICH than by gloo)" % (worst, exact,
                                                           size))
+
+
+def test_compile():
+    """DDP with GradComm's hooks under torch.compile: the hooks run in
+    DDP's reducer as in eager mode (Dynamo splits the graph at DDP's
+    buckets), so the same communication; the compiled kernels fuse and
+    round otherwise, so the parameters match eager's within 1e-5 relative
+    (the ScaleCom replicas bit for bit among themselves)."""
+    if not hasattr(torch, "compile"):
+        print("rank %d: compile: skipped (torch %s has no torch.compile)"
+              % (dist.get_rank(), torch.__version__), flush=True)
+        return 0
+    from torch._dynamo.utils import counters
+
+    def scalecom_state(model, compiled):
+        return ddp.ScaleComState(model, ratio=RATIO,
+                                 min_elements=MIN_ELEMENTS,
+                                 prefix="compile-%d/" % compiled, **PLAIN)
+
+    failures = 0
+    for name, make_state, hook in (
+            ("dense_hook", lambda model, _: ddp.DenseState(model),
+             ddp.dense_hook),
+            ("scalecom_hook", scalecom_state, ddp.scalecom_hook)):
+        results = []
+        for compiled in (False, True):
+            torch._dynamo.reset()  # compile afresh: count this run's graphs
+            counters.clear()
+            model = make_model()
+            history, _ = run(model, make_state(model, compiled), hook, 5,
+                             compiled=compiled)
+            results.append(history[-1])
+        graphs = counters["stats"]["unique_graphs"]
+        worst = max(relative(a, b) for a, b in zip(results[1], results[0]))
+        failures += report(
+            graphs >= 1 and worst <= 1e-5 and replicas_identical(results[1]),
+            "%s under torch.compile (%d graphs) vs eager: worst relative "
+            "%.2g" % (name, graphs, worst))
+    torch._dynamo.reset()
+    return failures
 
 
 def reference_scalecom(steps, size):
@@ -840,7 +889,8 @@ def main():
              "no-mpiexec": test_no_mpiexec,
              "sixteen-bits": test_sixteen_bits, "gossip": test_gossip,
              "overlap": test_overlap,
-             "easgd": test_easgd, "recipe": test_recipe}
+             "easgd": test_easgd, "recipe": test_recipe,
+             "compile": test_compile}
     if sys.argv[1:2] in (["save"], ["resume"]) and len(sys.argv) == 3:
         test = {"save": test_save, "resume": test_resume}[sys.argv[1]]
         runs = [(sys.argv[1], lambda: test(sys.argv[2]))]
