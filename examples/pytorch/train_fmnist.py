@@ -328,6 +328,10 @@ def main():
                         choices=["constant", "cosine"])
     parser.add_argument("--evaluations", type=int, default=1,
                         help="test-set evaluations, evenly spaced")
+    parser.add_argument("--bucket-cap-mb", type=float,
+                        help="DDP's bucket_cap_mb (default: DDP's own, 25 "
+                        "MB after a 1 MB first bucket); a value above the "
+                        "model's size makes one bucket")
     parser.add_argument("--eval-subset", type=int, metavar="N",
                         help="evaluate on the test set's first N examples "
                         "(subset_accuracy, subset_loss in the curve) and on "
@@ -419,8 +423,10 @@ def main():
             if getattr(state, "options", None) and state.options.momentum:
                 momentum = 0.0  # the hook applies it (momentum correction)
     else:
+        buckets = ({"bucket_cap_mb": args.bucket_cap_mb}
+                   if args.bucket_cap_mb else {})
         net = DDP(model, device_ids=[device] if device.type == "cuda" else
-                  None)
+                  None, **buckets)
         if args.comm in TORCH_HOOKS:
             register_torch_hook(net, args, schedule.steps_per_epoch)
         elif args.comm != "ddp":
