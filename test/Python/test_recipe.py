@@ -8,7 +8,9 @@ runtime/test/ScaleComRecipeTest.cpp)."""
 import os
 import sys
 import unittest
+import warnings
 
+import torch
 import torch.nn as nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -17,7 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)),
 
 from gradcomm.plan import PlanError  # noqa: E402
 from gradcomm.torch.recipe import (Plan, ScaleComOptions,  # noqa: E402
-                                   dense_parameters)
+                                   check_optimizer, dense_parameters)
 
 
 class Model(nn.Module):
@@ -152,6 +154,29 @@ class AutoPolicyTest(unittest.TestCase):
                 del os.environ["GRADCOMM_PLAN"]
             else:
                 os.environ["GRADCOMM_PLAN"] = saved
+
+
+class OptimizerTest(unittest.TestCase):
+    def sgd(self, momentum):
+        return torch.optim.SGD(Model().parameters(), lr=0.1,
+                               momentum=momentum)
+
+    def test_momentum_twice_is_an_error(self):
+        with self.assertRaisesRegex(ValueError, "momentum=0, got SGD with "
+                                    "momentum 0.9"):
+            check_optimizer(ScaleComOptions(momentum=0.9), self.sgd(0.9))
+
+    def test_momentum_without_correction_warns(self):
+        with self.assertWarnsRegex(RuntimeWarning, "give the hook "
+                                   "momentum=0.9 and the optimizer "
+                                   "momentum=0"):
+            check_optimizer(ScaleComOptions(), self.sgd(0.9))
+
+    def test_the_recipe_and_plain_sgd_are_quiet(self):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            check_optimizer(ScaleComOptions(momentum=0.9), self.sgd(0))
+            check_optimizer(ScaleComOptions(), self.sgd(0))
 
 
 if __name__ == "__main__":
