@@ -18,6 +18,9 @@
 # RECIPE adds train_fmnist.py's recipe flags to the ScaleCom runs (for
 # example "--momentum-correction 1 --dense vectors"), which are then named
 # with RECIPE_NAME (required with RECIPE).
+# FSDP_VERSION=1 (default: FullyShardedDataParallel and its comm hooks) or
+# 2 (fully_shard and gradcomm.torch.fsdp2; SELECTION stays flat: FSDP2's
+# selection is per parameter always); runs named with "fsdp2-" then.
 # Usage: MODEL=mlp EPOCHS=5 SEEDS="1 2 3" WRAP=model WIRE=f32 OUT=dir \
 #   bench/torch/fsdp_study.sh
 set -euo pipefail
@@ -26,6 +29,7 @@ model=${MODEL:-mlp} epochs=${EPOCHS:-5} seeds=${SEEDS:-"1 2 3"}
 wrap=${WRAP:-model} wire=${WIRE:-f32} selection=${SELECTION:-flat}
 labels=${LABELS:-"fsdp dense r100 r1000"}
 recipe=${RECIPE:-}
+version=${FSDP_VERSION:-1}
 if [[ -n $recipe && -z ${RECIPE_NAME:-} ]]; then
   echo "fsdp_study.sh: RECIPE needs a RECIPE_NAME to name its runs" >&2
   exit 2
@@ -35,6 +39,7 @@ fi
 tag=$wire
 [[ $selection == tensor ]] && tag=$tag-tensor
 [[ -n $recipe ]] && tag=$tag-$RECIPE_NAME
+[[ $version == 2 ]] && tag=fsdp2-$tag
 out=${OUT:-$root/build/fsdp-study}
 python=${GRADCOMM_PYTHON:-$root/.venv/bin/python}
 export GRADCOMM_RUNTIME_LIBRARY=${GRADCOMM_RUNTIME_LIBRARY:-$root/build/lib/libgradcomm_runtime.so}
@@ -52,6 +57,7 @@ for seed in $seeds; do
     [[ $label == r* ]] && comm+=($recipe)
     "$(dirname "$python")/torchrun" --standalone --nproc-per-node=2 \
       "$root/examples/pytorch/train_fmnist.py" --sharded --fsdp-wrap "$wrap" \
+      --fsdp-version "$version" \
       "${comm[@]}" --wire "$wire" --fsdp-selection "$selection" \
       --model "$model" --epochs "$epochs" --lr 0.05 --momentum 0.9 \
       --lr-schedule cosine --seed "$seed" --evaluations 5 --label "$label" \

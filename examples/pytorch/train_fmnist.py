@@ -14,8 +14,9 @@ all-reduce: GossipAverager or ElasticAverager after each optimizer step;
 rank 0's replica is evaluated).
 --sharded: FSDP (FULL_SHARD) instead of DDP, with --comm ddp (FSDP's own
 reduce-scatter), dense or scalecom (gradcomm.torch.fsdp's reduce-scatter
-hooks); --wire bf16 or f16 there is FSDP's MixedPrecision(reduce_dtype=...):
-the gradients are reduce-scattered in 16 bits.
+hooks; with --fsdp-version 2, fully_shard and gradcomm.torch.fsdp2's
+reduce-scatter); --wire bf16 or f16 there is FSDP's reduce dtype: the
+gradients are reduce-scattered in 16 bits.
 --model: the MLP, the CNN (default), ResNet-18 adapted to 28x28, the
 2-layer character transformer language model on Debian's GPL-3 text (its
 accuracy: next-character accuracy on the held-out last 10 %), or lm: the
@@ -54,7 +55,7 @@ sys.path[:0] = [os.path.join(os.path.dirname(os.path.dirname(HERE)),
                              "python"), HERE]
 
 import models  # noqa: E402
-from gradcomm.torch import ddp, fsdp  # noqa: E402
+from gradcomm.torch import ddp, fsdp, fsdp2  # noqa: E402
 from train import BatchSchedule, load, load_text  # noqa: E402
 
 
@@ -193,6 +194,29 @@ def make_sharded_hook_state(args, steps_per_epoch, net):
         **fields)
 
 
+def fully_sharded(model, args, steps_per_epoch):
+    """--sharded --fsdp-version 2: `model` under fully_shard (each Linear
+    and Conv2d its own FSDP module with --fsdp-wrap layer, then the
+    model), its reduce-scatter FSDP2's own (--comm ddp) or
+    gradcomm.torch.fsdp2's; --wire bf16 or f16 the reduce dtype. Returns
+    (model, GradComm's state or None)."""
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    policy = MixedPrecisionPolicy(reduce_dtype={
+        "bf16": torch.bfloat16, "f16": torch.float16}.get(args.wire))
+    if args.fsdp_wrap == "layer":
+        for module in model.modules():
+            if isinstance(module, (torch.nn.Linear, torch.nn.Conv2d)):
+                fully_shard(module, mp_policy=policy)
+    fully_shard(model, mp_policy=policy)
+    if args.comm == "dense":
+        return model, fsdp2.dense(model)
+    if args.comm == "scalecom":
+        fields = recipe_fields(args, steps_per_epoch)
+        fields.pop("wire", None)
+        return model, fsdp2.scalecom(model, **fields)
+    return model, None
+
+
 def evaluate(args, model, inputs, targets, device="cpu", stop=None):
     """(correct predictions, predictions, summed loss) over the first
     `stop` examples (all when None): classes, or next characters (the
@@ -238,6 +262,9 @@ def bytes_sent(state, model):
         return 0, 0
     if isinstance(state, fsdp.ShardedState):
         names = sorted(state.names)
+    elif isinstance(state, fsdp2.State):
+        names = [name for comm in state.comms.values()
+                 for name in (comm.name, b"dense." + comm.name)]
     else:
         # The dense hook counts every bucket under one name; the others per
         # parameter, and a bucket's small dense tensors under one name.
@@ -281,6 +308,13 @@ def main():
                         "so one ScaleCom selection) for the whole model, or "
                         "one per Linear and Conv2d layer (on the MLP: 1.0 "
                         "point lower at ratio 100, docs/results.md)")
+    parser.add_argument("--fsdp-version", type=int, default=1,
+                        choices=[1, 2],
+                        help="--sharded: 1, FullyShardedDataParallel and "
+                        "its comm hooks; 2, fully_shard (one FSDP module "
+                        "per --fsdp-wrap unit and the model) with "
+                        "gradcomm.torch.fsdp2 (ScaleCom's selection per "
+                        "parameter)")
     parser.add_argument("--fsdp-selection", default="flat",
                         choices=["flat", "tensor"],
                         help="--sharded --comm scalecom: one selection per "
@@ -369,6 +403,9 @@ def main():
                      % args.comm)
     if args.sharded and args.comm not in ("ddp", "dense", "scalecom"):
         parser.error("--sharded takes --comm ddp, dense or scalecom")
+    if args.fsdp_version == 2 and args.fsdp_selection != "flat":
+        parser.error("--fsdp-version 2 selects per parameter always; "
+                     "--fsdp-selection is FSDP1's")
 
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: this PyTorch sees no CUDA device")
@@ -405,6 +442,10 @@ def main():
         averager = ddp.ElasticAverager(
             model, moving_rate=0.9, asynchronous=args.comm == "easgd-async")
         state = averager
+    elif args.sharded and args.fsdp_version == 2:
+        net, state = fully_sharded(model, args, schedule.steps_per_epoch)
+        if getattr(state, "options", None) and state.options.momentum:
+            momentum = 0.0  # the hook applies it (momentum correction)
     elif args.sharded:
         wrap = (ModuleWrapPolicy({torch.nn.Linear, torch.nn.Conv2d})
                 if args.fsdp_wrap == "layer" else None)
@@ -551,6 +592,8 @@ def main():
                     "comm": args.comm, "sharded": args.sharded,
                     "wire": args.wire or "f32",
                     "fsdp_wrap": args.fsdp_wrap if args.sharded else None,
+                    "fsdp_version": (args.fsdp_version if args.sharded
+                                     else None),
                     "fsdp_selection": (args.fsdp_selection if args.sharded
                                        else None),
                     "seed": args.seed, "ranks": size,

@@ -55,7 +55,7 @@ _WIRE_OF_DTYPE = {torch.float32: "f32", torch.bfloat16: "bf16",
 def dense(model, prefix="fsdp2/"):
     """The dense reduce-scatter on every FSDP module of `model`: FSDP2's
     own result (the mean of every rank's gradient, this rank's shard)."""
-    return _State(model, None, prefix)
+    return State(model, None, prefix)
 
 
 def scalecom(model, options=None, prefix="fsdp2/", **fields):
@@ -77,10 +77,10 @@ def scalecom(model, options=None, prefix="fsdp2/", **fields):
     if unsupported:
         raise ValueError("gradcomm: the FSDP2 reduce-scatter does not take "
                          "%s" % ", ".join(unsupported))
-    return _State(model, options, prefix)
+    return State(model, options, prefix)
 
 
-class _State:
+class State:
     """The runtime, the options and one reduce-scatter per FSDP module
     (`comms`, by module name)."""
 
