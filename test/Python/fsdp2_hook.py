@@ -10,7 +10,11 @@
 * its memory is one state per module, named after it: two modules of the
   same shape keep their own;
 * the warm-up steps are the dense reduce-scatter's; ScaleCom's loss
-  follows dense's; options and models it cannot take are refused.
+  follows dense's; options and models it cannot take are refused;
+* a run saved at step 3 (the model through torch.distributed.checkpoint,
+  GradComm's state per rank) and resumed in a fresh model gives the bits
+  of the run that never stopped (momentum correction and a warm-up, so
+  velocities, memories and step counts all matter).
 
 Usage: torchrun --standalone --nproc-per-node=2 fsdp2_hook.py
 """
@@ -61,10 +65,10 @@ def batch(step):
     return x[rank * 8:(rank + 1) * 8], y[rank * 8:(rank + 1) * 8]
 
 
-def train(net, steps=STEPS):
+def train(net, steps=STEPS, start=0):
     optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
     losses = []
-    for step in range(steps):
+    for step in range(start, steps):
         x, y = batch(step)
         optimizer.zero_grad()
         loss = F.cross_entropy(net(x), y)
@@ -135,6 +139,49 @@ def mirrored(state, size, ratio, min_elements):
     return compared
 
 
+def resume(rank):
+    """Saved at step 3, resumed in a fresh model: the uninterrupted run's
+    bits at step 6."""
+    import shutil
+    import tempfile
+
+    import torch.distributed.checkpoint as dcp
+
+    recipe = dict(ratio=10, min_elements=16, warmup_steps=2, momentum=0.9)
+    net = network()
+    fsdp2.scalecom(net, prefix="whole/", **recipe)
+    _, whole = train(net, steps=6)
+
+    net = network()
+    state = fsdp2.scalecom(net, prefix="resumed/", **recipe)
+    train(net, steps=3)
+    directory = tempfile.mkdtemp() if rank == 0 else None
+    shared = [directory]
+    dist.broadcast_object_list(shared)
+    directory = shared[0]
+    dcp.save({"model": net.state_dict()}, checkpoint_id=directory)
+    torch.save(state.state_dict(), "%s/gradcomm.rank%d" % (directory, rank))
+    train(net, steps=5, start=3)  # the states move on past the checkpoint
+
+    fresh = network()
+    restored = fsdp2.scalecom(fresh, prefix="resumed/", **recipe)
+    saved = {"model": fresh.state_dict()}
+    dcp.load(saved, checkpoint_id=directory)
+    fresh.load_state_dict(saved["model"])
+    restored.load_state_dict(torch.load("%s/gradcomm.rank%d" % (
+        directory, rank)))
+    _, resumed = train(fresh, steps=6, start=3)
+    check(same(whole, resumed), "resumed at step 3 = the uninterrupted run")
+    try:
+        restored.load_state_dict({"format": "something else"})
+        check(False, "a foreign state accepted")
+    except ValueError as error:
+        check("not a GradComm FSDP2 state" in str(error), str(error))
+    dist.barrier()
+    if rank == 0:
+        shutil.rmtree(directory)
+
+
 def main():
     dist.init_process_group("gloo")
     rank, size = dist.get_rank(), dist.get_world_size()
@@ -183,6 +230,8 @@ def main():
     _, warm = train(net, steps=3)
     _, own3 = train(network(), steps=3)
     check(same(warm, own3), "warm-up steps = FSDP2's own")
+
+    resume(rank)
 
     # Refusals, on every rank the same.
     for fields, what in ((dict(k=5), "k"), (dict(selection="chunk"),

@@ -351,14 +351,9 @@ class _State:
         """This rank's runtime state (every named state of the process) and
         the hook's step, as bytes: torch.save-able."""
         self.synchronize()
-        with tempfile.TemporaryDirectory() as directory:
-            path = os.path.join(directory, "state")
-            self.rt.call("gradcomm_state_save", path.encode())
-            with open("%s.rank%d" % (path, self.rt.rank()), "rb") as f:
-                data = f.read()
         return {"format": "gradcomm-runtime-state", "rank": self.rt.rank(),
-                "size": self.size, "step": self.steps, "runtime": data,
-                "dtypes": self._dtypes()}
+                "size": self.size, "step": self.steps,
+                "runtime": runtime_state(self.rt), "dtypes": self._dtypes()}
 
     def _dtypes(self):
         return {name: str(p.dtype).replace("torch.", "")
@@ -382,12 +377,28 @@ class _State:
                     "state saved for parameter '%s' in %s, restored into a "
                     "model where it is %s: convert the model back to %s, or "
                     "start a fresh state" % (name, dtype, now[name], dtype))
-        with tempfile.TemporaryDirectory() as directory:
-            path = os.path.join(directory, "state")
-            with open("%s.rank%d" % (path, self.rt.rank()), "wb") as f:
-                f.write(state["runtime"])
-            self.rt.call("gradcomm_state_restore", path.encode())
+        restore_runtime_state(self.rt, state["runtime"])
         self.steps = state["step"]
+
+
+def runtime_state(rt):
+    """Every named state of this process's runtime (memories, velocities,
+    step counters), in the runtime's checksummed format, as bytes."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "state")
+        rt.call("gradcomm_state_save", path.encode())
+        with open("%s.rank%d" % (path, rt.rank()), "rb") as f:
+            return f.read()
+
+
+def restore_runtime_state(rt, data):
+    """Restores runtime_state's bytes (the runtime checks the checksum,
+    the rank and the group size)."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "state")
+        with open("%s.rank%d" % (path, rt.rank()), "wb") as f:
+            f.write(data)
+        rt.call("gradcomm_state_restore", path.encode())
 
 
 def _bucket_buffer(state, bucket):

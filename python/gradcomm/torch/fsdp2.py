@@ -38,7 +38,8 @@ import torch
 import torch.distributed as dist
 
 from gradcomm.runtime import REDUCTIONS, WIRES, GradCommError, RecipeOptions
-from gradcomm.torch.ddp import initialize_runtime
+from gradcomm.torch.ddp import (initialize_runtime, restore_runtime_state,
+                                runtime_state)
 from gradcomm.torch.recipe import (FixedOptions, Plan, ScaleComOptions,
                                    check_optimizer)
 
@@ -124,6 +125,33 @@ class State:
         time (recipe.check_optimizer)."""
         if self.compressed:
             check_optimizer(self.options, optimizer)
+
+    def state_dict(self):
+        """This rank's state as a torch.save-able dict: the runtime's
+        (every named memory, velocity and step counter of the process)
+        and each module's step count. Save it per rank next to the
+        model's and optimizer's checkpoint."""
+        return {"format": "gradcomm-fsdp2-state", "rank": self.rt.rank(),
+                "size": self.size, "runtime": runtime_state(self.rt),
+                "steps": {name: comm.steps
+                          for name, comm in self.comms.items()}}
+
+    def load_state_dict(self, state):
+        """Restores state_dict's answer on the same rank of a job of the
+        same size and the same FSDP modules."""
+        if state.get("format") != "gradcomm-fsdp2-state":
+            raise ValueError("gradcomm: not a GradComm FSDP2 state")
+        if (state["rank"], state["size"]) != (self.rt.rank(), self.size):
+            raise ValueError("gradcomm: state of rank %d of %d loaded on "
+                             "rank %d of %d" % (state["rank"], state["size"],
+                                                self.rt.rank(), self.size))
+        if set(state["steps"]) != set(self.comms):
+            raise ValueError("gradcomm: the state's FSDP modules %s are not "
+                             "this model's %s" % (sorted(state["steps"]),
+                                                  sorted(self.comms)))
+        restore_runtime_state(self.rt, state["runtime"])
+        for name, steps in state["steps"].items():
+            self.comms[name].steps = steps
 
     def runtime_options(self, k, wire):
         options, c = self.options, RecipeOptions()
