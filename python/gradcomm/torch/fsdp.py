@@ -31,7 +31,8 @@ import torch.distributed as dist
 from gradcomm.runtime import REDUCTIONS, WIRES, GradCommError, RecipeOptions
 from gradcomm.torch.ddp import initialize_runtime
 from gradcomm.torch.recipe import (FixedOptions, Plan, ScaleComOptions,
-                                   check_optimizer, dense_reasons)
+                                   check_optimizer, dense_reasons,
+                                   unsupported_when_sharded)
 
 # The wire a gradient's values travel in.
 _WIRE_OF_DTYPE = {torch.float32: "f32", torch.bfloat16: "bf16",
@@ -180,14 +181,7 @@ class ScaleComShardedState(ShardedState):
     def __init__(self, options=None, module=None, prefix="fsdp",
                  process_group=None, **fields):
         options = dataclasses.replace(options or ScaleComOptions(), **fields)
-        unsupported = [what for what, used in (
-            ("k", options.k is not None),
-            ("chunk selection", options.selection != "exact"),
-            ("a ramp warm-up", options.warmup == "ramp" and
-             options.warmup_steps),
-            ("policy='auto'", options.policy != "fixed"),
-            ("wire (the gradient's type, FSDP's reduce_dtype, sets it)",
-             options.wire is not None)) if used]
+        unsupported = unsupported_when_sharded(options)
         if unsupported:
             raise ValueError("gradcomm: the sharded ScaleCom hook does not "
                              "take %s" % ", ".join(unsupported))

@@ -41,7 +41,7 @@ from gradcomm.runtime import REDUCTIONS, WIRES, GradCommError, RecipeOptions
 from gradcomm.torch.ddp import (initialize_runtime, restore_runtime_state,
                                 runtime_state)
 from gradcomm.torch.recipe import (FixedOptions, Plan, ScaleComOptions,
-                                   check_optimizer)
+                                   check_optimizer, unsupported_when_sharded)
 
 try:
     from torch.distributed.fsdp import FSDPModule
@@ -67,14 +67,7 @@ def scalecom(model, options=None, prefix="fsdp2/", **fields):
     optimizer then runs without momentum: check_optimizer), clipping, and
     the layer policy (dense presets, overrides, min_elements)."""
     options = dataclasses.replace(options or ScaleComOptions(), **fields)
-    unsupported = [what for what, used in (
-        ("k", options.k is not None),
-        ("chunk selection", options.selection != "exact"),
-        ("a ramp warm-up", options.warmup == "ramp" and
-         options.warmup_steps),
-        ("policy='auto'", options.policy != "fixed"),
-        ("wire (MixedPrecisionPolicy's reduce_dtype sets it)",
-         options.wire is not None)) if used]
+    unsupported = unsupported_when_sharded(options)
     if unsupported:
         raise ValueError("gradcomm: the FSDP2 reduce-scatter does not take "
                          "%s" % ", ".join(unsupported))

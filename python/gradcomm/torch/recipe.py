@@ -203,6 +203,19 @@ def dense_reasons(entries, options):
     return reasons
 
 
+def unsupported_when_sharded(options):
+    """The options the sharded reduce-scatters (FSDP1 and FSDP2) cannot
+    take, named for the refusal."""
+    return [what for what, used in (
+        ("k", options.k is not None),
+        ("chunk selection", options.selection != "exact"),
+        ("a ramp warm-up", options.warmup == "ramp" and
+         options.warmup_steps),
+        ("policy='auto'", options.policy != "fixed"),
+        ("wire (the gradient's type, FSDP's reduce dtype, sets it)",
+         options.wire is not None)) if used]
+
+
 def check_optimizer(options, optimizer):
     """Raises ValueError when `optimizer` would apply momentum a second
     time: with momentum correction (options.momentum > 0) the hook's
