@@ -97,25 +97,47 @@ class ShardedState:
         self.steps += 1
 
     def check(self, grad, output):
-        """The wire of `grad`'s type; TypeError or ValueError for what the
-        hooks cannot take."""
-        for tensor, what in ((grad, "gradient"), (output, "shard")):
-            if tensor.dtype not in _WIRE_OF_DTYPE or \
-                    tensor.device.type != "cpu" or \
-                    not tensor.is_contiguous():
-                raise TypeError(
-                    "gradcomm: the %s is %s on %s%s; the sharded hooks take "
-                    "contiguous float32, bfloat16 or float16 CPU tensors" % (
-                        what, tensor.dtype, tensor.device,
-                        "" if tensor.is_contiguous() else ", not contiguous"))
-        if grad.dtype != output.dtype:
-            raise TypeError("gradcomm: the gradient is %s, the shard %s"
-                            % (grad.dtype, output.dtype))
-        if grad.numel() != output.numel() * self.size:
-            raise ValueError(
-                "gradcomm: a gradient of %d elements does not split into %d "
-                "shards of %d" % (grad.numel(), self.size, output.numel()))
-        return _WIRE_OF_DTYPE[grad.dtype]
+        """The wire of `grad`'s type (check_shard_buffers)."""
+        return check_shard_buffers(grad, output, self.size,
+                                   "the sharded hooks")
+
+
+def check_shard_buffers(grad, output, size, who):
+    """The wire of `grad`'s type; TypeError or ValueError for what a
+    sharded reduce-scatter (`who`, for the message) cannot take."""
+    for tensor, what in ((grad, "gradient"), (output, "shard")):
+        if tensor.dtype not in _WIRE_OF_DTYPE or \
+                tensor.device.type != "cpu" or not tensor.is_contiguous():
+            raise TypeError(
+                "gradcomm: the %s is %s on %s%s; %s take contiguous "
+                "float32, bfloat16 or float16 CPU tensors" % (
+                    what, tensor.dtype, tensor.device,
+                    "" if tensor.is_contiguous() else ", not contiguous",
+                    who))
+    if grad.dtype != output.dtype:
+        raise TypeError("gradcomm: the gradient is %s, the shard %s"
+                        % (grad.dtype, output.dtype))
+    if grad.numel() != output.numel() * size:
+        raise ValueError(
+            "gradcomm: a gradient of %d elements does not split into %d "
+            "shards of %d" % (grad.numel(), size, output.numel()))
+    return _WIRE_OF_DTYPE[grad.dtype]
+
+
+def runtime_recipe_options(rt, options, k, wire, recipe_in_runtime):
+    """The runtime's gradcomm_scalecom_options for `options` (a
+    ScaleComOptions) sending k values in all as `wire`; the warm-up is the
+    runtime's only when it keeps the velocity (recipe_in_runtime), else
+    the caller runs it dense."""
+    c = RecipeOptions()
+    rt.library.gradcomm_scalecom_options_init(ctypes.byref(c), k)
+    c.beta = options.beta
+    c.warmup_steps = options.warmup_steps if recipe_in_runtime else 0
+    c.momentum = options.momentum
+    c.nesterov = int(options.nesterov)
+    c.clip = options.clip or 0.0
+    c.wire = WIRES[wire]
+    return c
 
 
 class DenseShardedState(ShardedState):
@@ -133,7 +155,7 @@ def reduce_scatter_hook(state, grad, output):
     _dense_shard(state, name, grad, output, wire)
 
 
-def _float32_buffers(grad, output, wire):
+def float32_buffers(grad, output, wire):
     """What the runtime reads and writes: `grad` and `output` themselves
     (float32), or a float32 copy of a 16-bit gradient and a float32 shard
     to copy into `output` afterwards."""
@@ -145,7 +167,7 @@ def _float32_buffers(grad, output, wire):
 def _dense_shard(state, name, grad, output, wire):
     before = _predivide_factor(state.size)
     after = state.size / before
-    work, shard = _float32_buffers(grad, output, wire)
+    work, shard = float32_buffers(grad, output, wire)
     if before > 1:
         work.div_(before)
     state.rt.call("gradcomm_reduce_scatter_wire_f32", name, work.data_ptr(),
@@ -219,17 +241,9 @@ class ScaleComShardedState(ShardedState):
         velocity (else the dense hook ran it)."""
         key = (length, wire)
         if key not in self._options:
-            options, c = self.options, RecipeOptions()
-            self.rt.library.gradcomm_scalecom_options_init(
-                ctypes.byref(c), self.segments_of(length)[3])
-            c.beta = options.beta
-            c.warmup_steps = (options.warmup_steps if self.recipe_in_runtime
-                              else 0)
-            c.momentum = options.momentum
-            c.nesterov = int(options.nesterov)
-            c.clip = options.clip or 0.0
-            c.wire = WIRES[wire]
-            self._options[key] = c
+            self._options[key] = runtime_recipe_options(
+                self.rt, self.options, self.segments_of(length)[3], wire,
+                self.recipe_in_runtime)
         return self._options[key]
 
     def segments_of(self, length):
@@ -345,7 +359,7 @@ def scalecom_reduce_scatter_hook(state, grad, output):
     # gradcomm_scalecom_reduce_scatter_recipe_f32's step.
     ends, ks, count, _ = state.segments_of(grad.numel())
     options = state.recipe_options(grad.numel(), wire)
-    work, shard = _float32_buffers(grad, output, wire)
+    work, shard = float32_buffers(grad, output, wire)
     state.rt.call("gradcomm_scalecom_reduce_scatter_segments_f32", name,
                   work.data_ptr(), shard.data_ptr(), work.numel(), ends, ks,
                   count, ctypes.byref(options), REDUCTIONS["average"])

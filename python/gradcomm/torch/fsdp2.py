@@ -37,9 +37,11 @@ import math
 import torch
 import torch.distributed as dist
 
-from gradcomm.runtime import REDUCTIONS, WIRES, GradCommError, RecipeOptions
+from gradcomm.runtime import REDUCTIONS, WIRES, GradCommError
 from gradcomm.torch.ddp import (initialize_runtime, restore_runtime_state,
                                 runtime_state)
+from gradcomm.torch.fsdp import (check_shard_buffers, float32_buffers,
+                                 runtime_recipe_options)
 from gradcomm.torch.recipe import (FixedOptions, Plan, ScaleComOptions,
                                    check_optimizer, unsupported_when_sharded)
 
@@ -48,10 +50,6 @@ try:
     from torch.distributed.fsdp._fully_shard._fsdp_api import ReduceScatter
 except ImportError:  # torch without FSDP2 (1.13)
     FSDPModule = ReduceScatter = None
-
-_WIRE_OF_DTYPE = {torch.float32: "f32", torch.bfloat16: "bf16",
-                  torch.float16: "f16"}
-
 
 def dense(model, prefix="fsdp2/"):
     """The dense reduce-scatter on every FSDP module of `model`: FSDP2's
@@ -147,15 +145,8 @@ class State:
             self.comms[name].steps = steps
 
     def runtime_options(self, k, wire):
-        options, c = self.options, RecipeOptions()
-        self.rt.library.gradcomm_scalecom_options_init(ctypes.byref(c), k)
-        c.beta = options.beta
-        c.warmup_steps = options.warmup_steps if self.recipe_in_runtime else 0
-        c.momentum = options.momentum
-        c.nesterov = int(options.nesterov)
-        c.clip = options.clip or 0.0
-        c.wire = WIRES[wire]
-        return c
+        return runtime_recipe_options(self.rt, self.options, k, wire,
+                                      self.recipe_in_runtime)
 
 
 def _reduction(op):
@@ -192,14 +183,11 @@ class _ReduceScatter(ReduceScatter or object):
                 "is not the runtime's (rank %d of %d)" % (
                     self.name.decode(), group.rank(), group.size(),
                     state.rt.rank(), state.size))
-        wire = _check(input_tensor, output_tensor, state.size)
+        wire = check_shard_buffers(input_tensor, output_tensor, state.size,
+                                   "the FSDP2 reduce-scatter")
         reduction = _reduction(op)
         step, self.steps = self.steps, self.steps + 1
-        if input_tensor.dtype == torch.float32:
-            work, shard = input_tensor, output_tensor
-        else:
-            work, shard = input_tensor.float(), torch.empty(
-                output_tensor.shape)
+        work, shard = float32_buffers(input_tensor, output_tensor, wire)
         if not state.compressed or (step < state.options.warmup_steps and
                                     not state.recipe_in_runtime):
             name = self.name if not state.compressed else b"dense." + \
@@ -250,19 +238,3 @@ class _ReduceScatter(ReduceScatter or object):
             state.runtime_options(sum(ks), wire))
         return self._segments[wire]
 
-
-def _check(grad, output, size):
-    for tensor, what in ((grad, "gradient"), (output, "shard")):
-        if tensor.dtype not in _WIRE_OF_DTYPE or \
-                tensor.device.type != "cpu" or not tensor.is_contiguous():
-            raise TypeError(
-                "gradcomm: the %s is %s on %s%s; the FSDP2 reduce-scatter "
-                "takes contiguous float32, bfloat16 or float16 CPU tensors"
-                % (what, tensor.dtype, tensor.device,
-                   "" if tensor.is_contiguous() else ", not contiguous"))
-    if grad.dtype != output.dtype or grad.numel() != output.numel() * size:
-        raise ValueError("gradcomm: a %s gradient of %d elements and a %s "
-                         "shard of %d do not make %d shards" % (
-                             grad.dtype, grad.numel(), output.dtype,
-                             output.numel(), size))
-    return _WIRE_OF_DTYPE[grad.dtype]
