@@ -97,6 +97,8 @@ LANGUAGE_MODELS = ("transformer", "lm")
 # PyTorch's own communication hooks (torch.distributed.algorithms.
 # ddp_comm_hooks), registered as they ship.
 TORCH_HOOKS = ("bf16", "fp16", "powersgd")
+# --sharded --wire: FSDP's reduce dtype.
+REDUCE_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 
 
 def load_data(args):
@@ -201,8 +203,7 @@ def fully_sharded(model, args, steps_per_epoch):
     gradcomm.torch.fsdp2's; --wire bf16 or f16 the reduce dtype. Returns
     (model, GradComm's state or None)."""
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-    policy = MixedPrecisionPolicy(reduce_dtype={
-        "bf16": torch.bfloat16, "f16": torch.float16}.get(args.wire))
+    policy = MixedPrecisionPolicy(reduce_dtype=REDUCE_DTYPES.get(args.wire))
     if args.fsdp_wrap == "layer":
         for module in model.modules():
             if isinstance(module, (torch.nn.Linear, torch.nn.Conv2d)):
@@ -444,15 +445,12 @@ def main():
         state = averager
     elif args.sharded and args.fsdp_version == 2:
         net, state = fully_sharded(model, args, schedule.steps_per_epoch)
-        if getattr(state, "options", None) and state.options.momentum:
-            momentum = 0.0  # the hook applies it (momentum correction)
     elif args.sharded:
         wrap = (ModuleWrapPolicy({torch.nn.Linear, torch.nn.Conv2d})
                 if args.fsdp_wrap == "layer" else None)
         # A 16-bit wire: FSDP reduce-scatters 16-bit gradients (its own
         # collective, or the hooks, which send them in 16 bits).
-        reduce_dtype = {"bf16": torch.bfloat16,
-                        "f16": torch.float16}.get(args.wire)
+        reduce_dtype = REDUCE_DTYPES.get(args.wire)
         precision = (MixedPrecision(reduce_dtype=reduce_dtype)
                      if reduce_dtype else None)
         net = FSDP(model, device_id=device, auto_wrap_policy=wrap,
@@ -461,8 +459,6 @@ def main():
             hook, state = make_sharded_hook_state(
                 args, schedule.steps_per_epoch, net)
             net.register_comm_hook(state, hook)
-            if getattr(state, "options", None) and state.options.momentum:
-                momentum = 0.0  # the hook applies it (momentum correction)
     else:
         buckets = ({"bucket_cap_mb": args.bucket_cap_mb}
                    if args.bucket_cap_mb else {})
@@ -473,8 +469,8 @@ def main():
         elif args.comm != "ddp":
             hook, state = make_hook_state(net, args, schedule.steps_per_epoch)
             net.register_comm_hook(state, hook)
-            if getattr(state, "options", None) and state.options.momentum:
-                momentum = 0.0  # the hook applies it (momentum correction)
+    if getattr(state, "options", None) and state.options.momentum:
+        momentum = 0.0  # the hook applies it (momentum correction)
     if args.optimizer == "adam":
         optimizer = torch.optim.Adam(net.parameters(), lr=args.lr)
     else:
