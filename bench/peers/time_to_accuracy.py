@@ -14,11 +14,12 @@ compares); and the final accuracy on the whole test set at equal steps
 A curve's step s costs the row's measured dense step while s is within
 the curve's warm-up and its compressed step after it (run.sh's steps 2 to
 --run-warmup and the steps after the one that follows it, medians:
-summarize.py's reading); evaluations are not counted. The numerics do not
-depend on the link (a curve trained on the link has the same bits), so
-a curve trained on shared memory priced with the link's step times is the
-curve on that link, up to the step times' spread. A curve trained on the
-link itself (accuracy.sh --rate) is also given its own clock ("measured").
+summarize.py's reading); evaluations are not counted. A step computes the
+same on any link (every collective here sums two ranks' values, exact in
+any order), so a curve trained on shared memory priced with the link's
+step times stands for the curve on that link, up to the step times'
+spread. A curve trained on the link itself (accuracy.sh --rate) is also
+given its own clock ("measured clocks").
 """
 
 import argparse
@@ -55,8 +56,7 @@ def load_curve(path):
     if run["comm"] in ("ddp", "bf16", "fp16", "dense", "local-topk"):
         warmup = 0  # no dense phase of their own
     return {"model": match["model"], "link": match["link"],
-            "row": match["row"], "seed": int(match["seed"]),
-            "warmup": warmup, "steps": run["steps"], "curve": curve,
+            "row": match["row"], "warmup": warmup, "curve": curve,
             "wall": run["timeline"]["wall"]}
 
 
@@ -104,12 +104,11 @@ def mean_sd(values, digits=1):
                             statistics.stdev(values))
 
 
-def mean_curve_reaching(curves, times, target):
-    """(step, seconds) where the seeds' mean curve first reaches target."""
-    mean = [{"step": points[0]["step"], "subset_accuracy": statistics.mean(
+def mean_curve(curves):
+    """The seeds' mean curve (the same evaluation steps in every seed)."""
+    return [{"step": points[0]["step"], "subset_accuracy": statistics.mean(
         p["subset_accuracy"] for p in points)}
         for points in zip(*(c["curve"] for c in curves))]
-    return first_reaching(mean, times[0], target)
 
 
 def table(model, link, rows, prices, target, tolerance, use_measured):
@@ -142,7 +141,10 @@ def table(model, link, rows, prices, target, tolerance, use_measured):
             if step is not None:
                 steps.append(step)
                 seconds.append(second)
-        _, on_mean = mean_curve_reaching(curves, all_times, target)
+        # Its seeds evaluate at the same steps: priced, the same clock
+        # (measured clocks: the first seed's).
+        _, on_mean = first_reaching(mean_curve(curves), all_times[0],
+                                    target)
         finals = [100 * c["curve"][-1]["test_accuracy"] for c in curves]
         results[row] = (on_mean, len(seconds))
         delta = ("%+.2f" % (statistics.mean(finals) -
@@ -174,15 +176,10 @@ def plot(model, link, rows, prices, target, directory):
         price = prices.get(row)
         if price is None:
             continue
-        times = [priced_times(c, price) for c in curves]
-        steps = len(curves[0]["curve"])
-        mean_time = [statistics.mean(t[i] for t in times)
-                     for i in range(steps)]
-        mean_accuracy = [100 * statistics.mean(
-            c["curve"][i]["subset_accuracy"] for c in curves)
-            for i in range(steps)]
+        accuracy = [100 * p["subset_accuracy"] for p in mean_curve(curves)]
         style = "-" if row.startswith(OURS_PREFIX) else "--"
-        axes.plot(mean_time, mean_accuracy, style, marker=".", label=row)
+        axes.plot(priced_times(curves[0], price), accuracy, style,
+                  marker=".", label=row)
     axes.axhline(100 * target, color="grey", linewidth=0.8)
     axes.set_xlabel("seconds of training on the %s link (priced)" % link)
     axes.set_ylabel("test accuracy, subset (%%), mean of %d seeds"

@@ -194,9 +194,10 @@ def data_dependent_error(error, module, model):
     and the source line that read a tensor's value."""
     kind = None
     if model is not None and module is not None:
-        modules = dict(model.named_modules())
-        found = modules.get(module) or (modules.get("") if module == type(
-            model).__name__ else None)
+        # The labels _ModuleStack gives (the root: its class name).
+        labels = {name or type(m).__name__: m
+                  for name, m in model.named_modules()}
+        found = labels.get(module)
         kind = type(found).__name__ if found is not None else None
     ops = re.findall(r"aten\.[A-Za-z_.]+", str(error))
     op = ops[0].rstrip(".") if ops else "reading a value"
