@@ -189,6 +189,23 @@ _SIGNATURES = {
         ctypes.c_int64, ctypes.c_int, ctypes.c_int64, ctypes.c_float,
         ctypes.c_int],
     "gradcomm_wait": [ctypes.POINTER(ctypes.c_void_p)],
+    # Simulated learners (gradcomm/runtime_learners.h).
+    "gradcomm_learners_create": [ctypes.c_int32,
+                                 ctypes.POINTER(ctypes.c_void_p)],
+    "gradcomm_learners_dense_f32": [ctypes.c_void_p, ctypes.c_char_p,
+                                    ctypes.c_void_p, ctypes.c_void_p,
+                                    ctypes.c_int64, ctypes.c_int],
+    "gradcomm_learners_scalecom_recipe_f32": [
+        ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,
+        ctypes.c_int64, ctypes.c_void_p, ctypes.c_int],
+    "gradcomm_learners_local_topk_f32": [
+        ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,
+        ctypes.c_int64, ctypes.c_int64, ctypes.c_int, ctypes.c_void_p],
+    "gradcomm_learners_state_read": [ctypes.c_void_p, ctypes.c_char_p,
+                                     ctypes.c_int32, ctypes.c_void_p,
+                                     ctypes.c_int64],
+    "gradcomm_learners_stats_get": [ctypes.c_void_p, ctypes.c_char_p,
+                                    ctypes.c_void_p],
     "gradcomm_stats_get": [ctypes.c_char_p, ctypes.c_void_p],
     "gradcomm_set_backend": [ctypes.c_int],
     "gradcomm_get_backend": [ctypes.POINTER(ctypes.c_int)],
@@ -233,6 +250,8 @@ class Runtime:
             function.restype = ctypes.c_int
         init = self.library.gradcomm_scalecom_options_init
         init.argtypes, init.restype = [ctypes.c_void_p, ctypes.c_int64], None
+        destroy = self.library.gradcomm_learners_destroy
+        destroy.argtypes, destroy.restype = [ctypes.c_void_p], None
         # A rank that leaves without MPI_Finalize is an abnormal exit to
         # mpiexec, which then kills the others: finalize (what the runtime
         # initialized) when the interpreter exits.
