@@ -28,6 +28,10 @@ Rank 0 prints a "progress" line on stderr at each evaluation and one
 Under torchrun the process group is torchrun's (env://); under mpiexec it
 uses TCP on this host (MASTER_ADDR/MASTER_PORT when set), rank and size
 from mpiexec (PMI_RANK, PMI_SIZE).
+--learners N: N data-parallel learners simulated in this one process
+(gradcomm.torch.learners, docs/learners.md), with --comm dense, scalecom
+or local-topk: the hooks' steps over the runtime's own kernels, the bits
+of N ranks under mpiexec; for N beyond the machine's cores.
 --device cuda: each process on its node-local GPU, the process group NCCL,
 the hooks and averagers on the runtime's CUDA backend (ddp.use_cuda;
 docs/pytorch.md, "CUDA tensors"); the asynchronous averagers and FSDP's
@@ -37,6 +41,7 @@ GradComm hooks stay on the CPU (refused with the reason).
 import argparse
 import dataclasses
 import json
+import math
 import os
 import sys
 import time
@@ -56,6 +61,7 @@ sys.path[:0] = [os.path.join(os.path.dirname(os.path.dirname(HERE)),
 
 import models  # noqa: E402
 from gradcomm.torch import ddp, fsdp, fsdp2  # noqa: E402
+from gradcomm.torch.learners import Learners  # noqa: E402
 from train import BatchSchedule, load, load_text  # noqa: E402
 
 
@@ -261,6 +267,9 @@ def bytes_sent(state, model):
     """Bytes this rank sent through the runtime so far (values, indices)."""
     if state is None:
         return 0, 0
+    if isinstance(state, Learners):
+        traffic = state.traffic()
+        return traffic["values"], traffic["indices"]
     if isinstance(state, fsdp.ShardedState):
         names = sorted(state.names)
     elif isinstance(state, fsdp2.State):
@@ -288,6 +297,27 @@ def cpu_capability():
     backend = getattr(torch.backends, "cpu", None)
     query = getattr(backend, "get_cpu_capability", None)
     return query() if query else None
+
+
+def lr_scheduler(args, optimizer, steps):
+    """--lr-schedule with --lr-warmup-steps W: lr * t / W for the steps
+    t = 1..W, then constant or a cosine over the remaining steps; None for
+    a constant rate without warm-up."""
+    warmup = args.lr_warmup_steps
+    if warmup == 0:
+        if args.lr_schedule == "cosine":
+            return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer,
+                                                              steps)
+        return None
+
+    def factor(done):  # `done` steps taken, so the next is done + 1
+        if done < warmup:
+            return (done + 1) / warmup
+        if args.lr_schedule == "constant":
+            return 1.0
+        rest = max(1, steps - warmup)
+        return 0.5 * (1 + math.cos(math.pi * (done - warmup) / rest))
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
 def main():
@@ -361,6 +391,14 @@ def main():
                         "correction does not apply)")
     parser.add_argument("--lr-schedule", default="constant",
                         choices=["constant", "cosine"])
+    parser.add_argument("--lr-warmup-steps", type=int, default=0,
+                        help="the learning rate rises linearly from "
+                        "lr / W to lr over the first W steps (the linear "
+                        "scaling rule's warm-up), then follows "
+                        "--lr-schedule over the remaining steps")
+    parser.add_argument("--learners", type=int, metavar="N",
+                        help="simulate N data-parallel learners in this "
+                        "one process (--comm dense, scalecom or local-topk)")
     parser.add_argument("--evaluations", type=int, default=1,
                         help="test-set evaluations, evenly spaced")
     parser.add_argument("--bucket-cap-mb", type=float,
@@ -378,6 +416,9 @@ def main():
                         "buckets on this process's GPU, the process group "
                         "NCCL, the runtime's CUDA backend (ddp.use_cuda)")
     parser.add_argument("--label", help="the run's name in --log")
+    parser.add_argument("--save", metavar="PATH",
+                        help="rank 0's model state_dict at the end "
+                        "(torch.save)")
     parser.add_argument("--link-counter", metavar="DEVICE",
                         help="record the bytes this node's network DEVICE "
                         "sent in each step (its kernel counter, "
@@ -408,14 +449,30 @@ def main():
         parser.error("--fsdp-version 2 selects per parameter always; "
                      "--fsdp-selection is FSDP1's")
 
+    if args.learners is not None:
+        if args.learners < 2:
+            parser.error("--learners: at least 2")
+        if args.comm not in ("dense", "scalecom", "local-topk"):
+            parser.error("--learners takes --comm dense, scalecom or "
+                         "local-topk")
+        if args.sharded or args.device != "cpu":
+            parser.error("--learners: DDP's hooks on the CPU only (no "
+                         "--sharded, no --device cuda)")
+        if int(os.environ.get("PMI_SIZE", os.environ.get("WORLD_SIZE",
+                                                         "1"))) > 1:
+            parser.error("--learners runs in one process: not under a "
+                         "multi-process launcher")
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: this PyTorch sees no CUDA device")
     if args.device == "cuda" and args.comm in ("gossip-async", "easgd-async"):
         parser.error("--device cuda: %s needs MPI's one-sided windows (CPU "
                      "backend)" % args.comm)
     torch.set_num_threads(1)
-    rank, size = init_process_group("nccl" if args.device == "cuda" else
-                                    "gloo")
+    if args.learners:
+        rank, size = 0, args.learners
+    else:
+        rank, size = init_process_group("nccl" if args.device == "cuda" else
+                                        "gloo")
     device = torch.device("cpu")
     if args.device == "cuda":
         device = local_cuda_device()
@@ -427,8 +484,11 @@ def main():
     # Counted before FSDP replaces the parameters by flat shards.
     parameter_count = sum(p.numel() for p in model.parameters())
     images, labels, test_images, test_labels = load_data(args)
-    schedule = BatchSchedule(len(labels), args.batch, size, rank, args.epochs,
-                             args.seed)
+    # One schedule per simulated learner, else this rank's.
+    schedules = [BatchSchedule(len(labels), args.batch, size, r, args.epochs,
+                               args.seed)
+                 for r in (range(size) if args.learners else [rank])]
+    schedule = schedules[0]
     averager = state = None
     momentum = args.momentum
     if args.comm.startswith("gossip"):
@@ -443,6 +503,14 @@ def main():
         averager = ddp.ElasticAverager(
             model, moving_rate=0.9, asynchronous=args.comm == "easgd-async")
         state = averager
+    elif args.learners:
+        net = model
+        fields = recipe_fields(args, schedule.steps_per_epoch)
+        if args.comm == "local-topk":
+            fields.pop("momentum", None)
+            fields.pop("beta", None)
+        state = Learners(model, size, args.comm.replace("-", "_"),
+                         **({} if args.comm == "dense" else fields))
     elif args.sharded and args.fsdp_version == 2:
         net, state = fully_sharded(model, args, schedule.steps_per_epoch)
     elif args.sharded:
@@ -478,11 +546,7 @@ def main():
                                     momentum=momentum)
     if hasattr(state, "check_optimizer"):
         state.check_optimizer(optimizer)
-    if args.lr_schedule == "cosine":
-        scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(
-            optimizer, schedule.steps)
-    else:
-        scheduler = None
+    scheduler = lr_scheduler(args, optimizer, schedule.steps)
 
     steps = min(schedule.steps, args.steps or schedule.steps)
     evaluate_at = {round(steps * (i + 1) / args.evaluations)
@@ -502,17 +566,24 @@ def main():
         counter.seek(0)
         return int(counter.read())
     sent_before = link_sent() if counter else 0
-    for step, chosen in enumerate(schedule, 1):
+    for step, chosen in enumerate(zip(*schedules), 1):
         if step > steps:
             break
-        x = torch.from_numpy(images[chosen]).to(device)
-        y = torch.from_numpy(labels[chosen]).to(device)
+        batches = [(torch.from_numpy(images[c]).to(device),
+                    torch.from_numpy(labels[c]).to(device)) for c in chosen]
         start, start_cpu = time.perf_counter(), time.process_time()
         optimizer.zero_grad()
-        loss = loss_of(args, net(x), y)
-        forward_end = time.perf_counter()
-        loss.backward()
-        backward_end = time.perf_counter()
+        if args.learners:
+            # Forward and backward of every learner, then the combine.
+            loss = state.step(model, batches,
+                              lambda output, y: loss_of(args, output, y))
+            forward_end = backward_end = time.perf_counter()
+        else:
+            x, y = batches[0]
+            loss = loss_of(args, net(x), y)
+            forward_end = time.perf_counter()
+            loss.backward()
+            backward_end = time.perf_counter()
         optimizer.step()
         if averager is not None:
             averager.step()
@@ -574,9 +645,10 @@ def main():
             if args.sharded:  # a reduce-scatter: half an all-reduce
                 values //= 2
         final = curve[-1]
-        print("summary %s-%s: %d ranks, %d steps (%.2f epochs), train loss "
+        print("summary %s-%s: %d %s, %d steps (%.2f epochs), train loss "
               "(last 50, rank 0) %.4f, test accuracy %.4f, %.1f ms per step"
               % ("fsdp" if args.sharded else "ddp", args.comm, size,
+                 "simulated learners" if args.learners else "ranks",
                  steps, steps / schedule.steps_per_epoch,
                  final["train_loss"], final["test_accuracy"],
                  1000 * wall / steps), flush=True)
@@ -593,6 +665,8 @@ def main():
                     "fsdp_selection": (args.fsdp_selection if args.sharded
                                        else None),
                     "seed": args.seed, "ranks": size,
+                    "learners": args.learners,
+                    "lr_warmup_steps": args.lr_warmup_steps,
                     "device": args.device,
                     "steps": steps,
                     "epochs": steps / schedule.steps_per_epoch,
@@ -617,6 +691,12 @@ def main():
                     "torch": torch.__version__,
                     "cpu_capability": cpu_capability(),
                     "curve": curve}, f, indent=1)
+    if args.learners:
+        if args.save:
+            torch.save(model.state_dict(), args.save)
+        return 0
+    if args.save and rank == 0:
+        torch.save(model.state_dict(), args.save)
     # Every rank leaves together, and DDP (with its hook's state) goes
     # before the process group: PowerSGD's state holds the group's work
     # objects, and a rank that destroyed the group under them while

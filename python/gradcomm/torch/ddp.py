@@ -524,6 +524,27 @@ def dense_hook(state, bucket):
                         start=start if state.backend == "cpu" else None)
 
 
+def recipe_options(rt, options, k, chunk, wire):
+    """The runtime's gradcomm_scalecom_options for `options` (a
+    ScaleComOptions) on a tensor sending k values (None: a tensor the layer
+    policy keeps dense) with chunk selection's `chunk` (None: exact) on
+    `wire`."""
+    c = RecipeOptions()
+    rt.library.gradcomm_scalecom_options_init(ctypes.byref(c), k or 1)
+    c.selection = SELECTIONS[options.selection]
+    c.chunk_size = chunk or 0
+    c.beta = options.beta
+    c.warmup_steps = options.warmup_steps
+    c.warmup = WARMUPS[options.warmup]
+    c.warmup_start_ratio = options.warmup_start_ratio
+    c.momentum = options.momentum
+    c.nesterov = int(options.nesterov)
+    c.clip = options.clip or 0.0
+    c.dense = int(k is None)
+    c.wire = WIRES[wire]
+    return c
+
+
 class ScaleComState(_State):
     """ScaleCom per parameter, with the recipe of `options` (a
     ScaleComOptions; keyword arguments replace its fields:
@@ -558,21 +579,8 @@ class ScaleComState(_State):
         combination."""
         key = (k, chunk, wire)
         if key not in self._recipe_options:
-            options, c = self.options, RecipeOptions()
-            self.rt.library.gradcomm_scalecom_options_init(ctypes.byref(c),
-                                                           k or 1)
-            c.selection = SELECTIONS[options.selection]
-            c.chunk_size = chunk or 0
-            c.beta = options.beta
-            c.warmup_steps = options.warmup_steps
-            c.warmup = WARMUPS[options.warmup]
-            c.warmup_start_ratio = options.warmup_start_ratio
-            c.momentum = options.momentum
-            c.nesterov = int(options.nesterov)
-            c.clip = options.clip or 0.0
-            c.dense = int(k is None)
-            c.wire = WIRES[wire]
-            self._recipe_options[key] = c
+            self._recipe_options[key] = recipe_options(
+                self.rt, self.options, k, chunk, wire)
         return self._recipe_options[key]
 
     def check_optimizer(self, optimizer):
