@@ -666,6 +666,9 @@ def main():
                                        else None),
                     "seed": args.seed, "ranks": size,
                     "learners": args.learners,
+                    # The last step's bytes per learner and the values
+                    # its compressed parameters combined.
+                    "learners_last_step": getattr(state, "last_step", None),
                     "lr_warmup_steps": args.lr_warmup_steps,
                     "device": args.device,
                     "steps": steps,

@@ -114,11 +114,20 @@ class Learners:
 
     def reduce(self, rows):
         """Combines the learners' rows per parameter as `comm` does and
-        sets each parameter's .grad to what every learner receives."""
+        sets each parameter's .grad to what every learner receives.
+        `last_step` then holds the step's bytes per learner (traffic()'s
+        keys) and "selected": the values the compressed parameters
+        combined (ScaleCom: the k they share; local top-k: the union of
+        the learners' selections)."""
+        before = self.traffic()
+        selected = 0
         for (name, p), row in zip(self.parameters, rows):
             out = torch.empty(p.numel())
-            self._reduce_one(name.encode(), name, row, out)
+            selected += self._reduce_one(name.encode(), name, row, out)
             p.grad = out.view_as(p)
+        after = self.traffic()
+        self.last_step = {key: after[key] - before[key] for key in after}
+        self.last_step["selected"] = selected
 
     def step(self, model, batches, loss_of):
         """gradients() then reduce(); returns learner 0's loss."""
@@ -136,24 +145,26 @@ class Learners:
             row.div_(self.size)
             self.rt.call("gradcomm_learners_dense_f32", *args,
                          REDUCTIONS["sum"])
-        elif self.comm == "local_topk":
+            return 0
+        if self.comm == "local_topk":
+            union = ctypes.c_int64()
             self.rt.call("gradcomm_learners_local_topk_f32", *args, plan[0],
-                         REDUCTIONS["average"], None)
-        else:
-            k, chunk = plan or (None, None)
-            if (k, chunk) not in self._options:
-                self._options[(k, chunk)] = recipe_options(
-                    self.rt, self.options, k, chunk, "f32")
-            self.rt.call("gradcomm_learners_scalecom_recipe_f32", *args,
-                         ctypes.byref(self._options[(k, chunk)]),
-                         REDUCTIONS["average"])
+                         REDUCTIONS["average"], ctypes.byref(union))
+            return union.value
+        k, chunk = plan or (None, None)
+        if (k, chunk) not in self._options:
+            self._options[(k, chunk)] = recipe_options(
+                self.rt, self.options, k, chunk, "f32")
+        self.rt.call("gradcomm_learners_scalecom_recipe_f32", *args,
+                     ctypes.byref(self._options[(k, chunk)]),
+                     REDUCTIONS["average"])
+        return k or 0
 
     def traffic(self):
-        """{"values": bytes, "indices": bytes, "union": distinct indices of
-        the last step (local top-k; else the values sent)}: what one
-        learner sent so far in an n-rank job, by the runtime's cost model,
-        summed over the parameters."""
-        total = {"values": 0, "indices": 0, "selected": 0}
+        """{"values": bytes, "indices": bytes}: what one learner sent so
+        far in an n-rank job, by the runtime's cost model, summed over the
+        parameters."""
+        total = {"values": 0, "indices": 0}
         for name, p in self.parameters:
             stats = OpStats()
             self.rt.call("gradcomm_learners_stats_get", self.group,
@@ -163,12 +174,4 @@ class Learners:
         return total
 
 
-def learner_batches(schedules, images, labels):
-    """Per step: [(x, y)] of every learner, from one BatchSchedule per
-    learner (examples/pytorch/train.py)."""
-    for chosen in zip(*schedules):
-        yield [(torch.from_numpy(images[c]), torch.from_numpy(labels[c]))
-               for c in chosen]
-
-
-__all__ = ["COMMS", "GradCommError", "Learners", "learner_batches"]
+__all__ = ["COMMS", "GradCommError", "Learners"]
