@@ -52,23 +52,24 @@ gradcomm_status gradcomm_learners_dense_f32(gradcomm_learners group,
 /// "<state>.velocity" with momentum correction) per learner, declared with
 /// `count` elements on first use. Only GRADCOMM_WIRE_F32.
 gradcomm_status gradcomm_learners_scalecom_recipe_f32(
-    gradcomm_learners group, const char *state, const float *grads,
-    float *out, int64_t count, const gradcomm_scalecom_options *options,
+    gradcomm_learners group, const char *state, const float *grads, float *out,
+    int64_t count, const gradcomm_scalecom_options *options,
     gradcomm_reduction reduction);
 
 /// gradcomm_local_topk_all_gather_f32 over the learners (each its own
 /// top-k, plain error feedback); `*union_size` (may be NULL): the distinct
 /// indices of this call.
-gradcomm_status gradcomm_learners_local_topk_f32(
-    gradcomm_learners group, const char *state, const float *grads,
-    float *out, int64_t count, int64_t k, gradcomm_reduction reduction,
-    int64_t *union_size);
+gradcomm_status gradcomm_learners_local_topk_f32(gradcomm_learners group,
+                                                 const char *state,
+                                                 const float *grads, float *out,
+                                                 int64_t count, int64_t k,
+                                                 gradcomm_reduction reduction,
+                                                 int64_t *union_size);
 
 /// Learner `learner`'s copy of `state` (count floats).
 gradcomm_status gradcomm_learners_state_read(gradcomm_learners group,
-                                             const char *state,
-                                             int32_t learner, float *out,
-                                             int64_t count);
+                                             const char *state, int32_t learner,
+                                             float *out, int64_t count);
 
 /// The counters of `op_name` as one learner's gradcomm_stats_get would
 /// give them in an n-rank job (bytes by the same cost model; seconds are

@@ -7,6 +7,8 @@
 #include "Internal.h"
 #include "MpiTransport.h"
 
+#include <string_view>
+
 using namespace gradcomm;
 
 /// Per thread, so concurrent callers never read each other's message.
@@ -54,12 +56,17 @@ gradcomm_status Call::fail(gradcomm_status status,
     message += opName;
     message += "'";
   }
-  if (!ctx.initialized)
+  // The simulated learners (ops/Learners.cpp) are a world of their own:
+  // the runtime's rank, if any, is not theirs.
+  if (std::string_view(operation).rfind("learners_", 0) == 0)
+    message += " (simulated learners)";
+  else if (!ctx.initialized)
     message += " (runtime not initialized)";
   else
     message += " on rank " + std::to_string(ctx.rank) + " of " +
                std::to_string(ctx.size);
-  if (ctx.initialized && ctx.active)
+  if (ctx.initialized && ctx.active &&
+      std::string_view(operation).rfind("learners_", 0) != 0)
     message += " in " + ctx.active->label + " (rank " +
                std::to_string(ctx.world.rank) + " of " +
                std::to_string(ctx.world.size) + " in the job)";

@@ -59,11 +59,10 @@ gradcomm_status lookupLearnerStates(const Call &call, gradcomm_learners group,
   LearnerStates &states = it->second;
   if (!added) {
     if (states.count != count)
-      return call.fail(GRADCOMM_ERR_STATE,
-                       "state '" + name + "' holds " +
-                           std::to_string(states.count) +
-                           " elements, this call passes " +
-                           std::to_string(count));
+      return call.fail(GRADCOMM_ERR_STATE, "state '" + name + "' holds " +
+                                               std::to_string(states.count) +
+                                               " elements, this call passes " +
+                                               std::to_string(count));
     found = &states;
     return GRADCOMM_OK;
   }
@@ -122,8 +121,8 @@ gradcomm_status requireFinite(const Call &call, uint32_t largestKey,
                        "the sum)");
 }
 
-void countDense(gradcomm_learners group, const std::string &name,
-                int64_t count, double start) {
+void countDense(gradcomm_learners group, const std::string &name, int64_t count,
+                double start) {
   gradcomm_op_stats &stats = group->stats[name];
   const uint64_t bytes = allReduceBytes(sizeof(float) * count, group->size);
   stats.calls += 1;
@@ -140,8 +139,8 @@ gradcomm_status denseSum(const Call &call, gradcomm_learners group,
   std::vector<float> rows(static_cast<size_t>(count) * group->size);
   for (int32_t r = 0; r < group->size; ++r) {
     std::copy(inputs[r], inputs[r] + count, rows.begin() + r * count);
-    GRADCOMM_RETURN_IF_ERROR(requireFinite(
-        call, cpu::maxMagnitudeKey(inputs[r], count), r));
+    GRADCOMM_RETURN_IF_ERROR(
+        requireFinite(call, cpu::maxMagnitudeKey(inputs[r], count), r));
   }
   sumInTransportOrder(rows.data(), group->size, count);
   std::copy(rows.begin(), rows.begin() + count, out);
@@ -198,10 +197,9 @@ void countCompressed(gradcomm_learners group, const std::string &name,
   const int indexWidth = o.selection == GRADCOMM_SELECT_CHUNK
                              ? chunkIndexBytes(count, o.chunk_size)
                              : indexBytes(count);
-  const IndexCoding coding =
-      smallestIndexCoding(count, k, indexWidth,
-                          o.selection == GRADCOMM_SELECT_CHUNK ? o.chunk_size
-                                                               : 0);
+  const IndexCoding coding = smallestIndexCoding(
+      count, k, indexWidth,
+      o.selection == GRADCOMM_SELECT_CHUNK ? o.chunk_size : 0);
   const uint64_t indexTraffic = broadcastBytes(coding.bytes(), group->size);
   const uint64_t valueBytes = allReduceBytes(sizeof(float) * k, group->size);
   stats.calls += 1;
@@ -264,10 +262,9 @@ gradcomm_status gradcomm_learners_dense_f32(gradcomm_learners group,
     GRADCOMM_RETURN_IF_ERROR(
         validateRows(call, group, opName, grads, out, count, reduction));
     const double start = now();
-    GRADCOMM_RETURN_IF_ERROR(denseSum(call, group,
-                                       rowsOf(grads, count, group->size), out,
-                                       count,
-                                       reduction == GRADCOMM_REDUCE_AVERAGE));
+    GRADCOMM_RETURN_IF_ERROR(
+        denseSum(call, group, rowsOf(grads, count, group->size), out, count,
+                 reduction == GRADCOMM_REDUCE_AVERAGE));
     countDense(group, opName, count, start);
     return GRADCOMM_OK;
   });
@@ -277,61 +274,63 @@ gradcomm_status gradcomm_learners_scalecom_recipe_f32(
     gradcomm_learners group, const char *stateName, const float *grads,
     float *out, int64_t count, const gradcomm_scalecom_options *options,
     gradcomm_reduction reduction) {
-  return guarded("learners_scalecom_recipe_f32", stateName, [&](const Call
-                                                                    &call) {
-    GRADCOMM_RETURN_IF_ERROR(
-        validateRows(call, group, stateName, grads, out, count, reduction));
-    GRADCOMM_RETURN_IF_ERROR(validateRecipe(call, options));
-    GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, count, options->k));
-    const gradcomm_scalecom_options &o = *options;
-    if (o.wire != GRADCOMM_WIRE_F32)
-      return call.fail(GRADCOMM_ERR_UNSUPPORTED,
-                       "simulated learners send float32 values only");
-    LearnerStates *states = nullptr, *velocities = nullptr;
-    GRADCOMM_RETURN_IF_ERROR(
-        lookupLearnerStates(call, group, stateName, count, states));
-    if (o.momentum > 0.0f)
-      GRADCOMM_RETURN_IF_ERROR(lookupLearnerStates(
-          call, group, velocityName(stateName), count, velocities));
-    const double start = now();
-    const uint64_t step = states->states[0]->step;
-    const bool dense = denseStep(o, step);
-    const int64_t k = stepK(o, count, step);
-    if (!dense) {
-      // The compressed step's own checks (a chunk size that fits k).
-      const CompressArgs args{stateName,    grads,       count, k,
-                              o.selection,  o.chunk_size, o.wire};
-      GRADCOMM_RETURN_IF_ERROR(validateCompress(call, args));
-    }
-    const int32_t n = group->size;
-    std::vector<const float *> inputs(n);
-    for (int32_t r = 0; r < n; ++r)
-      inputs[r] = recipeInput(o, grads + r * count, count, *states->states[r],
-                              velocities ? velocities->states[r].get()
-                                         : nullptr);
-    const bool average = reduction == GRADCOMM_REDUCE_AVERAGE;
-    GRADCOMM_RETURN_IF_ERROR(
-        dense ? denseSum(call, group, inputs, out, count, average)
-              : compressedStep(call, group, o, *states, inputs, out, count, k,
-                               average));
-    for (int32_t r = 0; r < n; ++r) {
-      commitVelocity(*states->states[r],
-                     velocities ? velocities->states[r].get() : nullptr,
-                     /*compressed=*/!dense);
-      states->states[r]->step += 1;
-    }
-    if (dense)
-      countDense(group, stateName, count, start);
-    else
-      countCompressed(group, stateName, count, k, o, start);
-    return GRADCOMM_OK;
-  });
+  return guarded(
+      "learners_scalecom_recipe_f32", stateName, [&](const Call &call) {
+        GRADCOMM_RETURN_IF_ERROR(
+            validateRows(call, group, stateName, grads, out, count, reduction));
+        GRADCOMM_RETURN_IF_ERROR(validateRecipe(call, options));
+        GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, count, options->k));
+        const gradcomm_scalecom_options &o = *options;
+        if (o.wire != GRADCOMM_WIRE_F32)
+          return call.fail(GRADCOMM_ERR_UNSUPPORTED,
+                           "simulated learners send float32 values only");
+        LearnerStates *states = nullptr, *velocities = nullptr;
+        GRADCOMM_RETURN_IF_ERROR(
+            lookupLearnerStates(call, group, stateName, count, states));
+        if (o.momentum > 0.0f)
+          GRADCOMM_RETURN_IF_ERROR(lookupLearnerStates(
+              call, group, velocityName(stateName), count, velocities));
+        const double start = now();
+        const uint64_t step = states->states[0]->step;
+        const bool dense = denseStep(o, step);
+        const int64_t k = stepK(o, count, step);
+        if (!dense) {
+          // The compressed step's own checks (a chunk size that fits k).
+          const CompressArgs args{stateName,   grads,        count, k,
+                                  o.selection, o.chunk_size, o.wire};
+          GRADCOMM_RETURN_IF_ERROR(validateCompress(call, args));
+        }
+        const int32_t n = group->size;
+        std::vector<const float *> inputs(n);
+        for (int32_t r = 0; r < n; ++r)
+          inputs[r] =
+              recipeInput(o, grads + r * count, count, *states->states[r],
+                          velocities ? velocities->states[r].get() : nullptr);
+        const bool average = reduction == GRADCOMM_REDUCE_AVERAGE;
+        GRADCOMM_RETURN_IF_ERROR(
+            dense ? denseSum(call, group, inputs, out, count, average)
+                  : compressedStep(call, group, o, *states, inputs, out, count,
+                                   k, average));
+        for (int32_t r = 0; r < n; ++r) {
+          commitVelocity(*states->states[r],
+                         velocities ? velocities->states[r].get() : nullptr,
+                         /*compressed=*/!dense);
+          states->states[r]->step += 1;
+        }
+        if (dense)
+          countDense(group, stateName, count, start);
+        else
+          countCompressed(group, stateName, count, k, o, start);
+        return GRADCOMM_OK;
+      });
 }
 
-gradcomm_status gradcomm_learners_local_topk_f32(
-    gradcomm_learners group, const char *stateName, const float *grads,
-    float *out, int64_t count, int64_t k, gradcomm_reduction reduction,
-    int64_t *unionSize) {
+gradcomm_status gradcomm_learners_local_topk_f32(gradcomm_learners group,
+                                                 const char *stateName,
+                                                 const float *grads, float *out,
+                                                 int64_t count, int64_t k,
+                                                 gradcomm_reduction reduction,
+                                                 int64_t *unionSize) {
   return guarded("learners_local_topk_f32", stateName, [&](const Call &call) {
     GRADCOMM_RETURN_IF_ERROR(
         validateRows(call, group, stateName, grads, out, count, reduction));
@@ -347,8 +346,8 @@ gradcomm_status gradcomm_learners_local_topk_f32(
     for (int32_t r = 0; r < n; ++r)
       GRADCOMM_RETURN_IF_ERROR(requireFinite(
           call,
-          cpu::selectExact(states->states[r]->data(), grads + r * count,
-                           count, k, indices.data() + r * k, group->scratch),
+          cpu::selectExact(states->states[r]->data(), grads + r * count, count,
+                           k, indices.data() + r * k, group->scratch),
           r));
     group->rows.resize(static_cast<size_t>(k) * n);
     for (int32_t r = 0; r < n; ++r)
