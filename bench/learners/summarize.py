@@ -61,6 +61,21 @@ def accuracy(run):
     return 100 * run["curve"][-1]["test_accuracy"]
 
 
+# A run that ends at chance (10 classes) or below 15 % diverged: the
+# tables say how many did, and take the traffic of the others.
+DIVERGED = 15.0
+
+
+def diverged(run):
+    return accuracy(run) < DIVERGED
+
+
+def converged(runs):
+    """The runs that did not diverge, or all of them if none did."""
+    kept = [r for r in runs if not diverged(r)]
+    return kept or runs
+
+
 def mean_sd(values):
     mean = statistics.mean(values)
     sd = statistics.stdev(values) if len(values) > 1 else 0.0
@@ -95,11 +110,14 @@ def accuracy_table(model, by_strategy):
             cell = "%.2f ± %.2f" % (mean, sd)
             if strategy != "dense" and n in dense:
                 cell += " (%+.2f)" % (mean - dense[n])
+            failed = sum(diverged(r) for r in runs)
+            if failed:
+                cell += " [%d diverged]" % failed
             cells.append(cell)
         print("| %s | %s |" % (LABELS.get(strategy, strategy),
                                " | ".join(cells)))
     print("\n(ScaleCom and local top-k: points against dense at the same "
-          "n in brackets.)")
+          "n in brackets; a run that ends below %g %% diverged.)" % DIVERGED)
 
 
 def last_step(run):
@@ -108,14 +126,16 @@ def last_step(run):
 
 def traffic_table(model, by_strategy):
     ns = sorted({n for runs in by_strategy.values() for n in runs})
-    print("\n### %s: the last step, per learner (cost model)\n" % model)
+    print("\n### %s: the last step, per learner (cost model; runs that "
+          "did not diverge)\n" % model)
     print("| strategy | what | " + " | ".join("n = %d" % n for n in ns)
           + " |")
     print("|---" * (len(ns) + 2) + "|")
     for strategy in strategies_of(by_strategy):
         selected, kilobytes = [], []
         for n in ns:
-            steps = [last_step(r) for r in by_strategy[strategy].get(n, [])
+            steps = [last_step(r) for r in
+                     converged(by_strategy[strategy].get(n, []))
                      if last_step(r)]
             if not steps:
                 selected.append("")
@@ -168,7 +188,11 @@ def plot(model, by_strategy, directory):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
-    for strategy in strategies_of(by_strategy):
+    # The dense warm-up's rows are in the tables only: drawn, they hide
+    # the others.
+    for strategy in [s for s in strategies_of(by_strategy)
+                     if s not in ("r100", "r400", "r100-beta1",
+                                  "r400-beta1")]:
         ns = sorted(by_strategy[strategy])
         stats = [mean_sd([accuracy(r) for r in by_strategy[strategy][n]])
                  for n in ns]
@@ -177,15 +201,18 @@ def plot(model, by_strategy, directory):
                       label=LABELS.get(strategy, strategy))
         sent = [(n, statistics.mean(last_step(r)["values"] +
                                     last_step(r)["indices"]
-                                    for r in by_strategy[strategy][n]
+                                    for r in converged(
+                                        by_strategy[strategy][n])
                                     if last_step(r)) / 1000)
-                for n in ns if any(last_step(r) for r in
-                                   by_strategy[strategy][n])]
+                for n in ns if any(last_step(r) for r in converged(
+                    by_strategy[strategy][n]))]
         if sent:
             right.plot([n for n, _ in sent], [kb for _, kb in sent],
                        marker="o", label=LABELS.get(strategy, strategy))
     for axis in (left, right):
         axis.set_xscale("log", base=2)
+        ticks = sorted({n for runs in by_strategy.values() for n in runs})
+        axis.set_xticks(ticks, [str(n) for n in ticks])
         axis.set_xlabel("learners")
         axis.grid(alpha=0.3)
     left.set_ylabel("final test accuracy (%)")
