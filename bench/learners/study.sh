@@ -23,9 +23,10 @@
 #   r400-beta1 (the same without the low-pass filter), r100-ramp, r400-ramp,
 #   r100-ramp-beta1 (the same with the ratio rising geometrically from 4 to
 #   its target over the first 2 epochs instead: DGC's warm-up),
-#   r100-ramp-beta01, r400-ramp-beta01 (a stronger filter, beta 0.1), topk100
-#   (local top-k at ratio 100, as local_topk_hook ships: no warm-up, SGD's
-#   momentum). Default: dense r100-ramp r400-ramp r100-ramp-beta1 topk100.
+#   r100-ramp-beta01, r400-ramp-beta01 (a stronger filter, beta 0.1),
+#   r100-ramp4-beta01, r400-ramp4-beta01 (the same, ramped over 4 epochs),
+#   topk100 (local top-k at ratio 100, as local_topk_hook ships: no warm-up,
+#   SGD's momentum). Default: dense r100-ramp r400-ramp r100-ramp-beta1 topk100.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -41,7 +42,7 @@ while [ $# -gt 0 ]; do
   --jobs) jobs=$2; shift 2 ;;
   --out) out=$2; shift 2 ;;
   --keep) keep=1; shift ;;
-  -h | --help) sed -n '2,31p' "$0"; exit 0 ;;
+  -h | --help) sed -n '2,29p' "$0"; exit 0 ;;
   -*) echo "study.sh: unknown option $1" >&2; exit 2 ;;
   *) break ;;
   esac
@@ -57,6 +58,8 @@ declare -A STRATEGIES=(
   [r100-ramp-beta1]="--comm scalecom --ratio 100 --momentum-correction 1 --warmup ramp --warmup-epochs 2 --beta 1"
   [r100-ramp-beta01]="--comm scalecom --ratio 100 --momentum-correction 1 --warmup ramp --warmup-epochs 2 --beta 0.1"
   [r400-ramp-beta01]="--comm scalecom --ratio 400 --momentum-correction 1 --warmup ramp --warmup-epochs 2 --beta 0.1"
+  [r100-ramp4-beta01]="--comm scalecom --ratio 100 --momentum-correction 1 --warmup ramp --warmup-epochs 4 --beta 0.1"
+  [r400-ramp4-beta01]="--comm scalecom --ratio 400 --momentum-correction 1 --warmup ramp --warmup-epochs 4 --beta 0.1"
   [topk100]="--comm local-topk --ratio 100")
 strategies=("$@")
 [ ${#strategies[@]} -gt 0 ] ||

@@ -26,7 +26,8 @@ import tempfile
 RUN_NAME = re.compile(r"(?P<model>[^-]+)-(?P<strategy>.+)-n(?P<n>\d+)"
                       r"-s(?P<seed>\d+)\.json$")
 ORDER = ["dense", "r100-ramp", "r400-ramp", "r100-ramp-beta1",
-         "r100-ramp-beta01", "r400-ramp-beta01", "r100",
+         "r100-ramp-beta01", "r400-ramp-beta01", "r100-ramp4-beta01",
+         "r400-ramp4-beta01", "r100",
          "r400", "r100-beta1", "r400-beta1", "topk100"]
 LABELS = {"dense": "dense", "r100": "ScaleCom r100, dense warm-up",
           "r400": "ScaleCom r400, dense warm-up",
@@ -36,6 +37,8 @@ LABELS = {"dense": "dense", "r100": "ScaleCom r100, dense warm-up",
           "r100-ramp-beta1": "ScaleCom r100, beta = 1",
           "r100-ramp-beta01": "ScaleCom r100, beta = 0.1",
           "r400-ramp-beta01": "ScaleCom r400, beta = 0.1",
+          "r100-ramp4-beta01": "ScaleCom r100, beta = 0.1, 4-epoch ramp",
+          "r400-ramp4-beta01": "ScaleCom r400, beta = 0.1, 4-epoch ramp",
           "topk100": "local top-k r100"}
 # gradcomm-plan --simulate's names of the strategies it prices.
 PLAN_STRATEGIES = {"dense": "dense", "r100-ramp": "scalecom-r100-exact",
