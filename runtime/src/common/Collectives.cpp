@@ -24,7 +24,11 @@
 using namespace gradcomm;
 
 void gradcomm::divideByGroupSize(float *data, int64_t count) {
-  const float groupSize = static_cast<float>(context().size);
+  divideBySize(data, count, context().size);
+}
+
+void gradcomm::divideBySize(float *data, int64_t count, int size) {
+  const float groupSize = static_cast<float>(size);
   for (int64_t i = 0; i < count; ++i)
     data[i] /= groupSize;
 }

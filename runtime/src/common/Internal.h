@@ -287,8 +287,11 @@ namespace gradcomm {
 /// One entry-point call: knows what to put in an error message.
 class Call {
 public:
-  Call(const char *operation, const char *opName)
-      : operation(operation), opName(opName ? opName : "") {}
+  /// `world`: the group the call runs in when it is not the runtime's
+  /// (the simulated learners, ops/Learners.cpp), named in messages in
+  /// place of this rank.
+  Call(const char *operation, const char *opName, const char *world = nullptr)
+      : operation(operation), opName(opName ? opName : ""), world(world) {}
 
   /// Records "gradcomm: <operation> '<op>' on rank r of n: <cause>" as the
   /// last error and returns `status`.
@@ -321,14 +324,15 @@ public:
 private:
   const char *operation;
   const char *opName;
+  const char *world;
 };
 
 /// Runs `body(call)` and turns any C++ exception into a status, so nothing
-/// unwinds through the C ABI.
+/// unwinds through the C ABI. `world`: Call's.
 template <typename Body>
-gradcomm_status guarded(const char *operation, const char *opName,
-                        Body &&body) {
-  Call call(operation, opName);
+gradcomm_status guarded(const char *operation, const char *opName, Body &&body,
+                        const char *world = nullptr) {
+  Call call(operation, opName, world);
   try {
     return body(call);
   } catch (const std::bad_alloc &) {
@@ -347,6 +351,8 @@ gradcomm_status lookupState(const Call &call, const char *name, int64_t count,
 /// sum. Divided, not multiplied by 1/n, so the result is the correctly
 /// rounded mean, as a reference computes it.
 void divideByGroupSize(float *data, int64_t count);
+/// The same for a group of `size` that is not the active one.
+void divideBySize(float *data, int64_t count, int size);
 
 /// FNV-1a 64 of `size` bytes, continuing from `hash` (a running checksum
 /// passes its last value): checkpoint checksums and the agreement's hashes.

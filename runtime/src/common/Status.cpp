@@ -7,8 +7,6 @@
 #include "Internal.h"
 #include "MpiTransport.h"
 
-#include <string_view>
-
 using namespace gradcomm;
 
 /// Per thread, so concurrent callers never read each other's message.
@@ -56,17 +54,15 @@ gradcomm_status Call::fail(gradcomm_status status,
     message += opName;
     message += "'";
   }
-  // The simulated learners (ops/Learners.cpp) are a world of their own:
-  // the runtime's rank, if any, is not theirs.
-  if (std::string_view(operation).rfind("learners_", 0) == 0)
-    message += " (simulated learners)";
+  // A call in a world of its own: the runtime's rank, if any, is not its.
+  if (world)
+    message += std::string(" (") + world + ")";
   else if (!ctx.initialized)
     message += " (runtime not initialized)";
   else
     message += " on rank " + std::to_string(ctx.rank) + " of " +
                std::to_string(ctx.size);
-  if (ctx.initialized && ctx.active &&
-      std::string_view(operation).rfind("learners_", 0) != 0)
+  if (!world && ctx.initialized && ctx.active)
     message += " in " + ctx.active->label + " (rank " +
                std::to_string(ctx.world.rank) + " of " +
                std::to_string(ctx.world.size) + " in the job)";

@@ -13,6 +13,8 @@
 
 #include "Backend.h"
 
+#include <vector>
+
 namespace gradcomm {
 
 class CpuBackend final : public Backend {
@@ -96,6 +98,13 @@ public:
 
 /// The mean of `values` over the ranks when `average` (divided in place).
 void averageOverGroup(float *values, int64_t count, bool average);
+
+/// Local top-k's gathered blocks (`size` blocks of k `values` at their
+/// `indices`, in rank order) added into `out` in rank order, so every rank
+/// computes the same bits; for a mean the union's entries are divided by
+/// `size`. Sorts `indices`; returns the union's size.
+int64_t sumBlocksInRankOrder(const float *values, std::vector<int64_t> &indices,
+                             float *out, bool average, int size);
 
 } // namespace gradcomm
 

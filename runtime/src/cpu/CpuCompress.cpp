@@ -262,26 +262,15 @@ gradcomm_status startGather(const Call &call, const CompressStep &step,
                         "all-gather (indices)");
 }
 
-/// Sums the gathered blocks into `out` in rank order (every rank computes
-/// the same bits), divides the union's entries for a mean; returns the
-/// union's size.
+/// The gathered blocks (widened from the wire) summed into `out`
+/// (sumBlocksInRankOrder); returns the union's size.
 int64_t sumGathered(Gathered &gathered, float *out, bool average) {
-  const int64_t entries = static_cast<int64_t>(gathered.indices.size());
   if (gathered.wire != GRADCOMM_WIRE_F32)
     widenFromWire(gathered.wire, gathered.received.data(),
-                  gathered.values.data(), entries);
-  for (int64_t j = 0; j < entries; ++j)
-    out[gathered.indices[j]] += gathered.values[j];
-  std::vector<int64_t> &indices = gathered.indices;
-  std::sort(indices.begin(), indices.end());
-  const int64_t distinct =
-      std::unique(indices.begin(), indices.end()) - indices.begin();
-  if (average) {
-    const float groupSize = static_cast<float>(context().size);
-    for (int64_t j = 0; j < distinct; ++j)
-      out[indices[j]] /= groupSize;
-  }
-  return distinct;
+                  gathered.values.data(),
+                  static_cast<int64_t>(gathered.indices.size()));
+  return sumBlocksInRankOrder(gathered.values.data(), gathered.indices, out,
+                              average, context().size);
 }
 
 /// Plain error feedback (beta = 1): m = p - c; the same pass zeroes the
@@ -294,6 +283,23 @@ void feedBackError(const CompressStep &step, float *out) {
 }
 
 } // namespace
+
+int64_t gradcomm::sumBlocksInRankOrder(const float *values,
+                                       std::vector<int64_t> &indices,
+                                       float *out, bool average, int size) {
+  const int64_t entries = static_cast<int64_t>(indices.size());
+  for (int64_t j = 0; j < entries; ++j)
+    out[indices[j]] += values[j];
+  std::sort(indices.begin(), indices.end());
+  const int64_t distinct =
+      std::unique(indices.begin(), indices.end()) - indices.begin();
+  if (average) {
+    const float groupSize = static_cast<float>(size);
+    for (int64_t j = 0; j < distinct; ++j)
+      out[indices[j]] /= groupSize;
+  }
+  return distinct;
+}
 
 gradcomm_status CpuBackend::prepareLocalTopk(const Call &,
                                              const CompressStep &step,

@@ -60,9 +60,22 @@ gradcomm_status prepareAndAgree(const Call &call, const CompressArgs &args,
 void countCompress(gradcomm_op_stats &stats, const CompressStep &step,
                    bool foldsIndices);
 
+/// The same for `codedBytes` of indices broadcast over `size` ranks.
+void countIndexBroadcast(gradcomm_op_stats &stats, int64_t codedBytes, int size,
+                         bool ownMessage);
+
 /// Counts one all-reduce of k values travelling as `wire`.
 void countValueReduce(gradcomm_op_stats &stats, int64_t k,
                       gradcomm_wire wire = GRADCOMM_WIRE_F32);
+
+/// The same over `size` ranks.
+void countValueReduce(gradcomm_op_stats &stats, int64_t k, gradcomm_wire wire,
+                      int size);
+
+/// Counts one local top-k call (LocalTopk.cpp): the ring all-gathers of k
+/// values as `wire` and k int64 indices over `size` ranks, and the union.
+void countLocalTopk(gradcomm_op_stats &stats, int64_t k, gradcomm_wire wire,
+                    int size, int64_t distinct);
 
 /// [a, a + count) and [b, b + count) share an element.
 bool overlaps(const float *a, const float *b, int64_t count);

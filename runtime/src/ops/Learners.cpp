@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CompressSteps.h"
+#include "CpuBackend.h"
 #include "Kernels.h"
 #include "Wire.h"
 #include "gradcomm/runtime_learners.h"
@@ -46,6 +47,9 @@ struct gradcomm_learners_s {
 namespace {
 
 constexpr int32_t kMaxLearners = 1024;
+
+/// The world the learners' calls report (Call's `world`).
+constexpr const char *kWorld = "simulated learners";
 
 gradcomm_status requireGroup(const Call &call, gradcomm_learners group) {
   return requirePointer(call, "group", group);
@@ -100,20 +104,13 @@ void sumInTransportOrder(float *rows, int32_t size, int64_t k) {
     }
 }
 
-/// data[i] /= n: the mean, divided as divideByGroupSize divides.
-void divideByLearners(float *data, int64_t count, int32_t size) {
-  const float n = static_cast<float>(size);
-  for (int64_t i = 0; i < count; ++i)
-    data[i] /= n;
-}
-
 /// Refuses a learner's non-finite input (|m + g| beyond float32, or NaN),
 /// naming the learner, as the multi-rank agreement names the rank.
+/// `largestKey`: the scan's (only called while scanForNonFinite()).
 gradcomm_status requireFinite(const Call &call, uint32_t largestKey,
                               int32_t learner) {
-  if (!scanForNonFinite() ||
-      !cpu::exceedsLimit(largestKey, wireInputLimit(GRADCOMM_WIRE_F32,
-                                                    /*summed=*/true)))
+  if (!cpu::exceedsLimit(largestKey,
+                         wireInputLimit(GRADCOMM_WIRE_F32, /*summed=*/true)))
     return GRADCOMM_OK;
   return call.fail(GRADCOMM_ERR_NON_FINITE,
                    "learner " + std::to_string(learner) +
@@ -124,11 +121,8 @@ gradcomm_status requireFinite(const Call &call, uint32_t largestKey,
 void countDense(gradcomm_learners group, const std::string &name, int64_t count,
                 double start) {
   gradcomm_op_stats &stats = group->stats[name];
-  const uint64_t bytes = allReduceBytes(sizeof(float) * count, group->size);
   stats.calls += 1;
-  stats.messages += 1;
-  stats.value_bytes_sent += bytes;
-  stats.value_bytes_received += bytes;
+  countValueReduce(stats, count, GRADCOMM_WIRE_F32, group->size);
   stats.seconds += now() - start;
 }
 
@@ -136,16 +130,18 @@ void countDense(gradcomm_learners group, const std::string &name, int64_t count,
 gradcomm_status denseSum(const Call &call, gradcomm_learners group,
                          const std::vector<const float *> &inputs, float *out,
                          int64_t count, bool average) {
-  std::vector<float> rows(static_cast<size_t>(count) * group->size);
-  for (int32_t r = 0; r < group->size; ++r) {
+  if (scanForNonFinite())
+    for (int32_t r = 0; r < group->size; ++r)
+      GRADCOMM_RETURN_IF_ERROR(
+          requireFinite(call, cpu::maxMagnitudeKey(inputs[r], count), r));
+  std::vector<float> &rows = group->rows;
+  rows.resize(static_cast<size_t>(count) * group->size);
+  for (int32_t r = 0; r < group->size; ++r)
     std::copy(inputs[r], inputs[r] + count, rows.begin() + r * count);
-    GRADCOMM_RETURN_IF_ERROR(
-        requireFinite(call, cpu::maxMagnitudeKey(inputs[r], count), r));
-  }
   sumInTransportOrder(rows.data(), group->size, count);
   std::copy(rows.begin(), rows.begin() + count, out);
   if (average)
-    divideByLearners(out, count, group->size);
+    divideBySize(out, count, group->size);
   return GRADCOMM_OK;
 }
 
@@ -163,17 +159,26 @@ gradcomm_status compressedStep(const Call &call, gradcomm_learners group,
   const int32_t leader = static_cast<int32_t>(step % n);
   State &lead = *states.states[leader];
   std::vector<int64_t> indices(k);
-  if (o.selection == GRADCOMM_SELECT_CHUNK)
+  // The exact selection's pass also scans the leader (as on the ranks).
+  bool leaderScanned = false;
+  uint32_t leaderKey = 0;
+  if (o.selection == GRADCOMM_SELECT_CHUNK) {
     cpu::selectChunk(lead.data(), inputs[leader], count, o.chunk_size,
                      indices.data());
-  else
-    cpu::selectExact(lead.data(), inputs[leader], count, k, indices.data(),
-                     group->scratch);
-  for (int32_t r = 0; r < n; ++r)
-    GRADCOMM_RETURN_IF_ERROR(requireFinite(
-        call,
-        cpu::maxMagnitudeKeySum(states.states[r]->data(), inputs[r], count),
-        r));
+  } else {
+    leaderKey = cpu::selectExact(lead.data(), inputs[leader], count, k,
+                                 indices.data(), group->scratch);
+    leaderScanned = true;
+  }
+  if (scanForNonFinite())
+    for (int32_t r = 0; r < n; ++r)
+      GRADCOMM_RETURN_IF_ERROR(
+          requireFinite(call,
+                        r == leader && leaderScanned
+                            ? leaderKey
+                            : cpu::maxMagnitudeKeySum(states.states[r]->data(),
+                                                      inputs[r], count),
+                        r));
   group->rows.resize(static_cast<size_t>(k) * n);
   for (int32_t r = 0; r < n; ++r) {
     State &state = *states.states[r];
@@ -184,30 +189,20 @@ gradcomm_status compressedStep(const Call &call, gradcomm_learners group,
   }
   sumInTransportOrder(group->rows.data(), n, k);
   if (average)
-    divideByLearners(group->rows.data(), k, n);
+    divideBySize(group->rows.data(), k, n);
   cpu::scatter(out, indices.data(), group->rows.data(), k);
   return GRADCOMM_OK;
 }
 
+/// The index broadcast (coded as the CPU backend codes the indices, in a
+/// message of its own) and the value all-reduce of a compressed step.
 void countCompressed(gradcomm_learners group, const std::string &name,
-                     int64_t count, int64_t k,
-                     const gradcomm_scalecom_options &o, double start) {
+                     const CompressStep &step, double start) {
   gradcomm_op_stats &stats = group->stats[name];
-  // The index broadcast's bytes as the CPU backend codes the indices.
-  const int indexWidth = o.selection == GRADCOMM_SELECT_CHUNK
-                             ? chunkIndexBytes(count, o.chunk_size)
-                             : indexBytes(count);
-  const IndexCoding coding = smallestIndexCoding(
-      count, k, indexWidth,
-      o.selection == GRADCOMM_SELECT_CHUNK ? o.chunk_size : 0);
-  const uint64_t indexTraffic = broadcastBytes(coding.bytes(), group->size);
-  const uint64_t valueBytes = allReduceBytes(sizeof(float) * k, group->size);
   stats.calls += 1;
-  stats.messages += 2;
-  stats.index_bytes_sent += indexTraffic;
-  stats.index_bytes_received += indexTraffic;
-  stats.value_bytes_sent += valueBytes;
-  stats.value_bytes_received += valueBytes;
+  countIndexBroadcast(stats, cpuBackend().indexCoding(step).bytes(),
+                      group->size, /*ownMessage=*/true);
+  countValueReduce(stats, step.k, step.wire, group->size);
   stats.seconds += now() - start;
 }
 
@@ -239,16 +234,19 @@ std::vector<const float *> rowsOf(const float *grads, int64_t count,
 
 gradcomm_status gradcomm_learners_create(int32_t learners,
                                          gradcomm_learners *group) {
-  return guarded("learners_create", "learners", [&](const Call &call) {
-    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "group", group));
-    *group = nullptr;
-    GRADCOMM_RETURN_IF_ERROR(
-        requireRange(call, "learners", learners, 2, kMaxLearners));
-    auto made = std::make_unique<gradcomm_learners_s>();
-    made->size = learners;
-    *group = made.release();
-    return GRADCOMM_OK;
-  });
+  return guarded(
+      "learners_create", "learners",
+      [&](const Call &call) {
+        GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "group", group));
+        *group = nullptr;
+        GRADCOMM_RETURN_IF_ERROR(
+            requireRange(call, "learners", learners, 2, kMaxLearners));
+        auto made = std::make_unique<gradcomm_learners_s>();
+        made->size = learners;
+        *group = made.release();
+        return GRADCOMM_OK;
+      },
+      kWorld);
 }
 
 void gradcomm_learners_destroy(gradcomm_learners group) { delete group; }
@@ -258,16 +256,19 @@ gradcomm_status gradcomm_learners_dense_f32(gradcomm_learners group,
                                             const float *grads, float *out,
                                             int64_t count,
                                             gradcomm_reduction reduction) {
-  return guarded("learners_dense_f32", opName, [&](const Call &call) {
-    GRADCOMM_RETURN_IF_ERROR(
-        validateRows(call, group, opName, grads, out, count, reduction));
-    const double start = now();
-    GRADCOMM_RETURN_IF_ERROR(
-        denseSum(call, group, rowsOf(grads, count, group->size), out, count,
-                 reduction == GRADCOMM_REDUCE_AVERAGE));
-    countDense(group, opName, count, start);
-    return GRADCOMM_OK;
-  });
+  return guarded(
+      "learners_dense_f32", opName,
+      [&](const Call &call) {
+        GRADCOMM_RETURN_IF_ERROR(
+            validateRows(call, group, opName, grads, out, count, reduction));
+        const double start = now();
+        GRADCOMM_RETURN_IF_ERROR(
+            denseSum(call, group, rowsOf(grads, count, group->size), out, count,
+                     reduction == GRADCOMM_REDUCE_AVERAGE));
+        countDense(group, opName, count, start);
+        return GRADCOMM_OK;
+      },
+      kWorld);
 }
 
 gradcomm_status gradcomm_learners_scalecom_recipe_f32(
@@ -275,7 +276,8 @@ gradcomm_status gradcomm_learners_scalecom_recipe_f32(
     float *out, int64_t count, const gradcomm_scalecom_options *options,
     gradcomm_reduction reduction) {
   return guarded(
-      "learners_scalecom_recipe_f32", stateName, [&](const Call &call) {
+      "learners_scalecom_recipe_f32", stateName,
+      [&](const Call &call) {
         GRADCOMM_RETURN_IF_ERROR(
             validateRows(call, group, stateName, grads, out, count, reduction));
         GRADCOMM_RETURN_IF_ERROR(validateRecipe(call, options));
@@ -320,9 +322,15 @@ gradcomm_status gradcomm_learners_scalecom_recipe_f32(
         if (dense)
           countDense(group, stateName, count, start);
         else
-          countCompressed(group, stateName, count, k, o, start);
+          countCompressed(
+              group, stateName,
+              {*states->states[0], grads, count, k, o.selection,
+               o.selection == GRADCOMM_SELECT_CHUNK ? o.chunk_size : 0, 0,
+               o.wire},
+              start);
         return GRADCOMM_OK;
-      });
+      },
+      kWorld);
 }
 
 gradcomm_status gradcomm_learners_local_topk_f32(gradcomm_learners group,
@@ -331,93 +339,89 @@ gradcomm_status gradcomm_learners_local_topk_f32(gradcomm_learners group,
                                                  int64_t count, int64_t k,
                                                  gradcomm_reduction reduction,
                                                  int64_t *unionSize) {
-  return guarded("learners_local_topk_f32", stateName, [&](const Call &call) {
-    GRADCOMM_RETURN_IF_ERROR(
-        validateRows(call, group, stateName, grads, out, count, reduction));
-    GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, count, k));
-    LearnerStates *states = nullptr;
-    GRADCOMM_RETURN_IF_ERROR(
-        lookupLearnerStates(call, group, stateName, count, states));
-    const double start = now();
-    const int32_t n = group->size;
-    // Each learner's own selection (CpuBackend::prepareLocalTopk), then
-    // plain error feedback (beta = 1) into its block of the gathered rows.
-    std::vector<int64_t> indices(static_cast<size_t>(k) * n);
-    for (int32_t r = 0; r < n; ++r)
-      GRADCOMM_RETURN_IF_ERROR(requireFinite(
-          call,
-          cpu::selectExact(states->states[r]->data(), grads + r * count, count,
-                           k, indices.data() + r * k, group->scratch),
-          r));
-    group->rows.resize(static_cast<size_t>(k) * n);
-    for (int32_t r = 0; r < n; ++r)
-      cpu::gatherAndUpdate(states->states[r]->data(), grads + r * count, count,
-                           indices.data() + r * k, k, 1.0f,
-                           group->rows.data() + r * k, r == 0 ? out : nullptr);
-    // The gathered blocks summed in rank order (sumGathered), then the
-    // union's entries divided for a mean.
-    for (size_t j = 0; j < indices.size(); ++j)
-      out[indices[j]] += group->rows[j];
-    std::sort(indices.begin(), indices.end());
-    const int64_t distinct =
-        std::unique(indices.begin(), indices.end()) - indices.begin();
-    if (reduction == GRADCOMM_REDUCE_AVERAGE) {
-      const float size = static_cast<float>(n);
-      for (int64_t j = 0; j < distinct; ++j)
-        out[indices[j]] /= size;
-    }
-    for (auto &state : states->states)
-      state->step += 1;
-    if (unionSize)
-      *unionSize = distinct;
-    gradcomm_op_stats &stats = group->stats[stateName];
-    const uint64_t blocks = static_cast<uint64_t>(n - 1);
-    stats.calls += 1;
-    stats.messages += 2;
-    stats.value_bytes_sent += blocks * k * sizeof(float);
-    stats.value_bytes_received += blocks * k * sizeof(float);
-    stats.index_bytes_sent += blocks * k * sizeof(int64_t);
-    stats.index_bytes_received += blocks * k * sizeof(int64_t);
-    stats.last_union_size = distinct;
-    stats.seconds += now() - start;
-    return GRADCOMM_OK;
-  });
+  return guarded(
+      "learners_local_topk_f32", stateName,
+      [&](const Call &call) {
+        GRADCOMM_RETURN_IF_ERROR(
+            validateRows(call, group, stateName, grads, out, count, reduction));
+        GRADCOMM_RETURN_IF_ERROR(requireCountAndK(call, count, k));
+        LearnerStates *states = nullptr;
+        GRADCOMM_RETURN_IF_ERROR(
+            lookupLearnerStates(call, group, stateName, count, states));
+        const double start = now();
+        const int32_t n = group->size;
+        // Each learner's own selection (CpuBackend::prepareLocalTopk, whose
+        // pass is also the non-finite scan), then plain error feedback
+        // (beta = 1) into its block of the gathered rows.
+        std::vector<int64_t> indices(static_cast<size_t>(k) * n);
+        for (int32_t r = 0; r < n; ++r) {
+          const uint32_t key = cpu::selectExact(
+              states->states[r]->data(), grads + r * count, count, k,
+              indices.data() + r * k, group->scratch);
+          if (scanForNonFinite())
+            GRADCOMM_RETURN_IF_ERROR(requireFinite(call, key, r));
+        }
+        group->rows.resize(static_cast<size_t>(k) * n);
+        for (int32_t r = 0; r < n; ++r)
+          cpu::gatherAndUpdate(states->states[r]->data(), grads + r * count,
+                               count, indices.data() + r * k, k, 1.0f,
+                               group->rows.data() + r * k,
+                               r == 0 ? out : nullptr);
+        const int64_t distinct =
+            sumBlocksInRankOrder(group->rows.data(), indices, out,
+                                 reduction == GRADCOMM_REDUCE_AVERAGE, n);
+        for (auto &state : states->states)
+          state->step += 1;
+        if (unionSize)
+          *unionSize = distinct;
+        gradcomm_op_stats &stats = group->stats[stateName];
+        countLocalTopk(stats, k, GRADCOMM_WIRE_F32, n, distinct);
+        stats.seconds += now() - start;
+        return GRADCOMM_OK;
+      },
+      kWorld);
 }
 
 gradcomm_status gradcomm_learners_state_read(gradcomm_learners group,
                                              const char *stateName,
                                              int32_t learner, float *out,
                                              int64_t count) {
-  return guarded("learners_state_read", stateName, [&](const Call &call) {
-    GRADCOMM_RETURN_IF_ERROR(requireGroup(call, group));
-    GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
-    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
-    GRADCOMM_RETURN_IF_ERROR(
-        requireRange(call, "learner", learner, 0, group->size - 1));
-    auto it = group->states.find(stateName);
-    if (it == group->states.end())
-      return call.fail(GRADCOMM_ERR_STATE,
-                       std::string("no state '") + stateName + "'");
-    if (it->second.count != count)
-      return call.fail(GRADCOMM_ERR_STATE,
-                       std::string("state '") + stateName + "' holds " +
-                           std::to_string(it->second.count) +
-                           " elements, not " + std::to_string(count));
-    const float *data = it->second.states[learner]->data();
-    std::copy(data, data + count, out);
-    return GRADCOMM_OK;
-  });
+  return guarded(
+      "learners_state_read", stateName,
+      [&](const Call &call) {
+        GRADCOMM_RETURN_IF_ERROR(requireGroup(call, group));
+        GRADCOMM_RETURN_IF_ERROR(requireName(call, "state", stateName));
+        GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "out", out));
+        GRADCOMM_RETURN_IF_ERROR(
+            requireRange(call, "learner", learner, 0, group->size - 1));
+        auto it = group->states.find(stateName);
+        if (it == group->states.end())
+          return call.fail(GRADCOMM_ERR_STATE,
+                           std::string("no state '") + stateName + "'");
+        if (it->second.count != count)
+          return call.fail(GRADCOMM_ERR_STATE,
+                           std::string("state '") + stateName + "' holds " +
+                               std::to_string(it->second.count) +
+                               " elements, not " + std::to_string(count));
+        const float *data = it->second.states[learner]->data();
+        std::copy(data, data + count, out);
+        return GRADCOMM_OK;
+      },
+      kWorld);
 }
 
 gradcomm_status gradcomm_learners_stats_get(gradcomm_learners group,
                                             const char *opName,
                                             gradcomm_op_stats *stats) {
-  return guarded("learners_stats_get", opName, [&](const Call &call) {
-    GRADCOMM_RETURN_IF_ERROR(requireGroup(call, group));
-    GRADCOMM_RETURN_IF_ERROR(requireName(call, "op_name", opName));
-    GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "stats", stats));
-    auto it = group->stats.find(opName);
-    *stats = it == group->stats.end() ? gradcomm_op_stats{} : it->second;
-    return GRADCOMM_OK;
-  });
+  return guarded(
+      "learners_stats_get", opName,
+      [&](const Call &call) {
+        GRADCOMM_RETURN_IF_ERROR(requireGroup(call, group));
+        GRADCOMM_RETURN_IF_ERROR(requireName(call, "op_name", opName));
+        GRADCOMM_RETURN_IF_ERROR(requirePointer(call, "stats", stats));
+        auto it = group->stats.find(opName);
+        *stats = it == group->stats.end() ? gradcomm_op_stats{} : it->second;
+        return GRADCOMM_OK;
+      },
+      kWorld);
 }

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Backend.h"
+#include "CompressSteps.h"
 #include "Wire.h"
 
 #include <algorithm>
@@ -27,7 +27,14 @@ static gradcomm_status finishLocalTopk(State &state, const char *stateName,
     *unionSize = distinct;
   state.step += 1;
   gradcomm_op_stats &stats = opStats(stateName);
-  uint64_t blocks = static_cast<uint64_t>(context().size - 1);
+  countLocalTopk(stats, k, wire, context().size, distinct);
+  stats.seconds += now() - start;
+  return GRADCOMM_OK;
+}
+
+void gradcomm::countLocalTopk(gradcomm_op_stats &stats, int64_t k,
+                              gradcomm_wire wire, int size, int64_t distinct) {
+  const uint64_t blocks = static_cast<uint64_t>(size - 1);
   stats.calls += 1;
   stats.messages += 2;
   stats.value_bytes_sent += blocks * k * wireValueBytes(wire);
@@ -35,8 +42,6 @@ static gradcomm_status finishLocalTopk(State &state, const char *stateName,
   stats.index_bytes_sent += blocks * k * sizeof(int64_t);
   stats.index_bytes_received += blocks * k * sizeof(int64_t);
   stats.last_union_size = distinct;
-  stats.seconds += now() - start;
-  return GRADCOMM_OK;
 }
 
 /// Every rank selects its own k: no leader.

@@ -150,10 +150,14 @@ gradcomm_status gradcomm::prepareAndAgree(const Call &call,
 /// message of their own.
 void gradcomm::countCompress(gradcomm_op_stats &stats, const CompressStep &step,
                              bool foldsIndices) {
-  const Context &ctx = context();
-  uint64_t bytes =
-      broadcastBytes(backend().indexCoding(step).bytes(), ctx.size);
-  if (!foldsIndices)
+  countIndexBroadcast(stats, backend().indexCoding(step).bytes(),
+                      context().size, !foldsIndices);
+}
+
+void gradcomm::countIndexBroadcast(gradcomm_op_stats &stats, int64_t codedBytes,
+                                   int size, bool ownMessage) {
+  const uint64_t bytes = broadcastBytes(codedBytes, size);
+  if (ownMessage)
     stats.messages += 1;
   stats.index_bytes_sent += bytes;
   stats.index_bytes_received += bytes;
@@ -161,8 +165,12 @@ void gradcomm::countCompress(gradcomm_op_stats &stats, const CompressStep &step,
 
 void gradcomm::countValueReduce(gradcomm_op_stats &stats, int64_t k,
                                 gradcomm_wire wire) {
-  const Context &ctx = context();
-  uint64_t bytes = allReduceBytes(wireValueBytes(wire) * k, ctx.size);
+  countValueReduce(stats, k, wire, context().size);
+}
+
+void gradcomm::countValueReduce(gradcomm_op_stats &stats, int64_t k,
+                                gradcomm_wire wire, int size) {
+  const uint64_t bytes = allReduceBytes(wireValueBytes(wire) * k, size);
   stats.messages += 1;
   stats.value_bytes_sent += bytes;
   stats.value_bytes_received += bytes;
@@ -720,12 +728,8 @@ gradcomm_status recipeDense(const Call &call, const RecipeStep &s, bool *ran) {
   auto countDense = [name = std::string(s.stateName), count = s.count,
                      start = s.start, wire = s.o.wire] {
     gradcomm_op_stats &stats = opStats(name.c_str());
-    uint64_t bytes =
-        allReduceBytes(wireValueBytes(wire) * count, context().size);
     stats.calls += 1;
-    stats.messages += 1;
-    stats.value_bytes_sent += bytes;
-    stats.value_bytes_received += bytes;
+    countValueReduce(stats, count, wire);
     stats.seconds += now() - start;
   };
   const bool average = s.reduction == GRADCOMM_REDUCE_AVERAGE;
