@@ -150,16 +150,24 @@ def recipe_fields(args, steps_per_epoch):
     return fields
 
 
+def compress_fields(args, steps_per_epoch):
+    """recipe_fields for --comm scalecom or local-topk (without the
+    momentum correction and beta that local top-k does not take)."""
+    fields = recipe_fields(args, steps_per_epoch)
+    if args.comm == "local-topk":
+        fields.pop("momentum", None)
+        fields.pop("beta", None)
+    return fields
+
+
 def make_hook_state(net, args, steps_per_epoch):
     """The hook and its state for --comm, with the recipe's options from
     the command line."""
     if args.comm == "dense":
         return ddp.dense_hook, ddp.DenseState(net, wire=args.wire)
-    fields = recipe_fields(args, steps_per_epoch)
+    fields = compress_fields(args, steps_per_epoch)
     if args.comm == "scalecom":
         return ddp.scalecom_hook, ddp.ScaleComState(net, **fields)
-    fields.pop("momentum", None)
-    fields.pop("beta", None)
     return ddp.local_topk_hook, ddp.LocalTopkState(net, **fields)
 
 
@@ -505,12 +513,9 @@ def main():
         state = averager
     elif args.learners:
         net = model
-        fields = recipe_fields(args, schedule.steps_per_epoch)
-        if args.comm == "local-topk":
-            fields.pop("momentum", None)
-            fields.pop("beta", None)
-        state = Learners(model, size, args.comm.replace("-", "_"),
-                         **({} if args.comm == "dense" else fields))
+        fields = ({} if args.comm == "dense" else
+                  compress_fields(args, schedule.steps_per_epoch))
+        state = Learners(model, size, args.comm.replace("-", "_"), **fields)
     elif args.sharded and args.fsdp_version == 2:
         net, state = fully_sharded(model, args, schedule.steps_per_epoch)
     elif args.sharded:

@@ -31,7 +31,7 @@ from gradcomm.runtime import (ASYNC_SCHEDULES, REDUCTIONS, SCHEDULES,
                               SELECTIONS, WARMUPS, WIRES,
                               GradCommError, RecipeOptions, runtime)
 from gradcomm.torch.recipe import (FixedOptions, Plan, ScaleComOptions,
-                                   check_optimizer)
+                                   check_optimizer, dense_in_runtime)
 
 
 def _parameter_names(model):
@@ -611,11 +611,10 @@ def _compress_per_parameter(state, bucket, buffers, compress,
         plan = state.plan.k_and_chunk(state.names[id(parameter)],
                                       gradient.numel())
         jobs.append((state.state_name(parameter), gradient, plan))
-    # Momentum correction and clipping apply to dense parameters too.
-    dense_in_runtime = bool(state.options.momentum or state.options.clip)
+    in_runtime = dense_in_runtime(state.options)
 
     def averaged_here(plan):
-        return plan is None and not dense_in_runtime
+        return plan is None and not in_runtime
 
     # Where the results go: the runtime writes a parameter's result into a
     # tensor other than its gradient. Copying every result back into the
@@ -782,19 +781,32 @@ class LocalTopkState(ScaleComState):
     selection do not apply (refused)."""
 
     def __init__(self, model, options=None, **fields):
-        # ScaleCom's beta and warm-up defaults do not apply here.
-        options = options or ScaleComOptions(beta=1.0, warmup_steps=0)
-        if fields.get("policy", options.policy) != "fixed":
-            raise ValueError("local_topk_hook: policy='auto' chooses "
-                             "ScaleCom's ratios; local top-k takes a fixed "
-                             "ratio")
+        options = options or local_topk_defaults()
+        # Refused before the state is made (policy="auto" would run the
+        # cost model): the options as ScaleComState will make them.
+        names = {f.name for f in dataclasses.fields(ScaleComOptions)}
+        check_local_topk(dataclasses.replace(
+            options, **{k: v for k, v in fields.items() if k in names}))
         super().__init__(model, options, **fields)
-        o = self.options
-        if (o.momentum or o.beta != 1 or o.selection != "exact" or o.clip
-                or o.warmup_steps):
-            raise ValueError("local_topk_hook: momentum correction, beta, "
-                             "chunk selection, clipping and warm-up are "
-                             "ScaleCom's options")
+
+
+def local_topk_defaults():
+    """Local top-k's options when none are given: ScaleCom's beta and
+    warm-up defaults do not apply to it."""
+    return ScaleComOptions(beta=1.0, warmup_steps=0)
+
+
+def check_local_topk(options):
+    """Raises ValueError for the options that are ScaleCom's alone."""
+    if options.policy != "fixed":
+        raise ValueError("local_topk_hook: policy='auto' chooses "
+                         "ScaleCom's ratios; local top-k takes a fixed "
+                         "ratio")
+    if (options.momentum or options.beta != 1 or options.selection != "exact"
+            or options.clip or options.warmup_steps):
+        raise ValueError("local_topk_hook: momentum correction, beta, "
+                         "chunk selection, clipping and warm-up are "
+                         "ScaleCom's options")
 
 
 @_timed_hook

@@ -23,8 +23,10 @@ import dataclasses
 import torch
 
 from gradcomm.runtime import REDUCTIONS, GradCommError, OpStats, runtime
-from gradcomm.torch.ddp import recipe_options
-from gradcomm.torch.recipe import Plan, ScaleComOptions, check_optimizer
+from gradcomm.torch.ddp import (check_local_topk, local_topk_defaults,
+                                recipe_options)
+from gradcomm.torch.recipe import (Plan, ScaleComOptions, check_optimizer,
+                                   dense_in_runtime)
 
 COMMS = ("dense", "scalecom", "local_topk")
 
@@ -48,23 +50,17 @@ class Learners:
         self.parameters = [(name, p) for name, p in model.named_parameters()
                            if p.requires_grad]
         self.buffers = list(model.buffers())
-        defaults = (ScaleComOptions(beta=1.0, warmup_steps=0)
-                    if comm == "local_topk" else ScaleComOptions())
+        defaults = (local_topk_defaults() if comm == "local_topk"
+                    else ScaleComOptions())
         self.options = dataclasses.replace(options or defaults, **fields)
         o = self.options
         if o.wire not in (None, "f32"):
             raise ValueError("gradcomm: Learners send float32 values only")
-        if comm == "local_topk" and (o.momentum or o.beta != 1 or o.clip or
-                                     o.selection != "exact" or
-                                     o.warmup_steps or o.policy != "fixed"):
-            raise ValueError("gradcomm: Learners(local_topk): momentum "
-                             "correction, beta, chunk selection, clipping, "
-                             "warm-up and policy='auto' are ScaleCom's")
+        if comm == "local_topk":
+            check_local_topk(o)
         self.plan = Plan(model, o, ranks=learners)
-        # As _compress_per_parameter: momentum correction and clipping run
-        # in the runtime for the dense parameters too.
-        self.dense_in_runtime = comm == "scalecom" and bool(o.momentum or
-                                                            o.clip)
+        # As _compress_per_parameter.
+        self.dense_in_runtime = dense_in_runtime(o)
         # As scalecom_hook: the recipe entry unless nothing of it is on
         # (then gradcomm_scalecom_f32, which the recipe with no warm-up,
         # momentum or clipping equals bit for bit).

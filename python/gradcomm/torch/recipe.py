@@ -216,6 +216,13 @@ def unsupported_when_sharded(options):
          options.wire is not None)) if used]
 
 
+def dense_in_runtime(options):
+    """Momentum correction and clipping apply to the parameters the layer
+    policy keeps dense too: those run through the runtime's recipe (a
+    dense step) instead of a plain average."""
+    return bool(options.momentum or options.clip)
+
+
 def check_optimizer(options, optimizer):
     """Raises ValueError when `optimizer` would apply momentum a second
     time: with momentum correction (options.momentum > 0) the hook's
