@@ -32,6 +32,8 @@ cmake -G Ninja -S . -B "$build" \
 
 echo "== build"
 ninja -C "$build" -j "$jobs" all gradcomm-doc
+echo "== the Python package, editable, into $GRADCOMM_PYTHON's environment"
+gradcomm_install_package "$build"
 
 results="$build/test-results"
 rm -rf "$results" && mkdir -p "$results"

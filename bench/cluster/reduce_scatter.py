@@ -17,15 +17,11 @@ and the bytes each rank sent per call (the runtime's counters).
 
 import argparse
 import ctypes
-import os
 import statistics
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
-    os.path.dirname(os.path.abspath(__file__)))), "python"))
 from gradcomm.runtime import (REDUCTIONS, SELECTIONS, WIRES,  # noqa: E402
                               RecipeOptions, runtime)
 

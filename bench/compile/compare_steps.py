@@ -24,8 +24,6 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)),
-                                "python"))
 
 from gradcomm.runner import describe, descriptor_type  # noqa: E402
 

@@ -12,5 +12,8 @@ shift || true
 source scripts/lib/python-env.sh
 GRADCOMM_VENV=${GRADCOMM_TORCH_MLIR_VENV:-$PWD/.venv-torch-mlir} \
   gradcomm_python_env bench/export/requirements-torch-mlir.txt
-"$GRADCOMM_PYTHON" bench/export/torch_mlir_coverage.py \
+# That environment has no gradcomm installed: the source tree's package and
+# the example zoo come from PYTHONPATH.
+PYTHONPATH=$PWD/python:$PWD/examples/pytorch \
+  "$GRADCOMM_PYTHON" bench/export/torch_mlir_coverage.py \
   /usr/lib/llvm-22/bin/mlir-opt "$work" "$@"

@@ -28,8 +28,6 @@ from torch_mlir import fx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path[:0] = [os.path.join(ROOT, "python"),
-                os.path.join(ROOT, "examples", "pytorch")]
 
 import zoo  # noqa: E402
 from gradcomm.mlir import ExportError  # noqa: E402

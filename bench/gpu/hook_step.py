@@ -25,8 +25,6 @@ import torch.distributed as dist
 import torchvision
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
-    os.path.dirname(os.path.abspath(__file__)))), "python"))
 from gradcomm.torch import ddp  # noqa: E402
 
 BATCH, WARMUP, TIMED = 128, 5, 20

@@ -147,10 +147,11 @@ if ((built)); then
   # The DDP hooks on CUDA tensors against the CPU hooks, bit for bit
   # (test/Python/ddp_cuda.py), over this build's runtime.
   if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
-    step torch-hooks 180 env \
+    # The source tree's package (nothing is installed on that machine).
+    step torch-hooks 180 env PYTHONPATH="$PWD/python" \
       GRADCOMM_RUNTIME_LIBRARY="$PWD/$build/lib/libgradcomm_runtime.so" \
       python3 test/Python/ddp_cuda.py
-    step hook-step 180 env \
+    step hook-step 180 env PYTHONPATH="$PWD/python" \
       GRADCOMM_RUNTIME_LIBRARY="$PWD/$build/lib/libgradcomm_runtime.so" \
       python3 bench/gpu/hook_step.py "$out"
   else

@@ -7,8 +7,11 @@ rounds, so drift of the machine hits all of them alike. Per configuration:
 the median step's wall and CPU time (this process, all threads) on the
 slowest rank, and the wall ratio to DDP's.
 
-  mpiexec.mpich -n 2 .venv/bin/python bench/torch/hook_cost.py \\
-      [--model cnn] [--rounds 7] [--steps 30]
+  PYTHONPATH=examples/pytorch mpiexec.mpich -n 2 .venv/bin/python \\
+      bench/torch/hook_cost.py [--model cnn] [--rounds 7] [--steps 30]
+
+(gradcomm is the package installed in .venv; the models come from the
+examples' folder.)
 
 ScaleCom and local top-k run at steady state (no warm-up). Prints a table
 on rank 0 (docs/performance.md, "DDP hooks against DDP").
@@ -17,7 +20,6 @@ on rank 0 (docs/performance.md, "DDP hooks against DDP").
 import argparse
 import os
 import statistics
-import sys
 import time
 
 import torch
@@ -27,8 +29,6 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
-sys.path[:0] = [os.path.join(ROOT, "python"),
-                os.path.join(ROOT, "examples", "pytorch")]
 import models  # noqa: E402
 from gradcomm.torch import ddp  # noqa: E402
 

@@ -14,7 +14,6 @@ Prints one line per configuration on rank 0 (docs/performance.md).
 import argparse
 import os
 import statistics
-import sys
 import time
 
 import torch
@@ -23,8 +22,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "..", "python"))
 from gradcomm.torch import ddp  # noqa: E402
 
 

@@ -32,8 +32,6 @@ import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(os.path.dirname(os.path.dirname(HERE)),
-                             "python"), HERE]
 
 import models  # noqa: E402
 from gradcomm.runner import CompiledStep  # noqa: E402

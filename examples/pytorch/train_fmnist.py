@@ -56,8 +56,6 @@ from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(os.path.dirname(os.path.dirname(HERE)),
-                             "python"), HERE]
 
 import models  # noqa: E402
 from gradcomm.torch import ddp, fsdp, fsdp2  # noqa: E402

@@ -10,10 +10,10 @@ reads its `auto` column, so the hooks and the compiler choose alike.
     -> {"fc1.weight": 400, "fc1.bias": 0}        # 0: dense
 """
 
-import os
-import shutil
 import subprocess
 import tempfile
+
+from gradcomm._paths import tool
 
 # gradcomm-plan's cluster flags, by the keys `choose` takes.
 CLUSTER_FLAGS = {"bandwidth": "--bandwidth", "latency": "--latency",
@@ -26,23 +26,10 @@ class PlanError(RuntimeError):
 
 
 def plan_tool():
-    """The gradcomm-plan executable: $GRADCOMM_PLAN, the installed one
-    beside this package, the source tree's build, or PATH."""
-    explicit = os.environ.get("GRADCOMM_PLAN")
-    if explicit:
-        return explicit
-    here = os.path.dirname(os.path.abspath(__file__))
-    for candidate in (
-            # Installed: <prefix>/<libdir>/gradcomm/python/gradcomm/plan.py,
-            # libdir "lib" or a multiarch "lib/<triple>".
-            os.path.join(here, "..", "..", "..", "..", "bin",
-                         "gradcomm-plan"),
-            os.path.join(here, "..", "..", "..", "..", "..", "bin",
-                         "gradcomm-plan"),
-            os.path.join(here, "..", "..", "build", "bin", "gradcomm-plan")):
-        if os.access(candidate, os.X_OK):
-            return os.path.normpath(candidate)
-    found = shutil.which("gradcomm-plan")
+    """The gradcomm-plan executable (gradcomm._paths.tool: $GRADCOMM_PLAN,
+    the package's install, a cmake --install prefix, the source tree's
+    build, or PATH)."""
+    found = tool("gradcomm-plan", "GRADCOMM_PLAN")
     if not found:
         raise PlanError("policy='auto' needs the gradcomm-plan tool: build "
                         "GradComm, or set GRADCOMM_PLAN")

@@ -1,15 +1,16 @@
 """ctypes bindings of libgradcomm_runtime's C API (runtime/include/gradcomm/
 runtime.h) for host float32 buffers: collectives, named state, checkpoints.
 
-The library is found, in this order, at $GRADCOMM_RUNTIME_LIBRARY, next to
-an installed package (<prefix>/<libdir>/libgradcomm_runtime.so), in the
-source tree's build/lib, or by the dynamic loader's search path. Every failing call raises GradCommError with
-the runtime's message (operation, rank, cause)."""
+The library is found, in this order, at $GRADCOMM_RUNTIME_LIBRARY, in the
+pip package (gradcomm/_libs, or an editable install's build tree), next to
+a `cmake --install` prefix's package, in the source tree's build/lib, or by
+the dynamic loader's search path (gradcomm._paths). Every failing call
+raises GradCommError with the runtime's message (operation, rank, cause)."""
 
 import atexit
 import ctypes
-import ctypes.util
-import os
+
+from gradcomm._paths import runtime_library_candidates
 
 STATUS_NAMES = {
     0: "ok", 1: "invalid argument", 2: "MPI error", 3: "not initialized",
@@ -34,24 +35,9 @@ class GradCommError(RuntimeError):
         self.status = status
 
 
-def _candidates():
-    explicit = os.environ.get("GRADCOMM_RUNTIME_LIBRARY")
-    if explicit:
-        yield explicit
-        return
-    here = os.path.dirname(os.path.abspath(__file__))
-    # Installed: <prefix>/<libdir>/gradcomm/python/gradcomm/runtime.py.
-    yield os.path.join(here, "..", "..", "..", "libgradcomm_runtime.so")
-    # The source tree with the default build directory.
-    yield os.path.join(here, "..", "..", "build", "lib",
-                       "libgradcomm_runtime.so")
-    found = ctypes.util.find_library("gradcomm_runtime")
-    yield found or "libgradcomm_runtime.so"
-
-
 def _load():
     errors = []
-    for path in _candidates():
+    for path in runtime_library_candidates():
         try:
             return ctypes.CDLL(path)
         except OSError as error:

@@ -5,7 +5,7 @@
 // gradcomm/runtime_learners.h in one process, no MPI: ScaleCom against the
 // reference written from the paper (ScaleComReference.h), local top-k and
 // the dense all-reduce against sums written here, and the refusals. The
-// bits against real ranks are test/Python/learners.sh's.
+// bits against real ranks are test/Python/test_learners.py's.
 //
 //===----------------------------------------------------------------------===//
 

@@ -17,8 +17,6 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "..", "python"))
 from gradcomm.runtime import OpStats, RecipeOptions  # noqa: E402
 
 OK, ERR_STATE, ERR_UNSUPPORTED = 0, 9, 10

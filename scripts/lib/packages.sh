@@ -3,7 +3,8 @@
 # present). Sourced by check.sh and demo.sh.
 
 GRADCOMM_CHECK_PACKAGES=(
-  cmake ninja-build g++ python3 python3-venv python3-matplotlib python3-numpy python3-torch git
+  cmake ninja-build g++ python3 python3-venv python3-matplotlib python3-numpy python3-torch
+  python3-pytest git
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   mpich libmpich-dev libopenblas-serial-dev
   libgtest-dev libbenchmark-dev clang-format

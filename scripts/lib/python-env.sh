@@ -29,3 +29,22 @@ gradcomm_python_env() {
   GRADCOMM_PYTHON="$venv/bin/python"
   export GRADCOMM_PYTHON
 }
+
+# gradcomm_install_package BUILD_DIR: installs the repository's package
+# (pyproject.toml) editable into GRADCOMM_PYTHON's environment over the
+# already configured BUILD_DIR, with the compiler and the tests: the
+# package then loads BUILD_DIR's runtime and tools, and `gradcomm-export`
+# is a console script of the environment.
+gradcomm_install_package() {
+  local root build
+  root=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)
+  build=$(cd "$1" && pwd)
+  "$GRADCOMM_PYTHON" -m pip install -q --disable-pip-version-check --no-input \
+    --no-build-isolation --no-deps --editable "$root" \
+    --config-settings=build-dir="$build" \
+    --config-settings=cmake.define.GRADCOMM_BUILD_COMPILER=ON \
+    --config-settings=cmake.define.GRADCOMM_BUILD_TESTS=ON \
+    --config-settings=cmake.define.MLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    --config-settings=cmake.define.GRADCOMM_PYTHON="$GRADCOMM_PYTHON" >"$build/package.log" 2>&1 ||
+    { cat "$build/package.log"; return 1; }
+}

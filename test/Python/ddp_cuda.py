@@ -29,8 +29,6 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
-    os.path.dirname(os.path.abspath(__file__)))), "python"))
 from gradcomm.torch import ddp  # noqa: E402
 
 STEPS = 6

@@ -59,8 +59,6 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)),
-                                "python"))
 
 from gradcomm.runtime import GradCommError  # noqa: E402
 from gradcomm.torch import ddp  # noqa: E402

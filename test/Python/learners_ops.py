@@ -163,8 +163,8 @@ def main():
     if check.failures:
         sys.exit("learners_ops: %d mismatches on rank %d of %d"
                  % (check.failures, rank, size))
-    print("learners_ops: rank %d of %d: the simulated learners give the "
-          "multi-rank ops' bits" % (rank, size))
+    print("rank %d of %d: ok: the simulated learners give the multi-rank "
+          "ops' bits" % (rank, size), flush=True)
 
 
 if __name__ == "__main__":

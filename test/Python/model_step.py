@@ -37,8 +37,6 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path[:0] = [os.path.join(ROOT, "python"),
-                os.path.join(ROOT, "examples", "pytorch")]
 
 import models  # noqa: E402
 from gradcomm.runner import CompiledStep  # noqa: E402

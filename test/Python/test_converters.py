@@ -8,20 +8,18 @@ bool outputs, within 1e-5 of the largest magnitude for float32 ones. The
 test also fails when a registered converter is exercised by no case. On
 torch >= 2.0 the cases run again in bfloat16 (BF16_INEXACT below).
 
-Usage: test_converters.py <gradcomm-compile> <work dir>
+Run: pytest test/Python/test_converters.py (gradcomm-compile: $GRADCOMM_BIN,
+else the package's build).
 """
 
 import os
 import subprocess
-import sys
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)),
-                                "python"))
 
 from gradcomm.runner import CompiledStep  # noqa: E402
 from gradcomm.torch.export import (export_function, from_numpy,  # noqa
@@ -400,9 +398,12 @@ def check_bfloat16(compile_tool, work, all_cases):
     return failures
 
 
-def main():
-    compile_tool, work = sys.argv[1], sys.argv[2]
-    os.makedirs(work, exist_ok=True)
+def test_every_converter_matches_eager_pytorch(tools, work):
+    assert check_all(tools("gradcomm-compile"), work) == 0
+
+
+def check_all(compile_tool, work):
+    """The number of failures; each is printed."""
     texts, manifests, expected = [], {}, {}
     exercised = set()
     all_cases = cases()
@@ -474,8 +475,4 @@ def main():
     print("%d cases, %d ATen ops exercised, %d converters registered: %s" % (
         len(manifests), len(exercised & set(CONVERTERS)), len(CONVERTERS),
         "FAILED" if failures else "all match PyTorch"))
-    return 1 if failures else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return failures

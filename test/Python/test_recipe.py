@@ -6,7 +6,6 @@ correction and clipping are the runtime's (test/Python/ddp_hook.py recipe,
 runtime/test/ScaleComRecipeTest.cpp)."""
 
 import os
-import sys
 import unittest
 import warnings
 
@@ -14,8 +13,6 @@ import torch
 import torch.nn as nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)),
-                                "python"))
 
 from gradcomm.plan import PlanError  # noqa: E402
 from gradcomm.torch.recipe import (Plan, ScaleComOptions,  # noqa: E402

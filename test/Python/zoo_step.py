@@ -42,8 +42,6 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path[:0] = [os.path.join(ROOT, "python"),
-                os.path.join(ROOT, "examples", "pytorch")]
 
 import zoo  # noqa: E402
 from model_step import global_batch, hold_mpi  # noqa: E402

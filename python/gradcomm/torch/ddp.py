@@ -360,13 +360,8 @@ class _State:
                 for name, p in self.model_parameters}
 
     def load_state_dict(self, state):
-        if state.get("format") != "gradcomm-runtime-state":
-            raise ValueError("not a GradComm hook state")
+        check_saved_state(state, "gradcomm-runtime-state", "hook", self.rt)
         self.synchronize()
-        if (state["rank"], state["size"]) != (self.rt.rank(), self.size):
-            raise ValueError("state of rank %d of %d loaded on rank %d of %d"
-                             % (state["rank"], state["size"], self.rt.rank(),
-                                self.size))
         # The memories are float32 whatever the model's type, but a state
         # saved for a bf16 model and restored into a float32 one (or back)
         # is a change of recipe, not a resume: refused, with the parameter.
@@ -389,6 +384,18 @@ def runtime_state(rt):
         rt.call("gradcomm_state_save", path.encode())
         with open("%s.rank%d" % (path, rt.rank()), "rb") as f:
             return f.read()
+
+
+def check_saved_state(state, format_name, what, rt):
+    """Raises ValueError unless `state` is a state_dict of `format_name`
+    saved on this rank of a group of this size (`what` names the kind of
+    state in the message)."""
+    if not isinstance(state, dict) or state.get("format") != format_name:
+        raise ValueError("gradcomm: not a GradComm %s state" % what)
+    if (state["rank"], state["size"]) != (rt.rank(), rt.size()):
+        raise ValueError("gradcomm: %s state of rank %d of %d loaded on rank "
+                         "%d of %d" % (what, state["rank"], state["size"],
+                                       rt.rank(), rt.size()))
 
 
 def restore_runtime_state(rt, data):

@@ -29,7 +29,8 @@ import torch
 import torch.distributed as dist
 
 from gradcomm.runtime import REDUCTIONS, WIRES, GradCommError, RecipeOptions
-from gradcomm.torch.ddp import initialize_runtime
+from gradcomm.torch.ddp import (check_saved_state, initialize_runtime,
+                                restore_runtime_state, runtime_state)
 from gradcomm.torch.recipe import (FixedOptions, Plan, ScaleComOptions,
                                    check_optimizer, dense_reasons,
                                    unsupported_when_sharded)
@@ -95,6 +96,24 @@ class ShardedState:
         self._calls.clear()
         self._end_queued = False
         self.steps += 1
+
+    def state_dict(self):
+        """This rank's state as a torch.save-able dict: the runtime's
+        (every named memory, velocity and step counter of the process)
+        and the count of backward passes. Save it per rank next to the
+        model's and optimizer's checkpoint; a job that loads it into a
+        state made as this one was, on the same rank of a job of the same
+        size, continues with the bits of the run that never stopped."""
+        return {"format": "gradcomm-fsdp-state", "rank": self.rt.rank(),
+                "size": self.size, "runtime": runtime_state(self.rt),
+                "steps": self.steps}
+
+    def load_state_dict(self, state):
+        """Restores state_dict's answer (between backward passes)."""
+        check_saved_state(state, "gradcomm-fsdp-state", "FSDP", self.rt)
+        restore_runtime_state(self.rt, state["runtime"])
+        self.steps = state["steps"]
+        self._calls.clear()
 
     def check(self, grad, output):
         """The wire of `grad`'s type (check_shard_buffers)."""

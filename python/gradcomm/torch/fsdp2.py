@@ -38,8 +38,8 @@ import torch
 import torch.distributed as dist
 
 from gradcomm.runtime import REDUCTIONS, WIRES, GradCommError
-from gradcomm.torch.ddp import (initialize_runtime, restore_runtime_state,
-                                runtime_state)
+from gradcomm.torch.ddp import (check_saved_state, initialize_runtime,
+                                restore_runtime_state, runtime_state)
 from gradcomm.torch.fsdp import (check_shard_buffers, float32_buffers,
                                  runtime_recipe_options)
 from gradcomm.torch.recipe import (FixedOptions, Plan, ScaleComOptions,
@@ -130,12 +130,7 @@ class State:
     def load_state_dict(self, state):
         """Restores state_dict's answer on the same rank of a job of the
         same size and the same FSDP modules."""
-        if state.get("format") != "gradcomm-fsdp2-state":
-            raise ValueError("gradcomm: not a GradComm FSDP2 state")
-        if (state["rank"], state["size"]) != (self.rt.rank(), self.size):
-            raise ValueError("gradcomm: state of rank %d of %d loaded on "
-                             "rank %d of %d" % (state["rank"], state["size"],
-                                                self.rt.rank(), self.size))
+        check_saved_state(state, "gradcomm-fsdp2-state", "FSDP2", self.rt)
         if set(state["steps"]) != set(self.comms):
             raise ValueError("gradcomm: the state's FSDP modules %s are not "
                              "this model's %s" % (sorted(state["steps"]),

@@ -12,7 +12,7 @@ learners' gradients are combined by the runtime's simulated group
 - "local_topk": gradcomm.torch.ddp.local_topk_hook's.
 
 At 2 and 4 learners the parameters after every step have the bits of the
-same trainer under mpiexec with the hooks (test/Python/learners.sh). Batch
+same trainer under mpiexec with the hooks (test/Python/test_learners.py). Batch
 norm's buffers follow DDP's rule: learner 0's after each step (DDP
 broadcasts rank 0's at every forward).
 """

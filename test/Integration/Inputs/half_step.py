@@ -37,7 +37,6 @@ import sys
 import numpy as np
 
 here = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(here, "..", "..", "..", "python"))
 
 from gradcomm.runner import CompiledStep  # noqa: E402
 from gradcomm.runtime import WIRES, OpStats, RecipeOptions  # noqa: E402

@@ -29,7 +29,6 @@ import sys
 import numpy as np
 
 here = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(here, "..", "..", "..", "python"))
 
 from gradcomm.runner import CompiledStep  # noqa: E402
 

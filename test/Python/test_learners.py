@@ -1,0 +1,57 @@
+"""The simulated learners (docs/learners.md) against real ranks, bit for
+bit: the runtime's ops (learners_ops.py) on 2 and 4 ranks; the trainer
+(examples/pytorch/train_fmnist.py --learners N) against the same trainer
+under mpiexec -n N with the hooks, whose parameters after the last step
+must be equal (the MLP, and the CNN whose batch norm follows DDP's buffer
+rule; ScaleCom with the recipe, local top-k, dense); the refusals."""
+
+import os
+import sys
+
+import pytest
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRAINER = os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples",
+                       "pytorch", "train_fmnist.py")
+COMMON = ["--steps", 12, "--evaluations", 1, "--eval-subset", 200,
+          "--ratio", 100, "--lr-warmup-steps", 3, "--lr-schedule", "cosine"]
+RECIPE = ["--comm", "scalecom", "--warmup-steps", 3,
+          "--momentum-correction", 1, "--clip", 5]
+
+
+@pytest.mark.parametrize("n", [2, 4], ids=lambda n: "np%d" % n)
+def test_ops_equal_real_ranks(ranks, n):
+    ranks.mpiexec(n, os.path.join(HERE, "learners_ops.py"))
+
+
+@pytest.mark.parametrize("model,n,comm", [
+    ("mlp", 2, RECIPE),
+    ("mlp", 4, RECIPE),
+    ("cnn", 4, RECIPE + ["--selection", "chunk"]),
+    ("cnn", 4, ["--comm", "local-topk"]),
+    ("cnn", 4, ["--comm", "dense"]),
+], ids=["mlp-scalecom-2", "mlp-scalecom-4", "cnn-scalecom-chunk-4",
+        "cnn-local-topk-4", "cnn-dense-4"])
+def test_trainer_equals_real_ranks(ranks, work, model, n, comm):
+    arguments = ["--model", model] + COMMON + comm
+    real = os.path.join(work, "real.pt")
+    simulated = os.path.join(work, "simulated.pt")
+    ranks.mpiexec(n, TRAINER, *arguments, "--save", real, expect_ok=False)
+    ranks.python(TRAINER, *arguments, "--learners", n, "--save", simulated)
+    real, simulated = torch.load(real), torch.load(simulated)
+    assert real.keys() == simulated.keys()
+    differ = [key for key in real if not torch.equal(real[key],
+                                                      simulated[key])]
+    assert not differ, "differ from the real ranks': " + ", ".join(differ)
+
+
+def test_refusals(ranks):
+    ranks.refused("at least 2", [sys.executable, TRAINER, "--learners", "1",
+                                 "--steps", "1"])
+    ranks.refused("not under a multi-process launcher",
+                  [ranks.mpiexec_path, "-n", "2", sys.executable, TRAINER,
+                   "--learners", "2", "--steps", "1"])
+    ranks.refused("takes --comm dense, scalecom or local-topk",
+                  [sys.executable, TRAINER, "--learners", "2", "--comm",
+                   "gossip", "--steps", "1"])
