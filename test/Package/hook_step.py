@@ -1,6 +1,6 @@
 """Training steps with GradComm's ScaleCom from an installed package: DDP
 with the comm hook, or FSDP2 (fully_shard) with GradComm's reduce-scatter
-(--fsdp2). Run by test/Package/wheel.sh from outside the repository, and
+(--fsdp2). Run by test/Python/test_package.py from outside the repository, and
 by hand in a fresh environment (docs/pytorch.md, "Install").
 
 It checks that `gradcomm` and libgradcomm_runtime.so come from the
@@ -15,7 +15,7 @@ steps.
     mpiexec.mpich -n 2 python hook_step.py
 
 (Debian's torch 1.13 under Python 3.11 fails inside torchrun itself, so
-wheel.sh launches it with mpiexec; the process group then meets through a
+test_package.py launches it with mpiexec; the process group then meets through a
 file in the working folder.)
 """
 

@@ -44,7 +44,8 @@ def _output_tail(output, lines=60):
 
 
 class Ranks:
-    """Launches multi-rank jobs of this test (fixture `ranks`)."""
+    """Runs this test's jobs and commands in its folder (fixture
+    `ranks`)."""
 
     def __init__(self, work):
         self.work = work
@@ -57,7 +58,11 @@ class Ranks:
         # A fresh rendezvous file per job (file:// process groups).
         rendezvous = os.path.join(self.work, "rendezvous-%d" % self.jobs)
         env = dict(os.environ, GRADCOMM_TEST_RENDEZVOUS=rendezvous)
-        env.update(extra or {})
+        for name, value in (extra or {}).items():
+            if value is None:  # unset
+                env.pop(name, None)
+            else:
+                env[name] = value
         return env
 
     def _finish(self, what, rc, output, expect_ok):
@@ -73,11 +78,12 @@ class Ranks:
                         % (what, _output_tail(output)), pytrace=False)
         return output
 
-    def _run(self, command, env, what, expect_ok, timeout):
+    def _run(self, command, env, what, expect_ok, timeout, cwd=None):
         try:
             done = subprocess.run(command, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True,
-                                  env=env, timeout=timeout, cwd=self.work)
+                                  env=env, timeout=timeout,
+                                  cwd=cwd or self.work)
         except subprocess.TimeoutExpired as error:
             output = error.stdout or ""
             if isinstance(output, bytes):
@@ -86,6 +92,14 @@ class Ranks:
                         % (what, timeout, _output_tail(output)),
                         pytrace=False)
         return self._finish(what, done.returncode, done.stdout, expect_ok)
+
+    def command(self, *command, env=None, timeout=JOB_TIMEOUT, cwd=None):
+        """Any command (a tool of the build, ...) in the test's folder (or
+        `cwd`); it must succeed. `env` adds variables, or unsets those it
+        maps to None. Returns its output."""
+        command = [str(part) for part in command]
+        return self._run(command, self._env(env), " ".join(command), False,
+                         timeout, cwd)
 
     def python(self, script, *args, env=None, expect_ok=False,
                timeout=JOB_TIMEOUT):
@@ -159,6 +173,13 @@ class Ranks:
 def ranks(tmp_path):
     """Launches this test's multi-rank jobs (Ranks) in its own folder."""
     return Ranks(str(tmp_path))
+
+
+@pytest.fixture(scope="module")
+def module_ranks(tmp_path_factory):
+    """A Ranks whose folder the tests of one module share (for runs that
+    several tests read)."""
+    return Ranks(str(tmp_path_factory.mktemp("module")))
 
 
 @pytest.fixture

@@ -1,0 +1,82 @@
+"""The pip package end to end (pyproject.toml, docs/pytorch.md "Install"):
+a wheel of the repository built as a machine without MLIR and CUDA builds
+it (the runtime alone), installed into a fresh virtual environment whose
+only torch is the distribution's (Debian's python3-torch 1.13 through
+--system-site-packages; nothing is downloaded); then, from outside the
+repository and with no PYTHONPATH, a 2-rank DDP step with the ScaleCom
+hook (test/Package/hook_step.py: the package and its runtime come from
+that environment, the hook compresses, the ranks agree; under mpiexec, as
+torch 1.13's torchrun fails on Python 3.11) and the console script
+gradcomm-export.
+
+The wheel is built by the Python running pytest (it has scikit-build-core:
+python/requirements.txt); the fresh environment's base is
+$GRADCOMM_SECOND_PYTHON (default /usr/bin/python3)."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+BASE_PYTHON = os.environ.get("GRADCOMM_SECOND_PYTHON", "/usr/bin/python3")
+# What a program outside the repository must not be handed.
+WITHOUT = ("PYTHONPATH", "GRADCOMM_RUNTIME_LIBRARY", "GRADCOMM_PLAN",
+           "GRADCOMM_BIN")
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    work = str(tmp_path_factory.mktemp("wheel"))
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q",
+         "--disable-pip-version-check", "--no-input", "--no-build-isolation",
+         "--no-deps", "-w", os.path.join(work, "dist"), ROOT,
+         "--config-settings=build-dir=" + os.path.join(work, "build"),
+         "--config-settings=cmake.define.GRADCOMM_BUILD_COMPILER=OFF",
+         "--config-settings=cmake.define.GRADCOMM_ENABLE_CUDA=OFF"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        timeout=600)
+    assert done.returncode == 0, done.stdout[-4000:]
+    (name,) = os.listdir(os.path.join(work, "dist"))
+    return os.path.join(work, "dist", name)
+
+
+def test_wheel_holds_the_runtime(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for name in ("gradcomm/_libs/libgradcomm_runtime.so",
+                 "gradcomm/_install.py", "gradcomm/torch/ddp.py",
+                 "gradcomm/include/gradcomm/runtime.h"):
+        assert name in names
+
+
+def test_step_from_a_fresh_environment(wheel, ranks):
+    probe = subprocess.run([BASE_PYTHON, "-c", "import torch"],
+                           capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("%s has no torch" % BASE_PYTHON)
+    # Everything in a folder outside the repository (the build tree is
+    # inside it).
+    with tempfile.TemporaryDirectory(prefix="gradcomm-wheel-") as outside:
+        venv = os.path.join(outside, "venv")
+        ranks.command(BASE_PYTHON, "-m", "venv", "--system-site-packages",
+                      venv)
+        python = os.path.join(venv, "bin", "python")
+        ranks.command(python, "-m", "pip", "install", "-q",
+                      "--disable-pip-version-check", "--no-input",
+                      "--no-index", wheel)
+        shutil.copy(os.path.join(ROOT, "test", "Package", "hook_step.py"),
+                    outside)
+        clean = {name: None for name in WITHOUT}
+        output = ranks.command(ranks.mpiexec_path, "-n", 2, python,
+                               "hook_step.py", env=clean, cwd=outside)
+        assert "ok: cnn under DDP" in output
+        help_text = ranks.command(os.path.join(venv, "bin",
+                                               "gradcomm-export"),
+                                  "--help", env=clean, cwd=outside)
+        assert "MODULE:FACTORY" in help_text
