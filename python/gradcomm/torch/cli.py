@@ -20,6 +20,9 @@ def load_factory(spec):
     if module_name.endswith(".py"):
         if not os.path.isfile(module_name):
             raise ExportError("no such file: %s" % module_name)
+        # The user's model file imports its neighbours as it would when
+        # run as `python file.py` (Python puts a script's folder first on
+        # sys.path); the package itself never needs this.
         sys.path.insert(0, os.path.dirname(os.path.abspath(module_name)))
         loader = importlib.util.spec_from_file_location(
             "gradcomm_export_models", module_name)
