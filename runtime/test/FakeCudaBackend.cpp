@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -35,6 +36,8 @@ namespace {
 
 bool started = false;
 std::set<void *> buffers;
+// cudaMalloc and cudaFree are thread-safe, so the stand-in's record is too.
+std::mutex buffersMutex;
 std::set<void *> completions;
 std::set<void *> groups;
 cpu::SelectScratch scratch;
@@ -87,6 +90,7 @@ int allocate(float **memory, int64_t count, char *error) {
   *memory = static_cast<float *>(std::calloc(count, sizeof(float)));
   if (!*memory)
     return fail(error, "fake cuda backend: out of memory");
+  std::lock_guard<std::mutex> lock(buffersMutex);
   buffers.insert(*memory);
   return 0;
 }
@@ -94,6 +98,7 @@ int allocate(float **memory, int64_t count, char *error) {
 void release(float *memory) {
   if (!memory)
     return;
+  std::lock_guard<std::mutex> lock(buffersMutex);
   if (buffers.erase(memory) == 0) {
     std::fprintf(stderr, "fake cuda backend: release of %p, not allocated\n",
                  static_cast<void *>(memory));

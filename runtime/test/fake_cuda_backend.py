@@ -12,6 +12,7 @@ Usage: fake_cuda_backend.py <dir with libgradcomm_runtime.so> <work dir>
 """
 
 import ctypes
+import threading
 import os
 import sys
 
@@ -462,6 +463,28 @@ assert np.array_equal(read_state(b"w", 20000), memory), "restore differs"
 buffer = lib._mlir_memref_to_llvm_alloc(4096)
 assert buffer, "no buffer for compiled code"
 lib.gradcomm_free_buffer(buffer)
+
+
+# On several threads at once (ctypes releases the GIL, as trainers' threads
+# and the runner do): the runtime's record of backend buffers stays whole.
+def churn(errors):
+    try:
+        for _ in range(20000):
+            pointers = [lib._mlir_memref_to_llvm_alloc(256) for _ in range(4)]
+            assert all(pointers), "no buffer for compiled code"
+            for pointer in pointers:
+                lib.gradcomm_free_buffer(pointer)
+    except Exception as error:  # reported below, on the main thread
+        errors.append(error)
+
+
+errors = []
+threads = [threading.Thread(target=churn, args=(errors,)) for _ in range(4)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+assert not errors, "concurrent allocations: %s" % errors
 
 # The exchanges moved the center away from the first call's x, and the
 # wire is not ignored.

@@ -12,11 +12,13 @@
 #include "Wire.h"
 #include "gradcomm/runtime_memref.h"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <vector>
 
 using namespace gradcomm;
@@ -1099,9 +1101,48 @@ namespace {
 
 /// Buffers handed out to compiled code by a backend whose tensors are not
 /// host memory, with that backend, so a free finds it even if the trainer
-/// frees after switching.
-std::map<void *, const Backend *> &backendBuffers() {
-  static std::map<void *, const Backend *> buffers;
+/// frees after switching. Compiled steps may allocate and free on several
+/// threads at once (a trainer's threads, the ctypes runner, which releases
+/// the GIL), so the map is guarded; `live` lets the host path, where it
+/// stays empty, skip the lock on every free.
+class BackendBuffers {
+public:
+  void add(void *memory, const Backend *owner) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    owners_.emplace(memory, owner);
+    live_.fetch_add(1, std::memory_order_release);
+  }
+
+  /// The backend that allocated `memory`, forgotten now; null for host
+  /// memory.
+  const Backend *take(void *memory) {
+    if (live_.load(std::memory_order_acquire) == 0)
+      return nullptr;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = owners_.find(memory);
+    if (it == owners_.end())
+      return nullptr;
+    const Backend *owner = it->second;
+    owners_.erase(it);
+    live_.fetch_sub(1, std::memory_order_release);
+    return owner;
+  }
+
+  bool contains(void *memory) {
+    if (live_.load(std::memory_order_acquire) == 0)
+      return false;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return owners_.count(memory) != 0;
+  }
+
+private:
+  std::mutex mutex_;
+  std::map<void *, const Backend *> owners_;
+  std::atomic<size_t> live_{0};
+};
+
+BackendBuffers &backendBuffers() {
+  static BackendBuffers buffers;
   return buffers;
 }
 
@@ -1123,7 +1164,7 @@ void *allocateForCompiledCode(size_t alignment, size_t size) {
       std::fprintf(stderr, "%s\n", gradcomm_last_error());
       return nullptr;
     }
-    backendBuffers().emplace(memory, &selected);
+    backendBuffers().add(memory, &selected);
     return memory;
   }
   size_t rounded = (size + alignment - 1) / alignment * alignment;
@@ -1145,14 +1186,11 @@ void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size) {
 void _mlir_memref_to_llvm_free(void *pointer) {
   if (!pointer)
     return;
-  auto &buffers = backendBuffers();
-  auto it = buffers.find(pointer);
-  if (it == buffers.end()) {
+  const Backend *owner = backendBuffers().take(pointer);
+  if (!owner) {
     std::free(pointer);
     return;
   }
-  const Backend *owner = it->second;
-  buffers.erase(it);
   owner->release(static_cast<float *>(pointer));
 }
 
@@ -1205,7 +1243,7 @@ void copyStrided(const StridedView &from, const StridedView &to, int64_t rank,
 bool isDeviceBuffer(const gradcomm_unranked_memref *memref) {
   void *allocated =
       reinterpret_cast<void *>(static_cast<int64_t *>(memref->descriptor)[0]);
-  return backendBuffers().count(allocated) != 0;
+  return backendBuffers().contains(allocated);
 }
 
 } // namespace
