@@ -100,7 +100,12 @@ def main():
         check_fsdp2(model, state, args)
     else:
         check_ddp(model, state, args)
+    # Every rank leaves together, and the model with its hook's state goes
+    # before the process group (as examples/pytorch/train_fmnist.py does):
+    # a DDP reducer that outlived its group hung one exit in a few under
+    # torch 1.13.
     dist.barrier()
+    del model, optimizer, state
     dist.destroy_process_group()
 
 
