@@ -78,7 +78,9 @@ class Ranks:
                         % (what, _output_tail(output)), pytrace=False)
         return output
 
-    def _run(self, command, env, what, expect_ok, timeout, cwd=None):
+    def _completed(self, command, env, what, timeout, cwd=None):
+        """(exit status, output) of `command`; fails the test when it does
+        not end within `timeout` seconds."""
         try:
             done = subprocess.run(command, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True,
@@ -91,7 +93,11 @@ class Ranks:
             pytest.fail("%s: no end within %d s\n%s"
                         % (what, timeout, _output_tail(output)),
                         pytrace=False)
-        return self._finish(what, done.returncode, done.stdout, expect_ok)
+        return done.returncode, done.stdout
+
+    def _run(self, command, env, what, expect_ok, timeout, cwd=None):
+        rc, output = self._completed(command, env, what, timeout, cwd)
+        return self._finish(what, rc, output, expect_ok)
 
     def command(self, *command, env=None, timeout=JOB_TIMEOUT, cwd=None):
         """Any command (a tool of the build, ...) in the test's folder (or
@@ -110,18 +116,12 @@ class Ranks:
 
     def refused(self, expected, command, timeout=120):
         """`command` (a list) must fail and say `expected`."""
-        try:
-            done = subprocess.run(command, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True,
-                                  env=self._env(None), timeout=timeout,
-                                  cwd=self.work)
-        except subprocess.TimeoutExpired:
-            pytest.fail("refusal expected, no end within %d s: %s"
-                        % (timeout, " ".join(command)), pytrace=False)
-        if done.returncode == 0 or expected not in done.stdout:
+        rc, output = self._completed(command, self._env(None),
+                                     "refusal expected: " + " ".join(command),
+                                     timeout)
+        if rc == 0 or expected not in output:
             pytest.fail("expected a refusal saying %r, got exit %d:\n%s"
-                        % (expected, done.returncode,
-                           _output_tail(done.stdout)), pytrace=False)
+                        % (expected, rc, _output_tail(output)), pytrace=False)
 
     def mpiexec(self, n, script, *args, env=None, expect_ok=True,
                 timeout=JOB_TIMEOUT):
