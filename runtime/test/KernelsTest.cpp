@@ -373,7 +373,7 @@ TEST(Schedule, PairingsAreSymmetric) {
        {GRADCOMM_SCHEDULE_MATCHING, GRADCOMM_SCHEDULE_RING,
         GRADCOMM_SCHEDULE_HYPERCUBE}) {
     for (int n = 1; n <= 9; ++n) {
-      if (schedule == GRADCOMM_SCHEDULE_HYPERCUBE && (n & (n - 1)) != 0)
+      if (scheduleRefusal(schedule, n, /*pairing=*/true) != nullptr)
         continue;
       for (uint64_t step = 0; step < 24; ++step) {
         int sittingOut = 0;
@@ -393,6 +393,21 @@ TEST(Schedule, PairingsAreSymmetric) {
       }
     }
   }
+}
+
+TEST(Schedule, RefusesWhatItCannotServe) {
+  // One rule for the runtime and the simulator (gradcomm-plan --simulate).
+  for (int n : {1, 2, 4, 8, 1024})
+    EXPECT_EQ(scheduleRefusal(GRADCOMM_SCHEDULE_HYPERCUBE, n, true), nullptr);
+  for (int n : {0, 3, 6, 12})
+    EXPECT_STREQ(scheduleRefusal(GRADCOMM_SCHEDULE_HYPERCUBE, n, true),
+                 "the hypercube schedule needs a power-of-two number of ranks");
+  EXPECT_EQ(scheduleRefusal(GRADCOMM_SCHEDULE_MATCHING, 7, true), nullptr);
+  EXPECT_EQ(scheduleRefusal(GRADCOMM_SCHEDULE_RING, 7, true), nullptr);
+  EXPECT_EQ(scheduleRefusal(GRADCOMM_SCHEDULE_RANDOM, 7, false), nullptr);
+  EXPECT_NE(scheduleRefusal(GRADCOMM_SCHEDULE_RANDOM, 7, true), nullptr);
+  EXPECT_STREQ(scheduleRefusal(static_cast<gradcomm_schedule>(9), 4, false),
+               "unknown schedule");
 }
 
 TEST(Schedule, HypercubeCyclesDimensions) {

@@ -6,6 +6,8 @@
 // RUN: diff %t.a %t.b
 // RUN: gradcomm-plan %s --simulate --sweep-ranks 2 --strategies scalecom-r100,scalecom-r100-exact | FileCheck %s --check-prefix=EXACT
 // RUN: gradcomm-plan %s --bandwidth 1Gbit --latency 10us --memory-bandwidth 10GB --simulate --sweep-ranks 2,4 --steps 20 --strategies reduce-scatter,scalecom-rs-r100,scalecom-r100 | FileCheck %s --check-prefix=SHARDED
+// RUN: gradcomm-plan %s --bandwidth 1Gbit --latency 10us --memory-bandwidth 10GB --simulate --sweep-ranks 8 --steps 20 --no-agreement --straggler-rate 0.3 --strategies gossip,gossip-ring,gossip-hypercube | FileCheck %s --check-prefix=SCHEDULES
+// RUN: not gradcomm-plan %s --simulate --sweep-ranks 8,6 --strategies gossip,gossip-hypercube 2>&1 | FileCheck %s --check-prefix=HYPERCUBE-6
 // RUN: not gradcomm-plan %s --simulate --strategies dense,allgather 2>&1 | FileCheck %s --check-prefix=BAD-STRATEGY
 // RUN: not gradcomm-plan %s --simulate --straggler-rate 2 2>&1 | FileCheck %s --check-prefix=BAD-RATE
 // RUN: not gradcomm-plan %s --simulate --sweep-ranks 0 2>&1 | FileCheck %s --check-prefix=BAD-RANKS
@@ -18,7 +20,7 @@
 //   8 ns = 33.574 ms) + the 16 KiB one (0.151 ms) + two agreements
 //   (2 * (10 us + 464 B * 8 ns) = 2 * 13.71 us) = 83.753 ms, as
 //   gradcomm-plan's dense total says.
-// * asynchronous gossip, 2 ranks: 50 ms + the 4 MiB push (33.554 ms +
+// * asynchronous gossip (the runtime's random schedule), 2 ranks: 50 ms + the 4 MiB push (33.554 ms +
 //   10 us) + the mix (12 B per element at 10 GB/s, 1.258 ms) + the small
 //   tensor's = 84.969 ms; from 16 ranks, pushes to random peers meet at a
 //   rank's link and queue (the wait row).
@@ -32,8 +34,8 @@
 // CHECK-NEXT: ms per step (mean over ranks)
 // CHECK-NEXT: ranks dense scalecom-r100 local-topk-r100 gossip gossip-async easgd-p4 easgd-async-p4
 // CHECK-NEXT: 2 83.753 52.594 58.216 84.982 84.969 58.880 58.847
-// CHECK-NEXT: 16 113.430 53.345 72.617 85.024 91.335 66.361 227.024
-// CHECK-NEXT: 1024 117.979 54.302 1101.598 85.106 94.818 67.622 15479.755
+// CHECK-NEXT: 16 113.430 53.345 72.617 85.024 91.435 66.361 227.024
+// CHECK-NEXT: 1024 117.979 54.302 1101.598 85.106 94.380 67.622 15479.755
 // CHECK-NEXT: MB sent per rank per step
 // CHECK-NEXT: ranks
 // CHECK-NEXT: 2 4.2116 0.0483 0.1273
@@ -42,7 +44,7 @@
 // CHECK:      ms a rank waits per step
 // CHECK-NEXT: ranks
 // CHECK-NEXT: 2 0.000 0.000 0.000 {{[0-9.]+}} 0.000 0.000 0.000
-// CHECK-NEXT: 16 0.000 0.000 0.000 {{[0-9.]+}} 6.366 0.000 160.803
+// CHECK-NEXT: 16 0.000 0.000 0.000 {{[0-9.]+}} 6.467 0.000 160.803
 // CHECK:      non-zeros of the summed gradient / k
 // CHECK-NEXT: ranks
 // CHECK-NEXT: 2 1.00 1.00 1.96
@@ -56,7 +58,7 @@
 // Every rank twice as slow every step: dense waits for nobody (all are
 // equally slow) and costs 50 ms more.
 // SLOW:      2 133.753 134.969
-// SLOW-NEXT: 16 163.430 139.076
+// SLOW-NEXT: 16 163.430 139.703
 
 // The exact selection's passes (40 B per element more at the default
 // 20 GB/s: 2.1 ms for the 1M + 4096 elements) on top of the chunk path,
@@ -79,6 +81,16 @@
 // SHARDED:      MB sent per rank per step
 // SHARDED-NEXT: ranks
 // SHARDED-NEXT: 2 2.1063 0.0272 0.0483
+
+// Synchronous gossip pairs ranks with the runtime's own schedule
+// (runtime/src/kernels/Schedule.h): "gossip" is the gossip rewrite's
+// default, matching. Without the agreement a rank waits for its peer only,
+// so with stragglers the schedules differ. The hypercube needs a
+// power-of-two group, in the simulator as in the runtime.
+// SCHEDULES:      ranks gossip gossip-ring gossip-hypercube
+// SCHEDULES-NEXT: 8 203.094 197.469 199.344
+// HYPERCUBE-6: gradcomm-plan: --strategies: gossip-hypercube on 6 ranks: the hypercube schedule needs a power-of-two number of ranks (the runtime refuses it)
+// HYPERCUBE-6-NOT: simulated:
 
 // BAD-STRATEGY: gradcomm-plan: --strategies: unknown strategy 'allgather'
 // BAD-RATE: gradcomm-plan: --straggler-rate must be in [0, 1]

@@ -32,8 +32,9 @@ static cl::list<int64_t>
 static cl::list<std::string> strategyNames(
     "strategies",
     cl::desc("--simulate: dense, scalecom-rR (chunk selection), "
-             "scalecom-rR-exact, local-topk-rR, gossip, "
-             "gossip-async, easgd-pP, easgd-async-pP (default: dense, "
+             "scalecom-rR-exact, local-topk-rR, gossip (the matching "
+             "schedule), gossip-ring, gossip-hypercube, gossip-async (the "
+             "random schedule), easgd-pP, easgd-async-pP (default: dense, "
              "scalecom-r100, local-topk-r100, gossip, gossip-async, "
              "easgd-p4, easgd-async-p4)"),
     cl::CommaSeparated, cl::cat(planCategory));
@@ -118,6 +119,12 @@ int mlir::gradcomm::runSimulation(const ClusterModel &cluster,
     }
     strategies.push_back(*strategy);
   }
+  for (int64_t n : rankCounts)
+    for (const SimulatedStrategy &strategy : strategies)
+      if (llvm::Error refused = checkSimulatable(strategy, n)) {
+        fail("--strategies: " + llvm::toString(std::move(refused)));
+        return 1;
+      }
   SimulationConfig config;
   config.tensors.assign(tensors.begin(), tensors.end());
   config.computeSeconds = computeMs / 1e3;

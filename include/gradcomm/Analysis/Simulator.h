@@ -28,13 +28,17 @@ enum class SimulatedKind {
   Dense,         // all-reduce of every gradient, every step
   ScaleCom,      // index broadcast + value all-reduce (ratio)
   LocalTopk,     // all-gather of k values and indices per rank (ratio)
-  Gossip,        // synchronous pairwise exchange (hypercube matching)
+  Gossip,        // synchronous pairwise exchange with the schedule's peer
   GossipAsync,   // push to a random peer's mailbox, never wait (one-sided)
   Easgd,         // all-reduce every `period` steps
   EasgdAsync,    // read and accumulate the center on rank 0 every `period`
   ReduceScatter, // sharded: reduce-scatter of every gradient
   ScaleComReduceScatter, // sharded: index broadcast + value reduce-scatter
 };
+
+/// Synchronous gossip's peer schedule, as the runtime's gradcomm_schedule
+/// (the same values; the peers come from the runtime's own schedule).
+enum class SimulatedSchedule { Matching = 0, Ring = 1, Hypercube = 2 };
 
 struct SimulatedStrategy {
   std::string name;
@@ -43,12 +47,15 @@ struct SimulatedStrategy {
   int64_t period = 1;
   /// ScaleCom: the leader's exact top-k instead of the chunk path.
   bool exactSelection = false;
+  /// Gossip: the gossip rewrite's default schedule unless the name says.
+  SimulatedSchedule schedule = SimulatedSchedule::Matching;
 };
 
 /// Parses "dense", "scalecom-r100" (chunk selection), "scalecom-r100-exact",
-/// "local-topk-r100", "gossip",
-/// "gossip-async", "easgd-p4", "easgd-async-p4", and for sharded training
-/// "reduce-scatter", "scalecom-rs-r100" and "scalecom-rs-r100-exact".
+/// "local-topk-r100", "gossip" (the matching schedule), "gossip-ring",
+/// "gossip-hypercube", "gossip-async", "easgd-p4", "easgd-async-p4", and for
+/// sharded training "reduce-scatter", "scalecom-rs-r100" and
+/// "scalecom-rs-r100-exact".
 llvm::Expected<SimulatedStrategy> parseSimulatedStrategy(StringRef name);
 
 struct SimulationConfig {
@@ -80,10 +87,16 @@ struct SimulationResult {
   double waitPerStep = 0;
 };
 
+/// Fails, with the runtime's reason, where the runtime would refuse
+/// `strategy` on `ranks` ranks (the hypercube schedule on a group that is
+/// not a power of two).
+llvm::Error checkSimulatable(const SimulatedStrategy &strategy, int64_t ranks);
+
 /// Replays `config.steps` steps of `strategy` on `model.ranks` ranks.
 /// `agreement`: every synchronous call joins the runtime's agreement (an
 /// all-reduce over all ranks; the runtime's default), so synchronous
-/// gossip also waits for the whole group, not only for its peer.
+/// gossip also waits for the whole group, not only for its peer. Only for
+/// what checkSimulatable accepts.
 SimulationResult simulate(const ClusterModel &model,
                           const SimulatedStrategy &strategy,
                           const SimulationConfig &config, bool agreement);

@@ -18,6 +18,10 @@
 
 #include "gradcomm/Analysis/Simulator.h"
 
+// The runtime's peer schedules (header-only, runtime/src/kernels): the
+// simulated exchanges are the ones the runtime makes.
+#include "Schedule.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -48,15 +52,24 @@ double computeSeconds(const SimulationConfig &config, int64_t rank,
   return config.computeSeconds * (slow ? config.stragglerFactor : 1.0);
 }
 
-/// The hypercube matching's peer of `rank` at `step`, or -1 (sits out).
-int64_t hypercubePeer(int64_t rank, int64_t ranks, int64_t step) {
-  int64_t dimensions = 0;
-  while ((int64_t(1) << dimensions) < ranks)
-    ++dimensions;
-  if (dimensions == 0)
-    return -1;
-  const int64_t peer = rank ^ (int64_t(1) << (step % dimensions));
-  return peer < ranks ? peer : -1;
+static_assert(static_cast<int>(SimulatedSchedule::Matching) ==
+                      GRADCOMM_SCHEDULE_MATCHING &&
+                  static_cast<int>(SimulatedSchedule::Ring) ==
+                      GRADCOMM_SCHEDULE_RING &&
+                  static_cast<int>(SimulatedSchedule::Hypercube) ==
+                      GRADCOMM_SCHEDULE_HYPERCUBE,
+              "SimulatedSchedule and gradcomm_schedule disagree");
+
+gradcomm_schedule runtimeSchedule(SimulatedSchedule schedule) {
+  return static_cast<gradcomm_schedule>(schedule);
+}
+
+/// The runtime's peer of `rank` at `step` (-1: it sits out this step).
+int64_t peerOf(gradcomm_schedule schedule, uint64_t seed, int64_t rank,
+               int64_t ranks, int64_t step) {
+  return ::gradcomm::schedulePeer(schedule, seed, static_cast<uint64_t>(step),
+                                  static_cast<int>(rank),
+                                  static_cast<int>(ranks));
 }
 
 /// What one step of a synchronous strategy costs, and sends, per rank.
@@ -143,9 +156,11 @@ SimulationResult simulateSynchronous(const ClusterModel &model,
   return perStep(clock, config.steps, waited, bytes);
 }
 
-/// Synchronous gossip: a pairwise exchange with the hypercube peer; with
-/// the agreement, every step is also a group-wide synchronization.
+/// Synchronous gossip: a pairwise exchange with the schedule's peer (the
+/// gossip op's seed is the simulation's); with the agreement, every step
+/// is also a group-wide synchronization.
 SimulationResult simulateGossip(const ClusterModel &model,
+                                SimulatedSchedule schedule,
                                 const SimulationConfig &config,
                                 bool agreement) {
   const int64_t n = model.ranks;
@@ -160,7 +175,7 @@ SimulationResult simulateGossip(const ClusterModel &model,
   for (int64_t step = 0; step < config.steps; ++step) {
     const double last = computePhase(config, step, clock, ready);
     for (int64_t i = 0; i < n; ++i) {
-      int64_t peer = hypercubePeer(i, n, step);
+      int64_t peer = peerOf(runtimeSchedule(schedule), config.seed, i, n, step);
       double start = agreement  ? last + agreementSeconds(model)
                      : peer < 0 ? ready[i]
                                 : std::max(ready[i], ready[peer]);
@@ -206,11 +221,10 @@ SimulationResult simulateAsynchronous(const ClusterModel &model,
     const int64_t step = stepOf[i];
     double t = at;
     if (n > 1 && strategy.kind == SimulatedKind::GossipAsync) {
-      // Push to a random other rank's mailbox: its inbound link carries
-      // the message; the flush returns when it is delivered. Then mix.
-      int64_t peer = static_cast<int64_t>(uniform(config.seed, i, step, 2) *
-                                          static_cast<double>(n - 1));
-      peer += peer >= i;
+      // Push to a random other rank's mailbox (the runtime's own draw):
+      // its inbound link carries the message; the flush returns when it
+      // is delivered. Then mix.
+      int64_t peer = peerOf(GRADCOMM_SCHEDULE_RANDOM, config.seed, i, n, step);
       for (int64_t elements : config.tensors) {
         t = inbound[peer].carry(t, 4.0 * elements * beta, waited) + alpha;
         t += 12.0 * elements * memory;
@@ -250,8 +264,14 @@ mlir::gradcomm::parseSimulatedStrategy(StringRef name) {
   };
   if (name == "dense") {
     strategy.kind = SimulatedKind::Dense;
-  } else if (name == "gossip") {
+  } else if (name == "gossip" || name == "gossip-matching") {
     strategy.kind = SimulatedKind::Gossip;
+  } else if (name == "gossip-ring") {
+    strategy.kind = SimulatedKind::Gossip;
+    strategy.schedule = SimulatedSchedule::Ring;
+  } else if (name == "gossip-hypercube") {
+    strategy.kind = SimulatedKind::Gossip;
+    strategy.schedule = SimulatedSchedule::Hypercube;
   } else if (name == "gossip-async") {
     strategy.kind = SimulatedKind::GossipAsync;
   } else if (name == "reduce-scatter") {
@@ -278,12 +298,26 @@ mlir::gradcomm::parseSimulatedStrategy(StringRef name) {
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         llvm::formatv("unknown strategy '{0}': expected dense, scalecom-rR, "
-                      "scalecom-rR-exact, local-topk-rR, gossip, gossip-async, "
+                      "scalecom-rR-exact, local-topk-rR, gossip, gossip-ring, "
+                      "gossip-hypercube, gossip-async, "
                       "easgd-pP, easgd-async-pP, reduce-scatter, "
                       "scalecom-rs-rR or scalecom-rs-rR-exact (R, P >= 1)",
                       name));
   }
   return strategy;
+}
+
+llvm::Error mlir::gradcomm::checkSimulatable(const SimulatedStrategy &strategy,
+                                             int64_t ranks) {
+  if (strategy.kind != SimulatedKind::Gossip)
+    return llvm::Error::success();
+  if (const char *refusal = ::gradcomm::scheduleRefusal(
+          runtimeSchedule(strategy.schedule), ranks, /*pairing=*/true))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("{0} on {1} ranks: {2} (the runtime refuses it)",
+                      strategy.name, ranks, refusal));
+  return llvm::Error::success();
 }
 
 SimulationResult mlir::gradcomm::simulate(const ClusterModel &model,
@@ -293,7 +327,7 @@ SimulationResult mlir::gradcomm::simulate(const ClusterModel &model,
   SimulationResult result;
   switch (strategy.kind) {
   case SimulatedKind::Gossip:
-    result = simulateGossip(model, config, agreement);
+    result = simulateGossip(model, strategy.schedule, config, agreement);
     break;
   case SimulatedKind::GossipAsync:
   case SimulatedKind::EasgdAsync:

@@ -22,23 +22,15 @@ using namespace gradcomm;
 gradcomm_status gradcomm::validateSchedule(const Call &call,
                                            gradcomm_schedule schedule, int size,
                                            bool pairing) {
-  if (schedule != GRADCOMM_SCHEDULE_MATCHING &&
-      schedule != GRADCOMM_SCHEDULE_RING &&
-      schedule != GRADCOMM_SCHEDULE_HYPERCUBE &&
-      schedule != GRADCOMM_SCHEDULE_RANDOM)
-    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                     "unknown schedule " +
-                         std::to_string(static_cast<int>(schedule)));
-  if (pairing && schedule == GRADCOMM_SCHEDULE_RANDOM)
-    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                     "the random schedule is not a pairing: it serves "
-                     "asynchronous gossip only");
-  if (schedule == GRADCOMM_SCHEDULE_HYPERCUBE && (size & (size - 1)) != 0)
-    return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT,
-                     "the hypercube schedule needs a power-of-two number of "
-                     "ranks, got " +
-                         std::to_string(size));
-  return GRADCOMM_OK;
+  const char *refusal = scheduleRefusal(schedule, size, pairing);
+  if (refusal == nullptr)
+    return GRADCOMM_OK;
+  std::string message = refusal;
+  if (schedule == GRADCOMM_SCHEDULE_HYPERCUBE)
+    message += ", got " + std::to_string(size);
+  else if (schedule != GRADCOMM_SCHEDULE_RANDOM)
+    message += " " + std::to_string(static_cast<int>(schedule));
+  return call.fail(GRADCOMM_ERR_INVALID_ARGUMENT, message);
 }
 
 gradcomm_status gradcomm_gossip_peer(gradcomm_schedule schedule, uint64_t seed,

@@ -1,16 +1,29 @@
-//===- Schedule.cpp - Coordination-free gossip peer schedules -------------===//
+//===- Schedule.h - Coordination-free gossip peer schedules -----*- C++ -*-===//
 //
 // Part of the GradComm project.
 //
+// Who exchanges with whom at each gossip step, computed by every rank on
+// its own from (schedule, seed, step, rank, size), and which group sizes a
+// schedule serves. Header-only and free of the runtime's state: the
+// runtime's gossip ops and the compiler's simulator (gradcomm-plan
+// --simulate) include this one definition, so a predicted exchange is the
+// one the runtime makes.
+//
 //===----------------------------------------------------------------------===//
 
-#include "Schedule.h"
+#ifndef GRADCOMM_RUNTIME_SCHEDULE_H
+#define GRADCOMM_RUNTIME_SCHEDULE_H
 
+#include "gradcomm/runtime.h"
+
+#include <cstdint>
 #include <numeric>
 #include <utility>
 #include <vector>
 
-namespace {
+namespace gradcomm {
+
+namespace schedule_detail {
 
 /// SplitMix64: a tiny, portable generator, so the matching is the same on
 /// every rank, compiler and platform (std:: distributions are not).
@@ -33,7 +46,7 @@ struct SplitMix64 {
   }
 };
 
-int matchingPeer(uint64_t seed, uint64_t step, int rank, int size) {
+inline int matchingPeer(uint64_t seed, uint64_t step, int rank, int size) {
   // Seeded by (seed, step) only: the gossip stream is independent of any
   // data RNG and of the rank.
   SplitMix64 rng{seed * 0x2545f4914f6cdd1dull ^ (step + 1)};
@@ -51,7 +64,7 @@ int matchingPeer(uint64_t seed, uint64_t step, int rank, int size) {
   return -1;
 }
 
-int ringPeer(uint64_t step, int rank, int size) {
+inline int ringPeer(uint64_t step, int rank, int size) {
   // Right neighbour when step + rank is even, left otherwise: r pairs with
   // r + 1 exactly when r + 1 pairs with r. With odd n the pair across the
   // wrap-around would clash, so the rank without a partner sits out.
@@ -62,14 +75,15 @@ int ringPeer(uint64_t step, int rank, int size) {
   return peer >= 0 && peer < size ? peer : -1;
 }
 
-int hypercubePeer(uint64_t step, int rank, int size) {
+/// Only for a power-of-two `size` (scheduleRefusal says so otherwise).
+inline int hypercubePeer(uint64_t step, int rank, int size) {
   int dimensions = 0;
   while ((1 << dimensions) < size)
     ++dimensions;
   return rank ^ (1 << (step % dimensions));
 }
 
-int randomPeer(uint64_t seed, uint64_t step, int rank, int size) {
+inline int randomPeer(uint64_t seed, uint64_t step, int rank, int size) {
   // Seeded by (seed, rank, step): every rank draws its own peer.
   SplitMix64 rng{seed * 0x2545f4914f6cdd1dull ^
                  (static_cast<uint64_t>(rank) * 0x9e3779b97f4a7c15ull) ^
@@ -78,10 +92,37 @@ int randomPeer(uint64_t seed, uint64_t step, int rank, int size) {
   return other < rank ? other : other + 1;
 }
 
-} // namespace
+} // namespace schedule_detail
 
-int gradcomm::schedulePeer(gradcomm_schedule schedule, uint64_t seed,
-                           uint64_t step, int rank, int size) {
+/// Why `schedule` cannot serve a group of `size` ranks (`pairing`: the
+/// synchronous exchange, which needs peer(peer(r)) == r), or nullptr when
+/// it can. The messages are the runtime's; callers add the numbers.
+inline const char *scheduleRefusal(gradcomm_schedule schedule, int64_t size,
+                                   bool pairing) {
+  switch (schedule) {
+  case GRADCOMM_SCHEDULE_MATCHING:
+  case GRADCOMM_SCHEDULE_RING:
+    return nullptr;
+  case GRADCOMM_SCHEDULE_HYPERCUBE:
+    // Every rank must have a partner in every dimension.
+    return size > 0 && (size & (size - 1)) == 0
+               ? nullptr
+               : "the hypercube schedule needs a power-of-two number of ranks";
+  case GRADCOMM_SCHEDULE_RANDOM:
+    return pairing ? "the random schedule is not a pairing: it serves "
+                     "asynchronous gossip only"
+                   : nullptr;
+  }
+  return "unknown schedule";
+}
+
+/// The peer of `rank` at `step`, or -1 when it sits out. Every rank
+/// computes the same symmetric pairing, peer(peer(r)) == r, except under
+/// GRADCOMM_SCHEDULE_RANDOM (an independent draw per rank). Only for a
+/// schedule and size that scheduleRefusal accepts.
+inline int schedulePeer(gradcomm_schedule schedule, uint64_t seed,
+                        uint64_t step, int rank, int size) {
+  using namespace schedule_detail;
   if (size < 2)
     return -1;
   switch (schedule) {
@@ -96,3 +137,7 @@ int gradcomm::schedulePeer(gradcomm_schedule schedule, uint64_t seed,
   }
   return -1;
 }
+
+} // namespace gradcomm
+
+#endif // GRADCOMM_RUNTIME_SCHEDULE_H
