@@ -79,6 +79,11 @@ public:
   float *data() const { return pointer; }
   /// Releases the memory (src/common/Backend.cpp).
   void reset();
+  /// Exchanges the two buffers (of one backend), moving no data.
+  void swap(BackendMemory &other) noexcept {
+    std::swap(owner, other.owner);
+    std::swap(pointer, other.pointer);
+  }
 
 private:
   const Backend *owner = nullptr;
@@ -98,10 +103,14 @@ struct State {
   /// allocate: leader indices and this rank's k values.
   std::vector<int64_t> indices;
   std::vector<float> values;
-  /// gradcomm_scalecom_recipe_f32's scratch: the clipped gradient or the
-  /// communicated velocity, and the velocity before masking.
+  /// gradcomm_scalecom_recipe_f32's scratch: the clipped gradient or
+  /// Nesterov's communicated velocity.
   std::vector<float> recipeInput;
-  std::vector<float> recipeVelocity;
+  /// A velocity state's u' of the step under way, on the host: written by
+  /// recipeInput, swapped with `memory` when the step commits, so the
+  /// commit moves no data and a step that fails or is skipped leaves the
+  /// velocity as it was (reserveNextVelocity allocates it).
+  BackendMemory nextVelocity;
   /// The same on a device backend, allocated there at first use.
   BackendMemory deviceRecipeInput;
   BackendMemory deviceRecipeVelocity;

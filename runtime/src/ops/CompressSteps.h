@@ -98,15 +98,23 @@ bool denseStep(const gradcomm_scalecom_options &options, uint64_t step);
 int64_t stepK(const gradcomm_scalecom_options &options, int64_t count,
               uint64_t step);
 
+/// A velocity state's nextVelocity, allocated by `host` (a backend whose
+/// tensors are on the host) unless it already is: call it where the state
+/// is looked up, so a rank that cannot allocate fails with the others.
+gradcomm_status reserveNextVelocity(const Call &call, const Backend &host,
+                                    State &velocity);
+
 /// What the step communicates: `grad`, clipped, through the velocity
-/// (`velocity` null: none).
+/// (`velocity` null: none; else its nextVelocity is reserved and receives
+/// u').
 const float *recipeInput(const gradcomm_scalecom_options &options,
                          const float *grad, int64_t count, State &state,
-                         const State *velocity);
+                         State *velocity);
 
-/// After a step that ran: the velocity becomes u' (state.recipeVelocity),
-/// zeroed at the sent indices (state.indices) of a compressed step.
-void commitVelocity(State &state, State *velocity, bool compressed);
+/// After a step that ran: the velocity becomes u' (its nextVelocity,
+/// swapped in), zeroed at the sent indices (state.indices) of a compressed
+/// step.
+void commitVelocity(const State &state, State *velocity, bool compressed);
 
 /// The state's device scratch for the recipe's parts that `options` turn
 /// on (a backend whose tensors are not on the host), allocated once.

@@ -289,9 +289,13 @@ gradcomm_status gradcomm_learners_scalecom_recipe_f32(
         LearnerStates *states = nullptr, *velocities = nullptr;
         GRADCOMM_RETURN_IF_ERROR(
             lookupLearnerStates(call, group, stateName, count, states));
-        if (o.momentum > 0.0f)
+        if (o.momentum > 0.0f) {
           GRADCOMM_RETURN_IF_ERROR(lookupLearnerStates(
               call, group, velocityName(stateName), count, velocities));
+          for (const std::unique_ptr<State> &velocity : velocities->states)
+            GRADCOMM_RETURN_IF_ERROR(reserveNextVelocity(
+                call, *extensions().hostBackend, *velocity));
+        }
         const double start = now();
         const uint64_t step = states->states[0]->step;
         const bool dense = denseStep(o, step);

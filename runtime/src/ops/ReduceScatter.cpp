@@ -335,20 +335,26 @@ struct Segments {
   int64_t count = 0;
 };
 
-/// A segment sent whole is a layer kept dense: its velocity is u', not
-/// masked (gradcomm_scalecom_recipe_f32's `dense`), or momentum would be
-/// lost there.
-void keepWholeSegmentsVelocity(const State &state, State *velocity,
-                               const Segments &segments) {
-  if (!velocity)
+/// The compressed step's commit: the velocity becomes u', zeroed at the
+/// sent indices, except in a segment sent whole: that is a layer kept
+/// dense, whose velocity stays u' (gradcomm_scalecom_recipe_f32's
+/// `dense`), or momentum would be lost there.
+void commitCompressedVelocity(const State &state, State *velocity,
+                              const Segments &segments) {
+  if (!velocity || segments.count == 0) {
+    commitVelocity(state, velocity, /*compressed=*/true);
     return;
-  int64_t begin = 0;
-  for (int64_t s = 0; s < segments.count; ++s) {
-    const int64_t end = segments.ends[s];
-    if (segments.k[s] == end - begin)
-      std::copy(state.recipeVelocity.begin() + begin,
-                state.recipeVelocity.begin() + end, velocity->data() + begin);
-    begin = end;
+  }
+  commitVelocity(state, velocity, /*compressed=*/false);
+  float *u = velocity->data();
+  const int64_t *ends = segments.ends;
+  for (int64_t index : state.indices) {
+    const int64_t s =
+        std::upper_bound(ends, ends + segments.count, index) - ends;
+    const bool whole = s < segments.count &&
+                       segments.k[s] == ends[s] - (s == 0 ? 0 : ends[s - 1]);
+    if (!whole)
+      u[index] = 0.0f;
   }
 }
 
@@ -393,9 +399,11 @@ gradcomm_status scalecomReduceScatterRecipe(
                 "correction"));
     GRADCOMM_RETURN_IF_ERROR(requireShardsFit(call, count));
     GRADCOMM_RETURN_IF_ERROR(requireShard(call, grad, "grad", count, shard));
-    if (o->momentum > 0.0f)
+    if (o->momentum > 0.0f) {
       GRADCOMM_RETURN_IF_ERROR(lookupIdleState(
           call, velocityName(stateName).c_str(), count, velocity));
+      GRADCOMM_RETURN_IF_ERROR(reserveNextVelocity(call, backend(), *velocity));
+    }
     return lookupIdleState(call, stateName, count, state);
   }));
   const float *input = recipeInput(*o, grad, count, *state, velocity);
@@ -412,10 +420,8 @@ gradcomm_status scalecomReduceScatterRecipe(
         started));
     GRADCOMM_RETURN_IF_ERROR(complete(call, started));
     // The CPU backend leaves the leader's indices in state.indices.
-    if (!started.skipped) {
-      commitVelocity(*state, velocity, /*compressed=*/true);
-      keepWholeSegmentsVelocity(*state, velocity, segments);
-    }
+    if (!started.skipped)
+      commitCompressedVelocity(*state, velocity, segments);
     return GRADCOMM_OK;
   }
   std::vector<CheckField> fields = recipeFields(*o);

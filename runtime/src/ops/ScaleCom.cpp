@@ -580,11 +580,21 @@ int64_t stepK(const gradcomm_scalecom_options &o, int64_t count,
   return std::clamp<int64_t>(k, o.k, count);
 }
 
+gradcomm_status reserveNextVelocity(const Call &call, const Backend &host,
+                                    State &velocity) {
+  if (velocity.nextVelocity.data())
+    return GRADCOMM_OK;
+  float *allocated = nullptr;
+  GRADCOMM_RETURN_IF_ERROR(host.allocate(call, velocity.count, &allocated));
+  velocity.nextVelocity = BackendMemory(&host, allocated);
+  return GRADCOMM_OK;
+}
+
 /// What this step communicates: `grad`, clipped, through the velocity.
-/// Writes state.recipeVelocity (u') and state.recipeInput when they are
-/// needed; the state's velocity itself is committed after the step.
+/// Writes the velocity's nextVelocity (u') and state.recipeInput when they
+/// are needed; the velocity itself is committed after the step.
 const float *recipeInput(const gradcomm_scalecom_options &o, const float *grad,
-                         int64_t count, State &state, const State *velocity) {
+                         int64_t count, State &state, State *velocity) {
   const float *input = grad;
   if (o.clip > 0.0f) {
     double squares = 0.0;
@@ -603,23 +613,26 @@ const float *recipeInput(const gradcomm_scalecom_options &o, const float *grad,
     return input;
   const float mu = o.momentum;
   const float *u = velocity->data();
-  state.recipeVelocity.resize(count);
+  float *next = velocity->nextVelocity.data();
   for (int64_t i = 0; i < count; ++i)
-    state.recipeVelocity[i] = mu * u[i] + input[i];
+    next[i] = mu * u[i] + input[i];
   if (o.nesterov) {
     state.recipeInput.resize(count);
     for (int64_t i = 0; i < count; ++i)
-      state.recipeInput[i] = input[i] + mu * state.recipeVelocity[i];
+      state.recipeInput[i] = input[i] + mu * next[i];
     return state.recipeInput.data();
   }
-  return state.recipeVelocity.data();
+  return next;
 }
 
-void commitVelocity(State &state, State *velocity, bool compressed) {
+void commitVelocity(const State &state, State *velocity, bool compressed) {
   if (!velocity)
     return;
+  // u' becomes the velocity; the old one is the next step's scratch. What
+  // the step communicated from u' was read before this (the started forms
+  // select, update and gather when they start).
+  velocity->memory.swap(velocity->nextVelocity);
   float *u = velocity->data();
-  std::copy(state.recipeVelocity.begin(), state.recipeVelocity.end(), u);
   if (compressed)
     for (int64_t index : state.indices)
       u[index] = 0.0f;
@@ -803,12 +816,13 @@ gradcomm_status scalecomRecipe(const Call &call, const char *stateName,
       GRADCOMM_RETURN_IF_ERROR(lookupIdleState(
           call, velocityName(stateName).c_str(), count, velocity));
     GRADCOMM_RETURN_IF_ERROR(lookupIdleState(call, stateName, count, state));
-    // A device's scratch is allocated here, so a rank that cannot fails
-    // with the others.
-    return backend().tensorsOnHost()
-               ? GRADCOMM_OK
-               : reserveDeviceRecipe(call, *options, count, *state,
-                                     velocity != nullptr);
+    // The scratch is allocated here, so a rank that cannot fails with the
+    // others.
+    if (!backend().tensorsOnHost())
+      return reserveDeviceRecipe(call, *options, count, *state,
+                                 velocity != nullptr);
+    return velocity ? reserveNextVelocity(call, backend(), *velocity)
+                    : GRADCOMM_OK;
   }));
   auto started = request ? std::make_unique<gradcomm_request_s>() : nullptr;
   if (started)
