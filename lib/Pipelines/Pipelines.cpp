@@ -193,11 +193,14 @@ void mlir::gradcomm::buildLLVMLoweringPipeline(OpPassManager &pm,
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
-  // Every allocation goes through the runtime
-  // (`_mlir_memref_to_llvm_alloc`), which puts it on the backend's device.
+  // Every allocation goes through the runtime (`gradcomm_memref_alloc`),
+  // which puts it on the backend's device: the generic functions, under
+  // the runtime's own names (not c_runner_utils', which another library in
+  // the process could provide).
   FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
   memrefToLLVM.useGenericFunctions = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
+  pm.addPass(createOwnMemrefRuntimePass());
   // Math ops become libm calls before math-to-llvm sees them: upstream's
   // math-to-llvm lowers expm1 to exp(x) - 1 and log1p to log(1 + x), which
   // lose every digit near 0 (Adam's bias correction), and has no lowering

@@ -33,8 +33,8 @@ work = sys.argv[2]
 # can be finalized and started again on either backend.
 lib.MPI_Init(None, None)
 lib.gradcomm_last_error.restype = ctypes.c_char_p
-lib._mlir_memref_to_llvm_alloc.restype = ctypes.c_void_p
-lib._mlir_memref_to_llvm_alloc.argtypes = [ctypes.c_size_t]
+lib.gradcomm_memref_alloc.restype = ctypes.c_void_p
+lib.gradcomm_memref_alloc.argtypes = [ctypes.c_size_t]
 lib.gradcomm_free_buffer.argtypes = [ctypes.c_void_p]
 lib.gradcomm_set_nonfinite_policy.argtypes = [ctypes.c_int]
 i64, f32 = ctypes.c_int64, ctypes.c_float
@@ -460,7 +460,7 @@ check(lib.gradcomm_state_restore(path), "restore on cuda")
 assert np.array_equal(read_state(b"w", 20000), memory), "restore differs"
 
 # Compiled code's buffers come from the backend and go back to it.
-buffer = lib._mlir_memref_to_llvm_alloc(4096)
+buffer = lib.gradcomm_memref_alloc(4096)
 assert buffer, "no buffer for compiled code"
 lib.gradcomm_free_buffer(buffer)
 
@@ -470,7 +470,7 @@ lib.gradcomm_free_buffer(buffer)
 def churn(errors):
     try:
         for _ in range(20000):
-            pointers = [lib._mlir_memref_to_llvm_alloc(256) for _ in range(4)]
+            pointers = [lib.gradcomm_memref_alloc(256) for _ in range(4)]
             assert all(pointers), "no buffer for compiled code"
             for pointer in pointers:
                 lib.gradcomm_free_buffer(pointer)

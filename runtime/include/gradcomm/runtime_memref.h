@@ -260,21 +260,25 @@ void gradcomm_rt_expect_group_size(int64_t expected);
 int32_t gradcomm_rt_use_group(const char *spec);
 
 /// Every buffer compiled code allocates (finalize-memref-to-llvm with
-/// use-generic-functions): host memory on the CPU backend, device memory on
+/// use-generic-functions, renamed by gradcomm-own-memref-runtime from
+/// MLIR's _mlir_memref_to_llvm_* so that no other library in the process
+/// can take these calls): host memory on the CPU backend, device memory on
 /// the CUDA backend. Buffers a compiled step returns are the caller's:
 /// release them with gradcomm_free_buffer (plain free() also works on the
 /// CPU backend).
-void *_mlir_memref_to_llvm_alloc(size_t size);
-void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
-void _mlir_memref_to_llvm_free(void *pointer);
+void *gradcomm_memref_alloc(size_t size);
+void *gradcomm_memref_aligned_alloc(size_t alignment, size_t size);
+void gradcomm_memref_free(void *pointer);
 void gradcomm_free_buffer(void *allocated);
 
 /// memref.copy between buffers whose layouts are not both contiguous (the
-/// slices of convolution gradients, concatenations): the symbol
-/// finalize-memref-to-llvm calls, as in MLIR's c_runner_utils, with the
-/// same unranked-descriptor ABI. Host buffers only.
-void memrefCopy(int64_t element_size, gradcomm_unranked_memref *source,
-                gradcomm_unranked_memref *destination);
+/// slices of convolution gradients, concatenations): c_runner_utils'
+/// memrefCopy, which finalize-memref-to-llvm calls, under the runtime's
+/// name (gradcomm-own-memref-runtime), with the same unranked-descriptor
+/// ABI. Host buffers only.
+void gradcomm_memref_copy(int64_t element_size,
+                          gradcomm_unranked_memref *source,
+                          gradcomm_unranked_memref *destination);
 
 /// C[i] += A[i] B[i] for every i: float32 matrices of compiled code's
 /// matrix products (gradcomm-lower-matmuls), as rank-3 strided memref

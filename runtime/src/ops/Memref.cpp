@@ -1175,15 +1175,15 @@ void *allocateForCompiledCode(size_t alignment, size_t size) {
 
 } // namespace
 
-void *_mlir_memref_to_llvm_alloc(size_t size) {
+void *gradcomm_memref_alloc(size_t size) {
   return allocateForCompiledCode(alignof(std::max_align_t), size);
 }
 
-void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size) {
+void *gradcomm_memref_aligned_alloc(size_t alignment, size_t size) {
   return allocateForCompiledCode(alignment, size);
 }
 
-void _mlir_memref_to_llvm_free(void *pointer) {
+void gradcomm_memref_free(void *pointer) {
   if (!pointer)
     return;
   const Backend *owner = backendBuffers().take(pointer);
@@ -1194,9 +1194,7 @@ void _mlir_memref_to_llvm_free(void *pointer) {
   owner->release(static_cast<float *>(pointer));
 }
 
-void gradcomm_free_buffer(void *allocated) {
-  _mlir_memref_to_llvm_free(allocated);
-}
+void gradcomm_free_buffer(void *allocated) { gradcomm_memref_free(allocated); }
 
 namespace {
 
@@ -1248,14 +1246,16 @@ bool isDeviceBuffer(const gradcomm_unranked_memref *memref) {
 
 } // namespace
 
-void memrefCopy(int64_t element_size, gradcomm_unranked_memref *source,
-                gradcomm_unranked_memref *destination) {
+void gradcomm_memref_copy(int64_t element_size,
+                          gradcomm_unranked_memref *source,
+                          gradcomm_unranked_memref *destination) {
   int64_t rank = source->rank;
   StridedView from = stridedView(source, element_size);
   StridedView to = stridedView(destination, element_size);
   if (isDeviceBuffer(source) || isDeviceBuffer(destination)) {
-    std::fprintf(stderr, "gradcomm: memrefCopy: strided copies of device "
-                         "buffers are not supported (CUDA backend)\n");
+    std::fprintf(stderr,
+                 "gradcomm: gradcomm_memref_copy: strided copies of device "
+                 "buffers are not supported (CUDA backend)\n");
     std::abort();
   }
   for (int64_t d = 0; d < rank; ++d)

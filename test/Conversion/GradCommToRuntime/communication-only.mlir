@@ -4,7 +4,7 @@
 // writes tensor contents and never allocates host memory: the dense bias
 // all-reduce works in place in the argument (its result is dropped), the
 // ScaleCom output is allocated through the runtime
-// (_mlir_memref_to_llvm_alloc: device memory on the CUDA backend). ScaleCom
+// (gradcomm_memref_alloc: device memory on the CUDA backend). ScaleCom
 // runs with the recipe's default warm-up (gradcomm_rt_scalecom_recipe_f32).
 
 shard.grid @grid(shape = 4)
@@ -24,10 +24,10 @@ shard.grid @grid(shape = 4)
 // CHECK:       llvm.call @gradcomm_rt_dense_all_reduce_f32
 // CHECK-LABEL: llvm.func @hook(
 // CHECK-SAME:  -> !llvm.struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>
-// CHECK:       llvm.call @_mlir_memref_to_llvm_alloc
+// CHECK:       llvm.call @gradcomm_memref_alloc
 // CHECK:       llvm.call @hook__comm_0
 // CHECK:       llvm.call @hook__comm_1
-// CHECK-NOT:   llvm.call @_mlir_memref_to_llvm_free
+// CHECK-NOT:   llvm.call @gradcomm_memref_free
 // CHECK:       llvm.return
 func.func @hook(%gw: tensor<1024x256xf32>, %gb: tensor<256xf32>)
     -> (tensor<1024x256xf32>, tensor<256xf32>) {

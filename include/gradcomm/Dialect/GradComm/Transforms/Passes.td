@@ -489,6 +489,41 @@ def FinalizeKernelsPass
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def OwnMemrefRuntimePass
+    : Pass<"gradcomm-own-memref-runtime", "::mlir::ModuleOp"> {
+  let summary = "Point lowered code's allocation, free and strided-copy "
+                "calls at the GradComm runtime's own symbols";
+  let description = [{
+    Runs after `finalize-memref-to-llvm` (with `use-generic-functions`),
+    whose calls carry MLIR's c_runner_utils names. A process that loads
+    both that library and the GradComm runtime binds those names to
+    whichever library came first, so a compiled step could receive host
+    memory on the CUDA backend, or MLIR's own code GradComm's device
+    buffers. The runtime exports its own names instead
+    (`runtime/include/gradcomm/runtime_memref.h`), and this pass renames
+    the declarations and every call:
+
+    | lowered code calls | renamed to |
+    |---|---|
+    | `_mlir_memref_to_llvm_alloc` | `gradcomm_memref_alloc` |
+    | `_mlir_memref_to_llvm_aligned_alloc` | `gradcomm_memref_aligned_alloc` |
+    | `_mlir_memref_to_llvm_free` | `gradcomm_memref_free` |
+    | `memrefCopy` | `gradcomm_memref_copy` |
+
+    ```mlir
+    llvm.func @_mlir_memref_to_llvm_alloc(i64) -> !llvm.ptr
+    %p = llvm.call @_mlir_memref_to_llvm_alloc(%n) : (i64) -> !llvm.ptr
+    // becomes
+    llvm.func @gradcomm_memref_alloc(i64) -> !llvm.ptr
+    %p = llvm.call @gradcomm_memref_alloc(%n) : (i64) -> !llvm.ptr
+    ```
+
+    A module that already declares one of the new names beside the old one
+    is an error.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def LowerBf16Pass : Pass<"gradcomm-lower-bf16"> {
   let summary = "Lower bf16 conversions and bf16 loads and stores to integer "
                 "ops, so no bf16 value reaches LLVM";
