@@ -57,6 +57,11 @@ const CudaBackendTable *loadCudaBackend(std::string &why) {
     why = "libgradcomm_runtime_cuda.so does not match this runtime";
     return nullptr;
   }
+  if (const char *missing = missingCudaBackendEntry(*table)) {
+    why = std::string("libgradcomm_runtime_cuda.so's table has no '") +
+          missing + "' entry";
+    return nullptr;
+  }
   return table;
 }
 

@@ -37,6 +37,55 @@ inline constexpr int kWireFloat32 = 0;
 inline constexpr int kWireBfloat16 = 1;
 inline constexpr int kWireFloat16 = 2;
 
+/// Every entry of CudaBackendTable by name, in its order: a table is filled
+/// by name (GRADCOMM_CUDA_BACKEND_TABLE below) and the loader checks each
+/// one, so no entry can be filled from a neighbour's function.
+#define GRADCOMM_CUDA_BACKEND_ENTRIES(X)                                       \
+  X(prepare)                                                                   \
+  X(connect)                                                                   \
+  X(shutdown)                                                                  \
+  X(allocate)                                                                  \
+  X(release)                                                                   \
+  X(bytesToHost)                                                               \
+  X(bytesFromHost)                                                             \
+  X(zero)                                                                      \
+  X(anyNonFinite)                                                              \
+  X(denseAllReduce)                                                            \
+  X(scalecom)                                                                  \
+  X(compress)                                                                  \
+  X(sparseAllReduce)                                                           \
+  X(memoryUpdate)                                                              \
+  X(localTopk)                                                                 \
+  X(gossip)                                                                    \
+  X(startDenseAllReduce)                                                       \
+  X(startScalecom)                                                             \
+  X(startGossip)                                                               \
+  X(startSparseAllReduce)                                                      \
+  X(startLocalTopk)                                                            \
+  X(poll)                                                                      \
+  X(completionValue)                                                           \
+  X(forget)                                                                    \
+  X(splitGroup)                                                                \
+  X(useGroup)                                                                  \
+  X(freeGroup)                                                                 \
+  X(reduceScatter)                                                             \
+  X(scalecomReduceScatter)                                                     \
+  X(clipInput)                                                                 \
+  X(velocityInput)                                                             \
+  X(commitVelocity)                                                            \
+  X(elasticAverage)                                                            \
+  X(widenValues)                                                               \
+  X(narrowValues)
+
+/// Sets the version and every entry of a local `CudaBackendTable table`
+/// from the function of the same name in the current scope (the compiler
+/// checks each one's type): how a backend fills the table it exports as
+/// kCudaBackendSymbol.
+#define GRADCOMM_CUDA_BACKEND_SET(name) table.name = name;
+#define GRADCOMM_CUDA_BACKEND_FILL_TABLE()                                     \
+  table.version = ::gradcomm::kCudaBackendVersion;                             \
+  GRADCOMM_CUDA_BACKEND_ENTRIES(GRADCOMM_CUDA_BACKEND_SET)
+
 struct CudaBackendTable {
   int version;
   /// This rank's part of starting, nothing collective: picks the device
@@ -190,6 +239,27 @@ struct CudaBackendTable {
   int (*narrowValues)(const float *in, uint16_t *out, int64_t count, int wire,
                       char *error);
 };
+
+/// The entry list covers the table: one pointer per entry after the
+/// version.
+#define GRADCOMM_CUDA_BACKEND_COUNT(name) +1
+static_assert(
+    sizeof(CudaBackendTable) ==
+        offsetof(CudaBackendTable, prepare) +
+            (0 GRADCOMM_CUDA_BACKEND_ENTRIES(GRADCOMM_CUDA_BACKEND_COUNT)) *
+                sizeof(void (*)()),
+    "GRADCOMM_CUDA_BACKEND_ENTRIES must name every entry");
+#undef GRADCOMM_CUDA_BACKEND_COUNT
+
+/// The first entry `table` leaves null, or nullptr when it sets them all.
+inline const char *missingCudaBackendEntry(const CudaBackendTable &table) {
+#define GRADCOMM_CUDA_BACKEND_CHECK(name)                                      \
+  if (table.name == nullptr)                                                   \
+    return #name;
+  GRADCOMM_CUDA_BACKEND_ENTRIES(GRADCOMM_CUDA_BACKEND_CHECK)
+#undef GRADCOMM_CUDA_BACKEND_CHECK
+  return nullptr;
+}
 
 } // namespace gradcomm
 

@@ -1189,43 +1189,15 @@ int scalecomReduceScatter(float *memory, const float *grad, float *shard,
       error);
 }
 
+/// Every entry by name (CudaBackendTable.h).
+CudaBackendTable filledTable() {
+  CudaBackendTable table{};
+  GRADCOMM_CUDA_BACKEND_FILL_TABLE()
+  return table;
+}
+
 } // namespace
 
 extern "C" __attribute__((visibility("default")))
-// In the order of CudaBackendTable.h.
-const CudaBackendTable gradcomm_cuda_backend_v11 = {kCudaBackendVersion,
-                                                    prepare,
-                                                    connect,
-                                                    shutdown,
-                                                    allocate,
-                                                    release,
-                                                    bytesToHost,
-                                                    bytesFromHost,
-                                                    zero,
-                                                    anyNonFinite,
-                                                    denseAllReduce,
-                                                    scalecom,
-                                                    compress,
-                                                    sparseAllReduce,
-                                                    memoryUpdate,
-                                                    localTopk,
-                                                    gossip,
-                                                    startDenseAllReduce,
-                                                    startScalecom,
-                                                    startGossip,
-                                                    startSparseAllReduce,
-                                                    startLocalTopk,
-                                                    poll,
-                                                    completionValue,
-                                                    forget,
-                                                    splitGroup,
-                                                    useGroup,
-                                                    freeGroup,
-                                                    reduceScatter,
-                                                    scalecomReduceScatter,
-                                                    clipInput,
-                                                    velocityInput,
-                                                    commitVelocity,
-                                                    elasticAverage,
-                                                    widenValues,
-                                                    narrowValues};
+// Filled by name (CudaBackendTable.h).
+const CudaBackendTable gradcomm_cuda_backend_v11 = filledTable();
