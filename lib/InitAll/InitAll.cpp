@@ -10,6 +10,7 @@
 #include "gradcomm/Dialect/GradComm/IR/GradCommDialect.h"
 #include "gradcomm/Dialect/GradComm/Transforms/Passes.h"
 #include "gradcomm/Pipelines/Pipelines.h"
+#include "gradcomm/Transforms/Passes.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
@@ -23,6 +24,7 @@ void mlir::gradcomm::registerAllGradCommDialects(DialectRegistry &registry) {
 void mlir::gradcomm::registerAllGradCommPasses() {
   registerAllPasses();
   registerGradCommTransformsPasses();
+  registerGradCommGeneralTransformsPasses();
   registerGradCommConversionPasses();
   registerGradCommPipelines();
 }

@@ -7,6 +7,7 @@
 #include "gradcomm/Pipelines/Pipelines.h"
 
 #include "gradcomm/Conversion/Passes.h"
+#include "gradcomm/Transforms/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"

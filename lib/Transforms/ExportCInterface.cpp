@@ -8,14 +8,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gradcomm/Dialect/GradComm/Transforms/Passes.h"
+#include "gradcomm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 namespace mlir::gradcomm {
 #define GEN_PASS_DEF_EXPORTCINTERFACEPASS
-#include "gradcomm/Dialect/GradComm/Transforms/Passes.h.inc"
+#include "gradcomm/Transforms/Passes.h.inc"
 } // namespace mlir::gradcomm
 
 using namespace mlir;

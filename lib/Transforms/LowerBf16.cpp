@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gradcomm/Dialect/GradComm/Transforms/Passes.h"
+#include "gradcomm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -14,7 +14,7 @@
 
 namespace mlir::gradcomm {
 #define GEN_PASS_DEF_LOWERBF16PASS
-#include "gradcomm/Dialect/GradComm/Transforms/Passes.h.inc"
+#include "gradcomm/Transforms/Passes.h.inc"
 } // namespace mlir::gradcomm
 
 using namespace mlir;

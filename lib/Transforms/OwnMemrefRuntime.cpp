@@ -12,14 +12,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gradcomm/Dialect/GradComm/Transforms/Passes.h"
+#include "gradcomm/Transforms/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/SymbolTable.h"
 
 namespace mlir::gradcomm {
 #define GEN_PASS_DEF_OWNMEMREFRUNTIMEPASS
-#include "gradcomm/Dialect/GradComm/Transforms/Passes.h.inc"
+#include "gradcomm/Transforms/Passes.h.inc"
 } // namespace mlir::gradcomm
 
 using namespace mlir;

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gradcomm/Dialect/GradComm/Transforms/Passes.h"
+#include "gradcomm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -13,7 +13,7 @@
 
 namespace mlir::gradcomm {
 #define GEN_PASS_DEF_INTERCHANGEREDUCTIONSPASS
-#include "gradcomm/Dialect/GradComm/Transforms/Passes.h.inc"
+#include "gradcomm/Transforms/Passes.h.inc"
 } // namespace mlir::gradcomm
 
 using namespace mlir;
