@@ -38,7 +38,7 @@ inline constexpr int kWireBfloat16 = 1;
 inline constexpr int kWireFloat16 = 2;
 
 /// Every entry of CudaBackendTable by name, in its order: a table is filled
-/// by name (GRADCOMM_CUDA_BACKEND_TABLE below) and the loader checks each
+/// by name (GRADCOMM_CUDA_BACKEND_FILL_TABLE below) and the loader checks each
 /// one, so no entry can be filled from a neighbour's function.
 #define GRADCOMM_CUDA_BACKEND_ENTRIES(X)                                       \
   X(prepare)                                                                   \

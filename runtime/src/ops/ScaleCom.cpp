@@ -580,16 +580,6 @@ int64_t stepK(const gradcomm_scalecom_options &o, int64_t count,
   return std::clamp<int64_t>(k, o.k, count);
 }
 
-gradcomm_status reserveNextVelocity(const Call &call, const Backend &host,
-                                    State &velocity) {
-  if (velocity.nextVelocity.data())
-    return GRADCOMM_OK;
-  float *allocated = nullptr;
-  GRADCOMM_RETURN_IF_ERROR(host.allocate(call, velocity.count, &allocated));
-  velocity.nextVelocity = BackendMemory(&host, allocated);
-  return GRADCOMM_OK;
-}
-
 /// What this step communicates: `grad`, clipped, through the velocity.
 /// Writes the velocity's nextVelocity (u') and state.recipeInput when they
 /// are needed; the velocity itself is committed after the step.
@@ -640,28 +630,34 @@ void commitVelocity(const State &state, State *velocity, bool compressed) {
 
 namespace {
 
-/// `memory`, allocated by the selected backend for `count` floats unless
-/// it already is.
-gradcomm_status reserve(const Call &call, BackendMemory &memory,
-                        int64_t count) {
+/// `memory`, allocated by `owner` for `count` floats unless it already is.
+gradcomm_status reserve(const Call &call, const Backend &owner,
+                        BackendMemory &memory, int64_t count) {
   if (memory.data())
     return GRADCOMM_OK;
   float *allocated = nullptr;
-  GRADCOMM_RETURN_IF_ERROR(backend().allocate(call, count, &allocated));
-  memory = BackendMemory(&backend(), allocated);
+  GRADCOMM_RETURN_IF_ERROR(owner.allocate(call, count, &allocated));
+  memory = BackendMemory(&owner, allocated);
   return GRADCOMM_OK;
 }
 
 } // namespace
+
+gradcomm_status reserveNextVelocity(const Call &call, const Backend &host,
+                                    State &velocity) {
+  return reserve(call, host, velocity.nextVelocity, velocity.count);
+}
 
 gradcomm_status reserveDeviceRecipe(const Call &call,
                                     const gradcomm_scalecom_options &o,
                                     int64_t count, State &state,
                                     bool velocity) {
   if (o.clip > 0.0f || (velocity && o.nesterov))
-    GRADCOMM_RETURN_IF_ERROR(reserve(call, state.deviceRecipeInput, count));
+    GRADCOMM_RETURN_IF_ERROR(
+        reserve(call, backend(), state.deviceRecipeInput, count));
   if (velocity)
-    GRADCOMM_RETURN_IF_ERROR(reserve(call, state.deviceRecipeVelocity, count));
+    GRADCOMM_RETURN_IF_ERROR(
+        reserve(call, backend(), state.deviceRecipeVelocity, count));
   return GRADCOMM_OK;
 }
 
