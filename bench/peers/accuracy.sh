@@ -16,6 +16,10 @@
 #     --model M        resnet18 (default) or lm
 #     --steps N        steps per run (default 200)
 #     --warmup W       dense steps first (default 20)
+#     --optimizer O    sgd (default: lr 0.05, momentum 0.9) or adam (lr
+#                      0.003; ScaleCom then runs without momentum
+#                      correction); the same for every row
+#     --lr L           instead of the optimizer's learning rate
 #     --seeds "S..."   (default "1 2 3")
 #     --evaluations E  evenly spaced (default 10)
 #     --eval-subset N  test examples evaluated through the run (default
@@ -34,20 +38,22 @@ cd "$(dirname "$0")/../.."
 root=$PWD
 
 model=resnet18 steps=200 warmup=20 seeds="1 2 3" evaluations=10 subset=""
-jobs=2 rate=shm out=bench-out/peers keep=0
+jobs=2 rate=shm out=bench-out/peers keep=0 optimizer=sgd lr=""
 while [ $# -gt 0 ]; do
   case "$1" in
   --model) model=$2; shift 2 ;;
   --steps) steps=$2; shift 2 ;;
   --warmup) warmup=$2; shift 2 ;;
   --seeds) seeds=$2; shift 2 ;;
+  --optimizer) optimizer=$2; shift 2 ;;
+  --lr) lr=$2; shift 2 ;;
   --evaluations) evaluations=$2; shift 2 ;;
   --eval-subset) subset=$2; shift 2 ;;
   --jobs) jobs=$2; shift 2 ;;
   --rate) rate=$2; shift 2 ;;
   --out) out=$2; shift 2 ;;
   --keep) keep=1; shift ;;
-  -h | --help) sed -n '2,31p' "$0"; exit 0 ;;
+  -h | --help) sed -n '2,35p' "$0"; exit 0 ;;
   -*) echo "accuracy.sh: unknown option $1" >&2; exit 2 ;;
   *) break ;;
   esac
@@ -58,6 +64,7 @@ rows=("$@")
 [ ${#rows[@]} -gt 0 ] ||
   rows=(ddp bf16 powersgd2 powersgd4 gc-r100 gc-r100-bf16 gc-r400)
 check_rows "${rows[@]}" || exit 2
+hyper=$(optimizer_flags "$optimizer" "$lr") || exit 2
 for row in "${rows[@]}"; do
   # policy=auto picks its configuration from the link it is given: its
   # curve is that configuration's.
@@ -74,10 +81,11 @@ export GRADCOMM_RUNTIME_LIBRARY=${GRADCOMM_RUNTIME_LIBRARY:-$root/build/lib/libg
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 tag=accuracy-$model-$rate
+[ "$optimizer" = sgd ] || tag=$tag-$optimizer
 [ "$keep" = 1 ] || rm -f "$out/$tag.failures"
+# shellcheck disable=SC2206
 common=(examples/pytorch/train_fmnist.py --model "$model" --batch "$batch"
-  --steps "$steps" --epochs 1 --lr 0.05 --momentum 0.9
-  --lr-schedule cosine --warmup-steps "$warmup"
+  --steps "$steps" --epochs 1 $hyper --lr-schedule cosine --warmup-steps "$warmup"
   --evaluations "$evaluations" --eval-subset "$subset")
 if [ "$rate" = shm ]; then
   launch() { "$root/.venv/bin/torchrun" --standalone --nproc-per-node=2 "$@"; }
@@ -104,15 +112,15 @@ one_run() {
   local row=$1 seed=$2 name
   name=$tag-$row-s$seed
   [ "$keep" = 1 ] && [ -e "$out/$name.json" ] && return 0
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2046,SC2086
   run_row "$out/$tag.failures" "$out/$name.out" launch "${common[@]}" \
-    ${ROWS[$row]} ${CURVE_FLAGS[$row]:-} --seed "$seed" --label "$row" \
-    --json "$out/$name.json" ||
+    $(row_flags "$row" "$optimizer") ${CURVE_FLAGS[$row]:-} --seed "$seed" \
+    --label "$row" --json "$out/$name.json" ||
     { rm -f "$out/$name.json"; return 1; }
   grep -h '^summary' "$out/$name.out" | sed "s/^/$row seed $seed: /"
 }
 echo "accuracy: $model, 2 ranks, $rate, $steps steps, warm-up $warmup," \
-  "seeds $seeds, $jobs at once -> $out/$tag-*.json"
+  "$hyper, seeds $seeds, $jobs at once -> $out/$tag-*.json"
 started=$(date +%s)
 pids=() failed=0
 for seed in $seeds; do

@@ -28,6 +28,26 @@ ORDER=(ddp bf16 fp16 powersgd1 powersgd2 powersgd4 gc-dense gc-dense-bf16
 
 # check_rows ROW...: every ROW is in the table ("solo" too when
 # SOLO_ALLOWED=1).
+# row_flags ROW OPTIMIZER: the trainer's flags for ROW. With Adam the
+# ScaleCom rows run plain error feedback: momentum correction is for SGD's
+# momentum (the trainer refuses the pair; docs/pytorch.md).
+row_flags() {
+  local flags=${ROWS[$1]}
+  [ "$2" = sgd ] || flags=${flags/--momentum-correction 1/}
+  echo "$flags"
+}
+
+# optimizer_flags OPTIMIZER [LR]: the shared hyper-parameters. SGD: lr
+# 0.05, momentum 0.9 (the study's); Adam: lr 0.003 (the recipe study's
+# transformer, docs/results.md).
+optimizer_flags() {
+  case "$1" in
+  sgd) echo "--optimizer sgd --lr ${2:-0.05} --momentum 0.9" ;;
+  adam) echo "--optimizer adam --lr ${2:-0.003}" ;;
+  *) echo "${0##*/}: unknown optimizer '$1' (sgd or adam)" >&2; return 2 ;;
+  esac
+}
+
 check_rows() {
   local row
   for row in "$@"; do

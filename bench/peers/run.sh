@@ -20,6 +20,7 @@
 #     --warmup W    dense steps before compression, for GradComm's recipe
 #                   and PowerSGD's start_powerSGD_iter alike (default 4)
 #     --batch B     per rank (default 32; the lm: 16)
+#     --optimizer O sgd (default) or adam, as bench/peers/accuracy.sh
 #     --seed S      (default 1)
 #     --device D    cpu (default) or cuda: the model and buckets on each
 #                   rank's GPU, the process group NCCL, GradComm's hooks on
@@ -33,7 +34,7 @@ cd "$(dirname "$0")/../.."
 root=$PWD
 
 model=resnet18 rate=1gbit steps=24 warmup=4 batch="" seed=1 device=cpu
-out=bench-out/peers
+out=bench-out/peers optimizer=sgd
 while [ $# -gt 0 ]; do
   case "$1" in
   --model) model=$2; shift 2 ;;
@@ -42,9 +43,10 @@ while [ $# -gt 0 ]; do
   --warmup) warmup=$2; shift 2 ;;
   --batch) batch=$2; shift 2 ;;
   --seed) seed=$2; shift 2 ;;
+  --optimizer) optimizer=$2; shift 2 ;;
   --device) device=$2; shift 2 ;;
   --out) out=$2; shift 2 ;;
-  -h | --help) sed -n '2,33p' "$0"; exit 0 ;;
+  -h | --help) sed -n '2,34p' "$0"; exit 0 ;;
   -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   *) break ;;
   esac
@@ -56,15 +58,19 @@ source bench/peers/rows.sh
 rows=("$@")
 [ ${#rows[@]} -gt 0 ] || rows=(solo "${ORDER[@]}")
 SOLO_ALLOWED=1 check_rows "${rows[@]}" || exit 2
+hyper=$(optimizer_flags "$optimizer") || exit 2
 
 python=$root/.venv/bin/python
 export GRADCOMM_RUNTIME_LIBRARY=${GRADCOMM_RUNTIME_LIBRARY:-$root/build/lib/libgradcomm_runtime.so}
 netns=bench/cluster/netns.sh
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-rm -f "$out/$model-$rate.failures"
+tag="$model-$rate"
+[ "$optimizer" = sgd ] || tag=$tag-$optimizer
+rm -f "$out/$tag.failures"
+# shellcheck disable=SC2206
 common=(examples/pytorch/train_fmnist.py --model "$model" --batch "$batch"
-  --steps "$steps" --epochs 1 --seed "$seed" --lr 0.05 --momentum 0.9
+  --steps "$steps" --epochs 1 --seed "$seed" $hyper
   --warmup-steps "$warmup" --evaluations 1 --device "$device")
 # policy=auto's cluster is what a user would give it: the link calibrated
 # with the project's own tool (latency, bandwidth, memory bandwidth and
@@ -85,7 +91,6 @@ else
     "$calibration" >/dev/null
   common+=(--link-counter eth0)
 fi
-tag="$model-$rate"
 echo "peers: $model, 2 ranks, link $rate, $steps steps, warm-up $warmup," \
   "batch $batch per rank -> $out/$tag-*.json"
 for row in "${rows[@]}"; do
@@ -102,8 +107,8 @@ for row in "${rows[@]}"; do
     # A failed row is run again, up to 5 times (rows.sh); the failures
     # are counted in $tag.failures, and a row that never finished is left
     # out of the table.
-    # shellcheck disable=SC2086
-    run_row "$out/$tag.failures" "$log" launch "${common[@]}" ${ROWS[$row]} \
+    # shellcheck disable=SC2046,SC2086
+    run_row "$out/$tag.failures" "$log" launch "${common[@]}" $(row_flags "$row" "$optimizer") \
       "${extra[@]}" --label "$row" --json "$json" ||
       { rm -f "$json"; continue; }
   fi
