@@ -14,6 +14,9 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 build=${BUILD_DIR:-build}
 jobs=${JOBS:-$(nproc)}
+# Each section's header says when it began (seconds since the start), so a
+# run's log shows where its time went.
+section() { echo "== $* [${SECONDS} s]"; }
 
 # shellcheck source=scripts/lib/packages.sh
 source scripts/lib/packages.sh
@@ -22,7 +25,7 @@ gradcomm_install_packages "${GRADCOMM_CHECK_PACKAGES[@]}"
 source scripts/lib/python-env.sh
 gradcomm_python_env
 
-echo "== configure ($build)"
+section "configure ($build)"
 mkdir -p "$build"
 cmake -G Ninja -S . -B "$build" \
   -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
@@ -30,20 +33,20 @@ cmake -G Ninja -S . -B "$build" \
   -DCMAKE_BUILD_TYPE=Release >"$build/configure.log" 2>&1 ||
   { cat "$build/configure.log"; exit 1; }
 
-echo "== build"
+section "build"
 ninja -C "$build" -j "$jobs" all gradcomm-doc
-echo "== the Python package, editable, into $GRADCOMM_PYTHON's environment"
+section "the Python package, editable, into $GRADCOMM_PYTHON's environment"
 gradcomm_install_package "$build"
 
 results="$build/test-results"
 rm -rf "$results" && mkdir -p "$results"
 
-echo "== lit"
+section "lit"
 lit_rc=0
 /usr/lib/llvm-22/bin/lit -sv -j "$jobs" --xunit-xml-output "$results/lit.xml" \
   "$build/test" || lit_rc=$?
 
-echo "== ctest"
+section "ctest"
 ctest_rc=0
 (cd "$build" && ctest --output-on-failure -j "$jobs" \
   --output-junit "$root/$results/ctest.xml") || ctest_rc=$?
@@ -53,11 +56,11 @@ ctest_rc=0
 # script works unchanged when a GPU is lent.
 gpu_rc=0
 if [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null; then
-  echo "== GPU check, dry run (bench/gpu/run.sh --dry-run)"
+  section "GPU check, dry run (bench/gpu/run.sh --dry-run)"
   OUT="$root/$results/gpu-dry-run" BUILD_DIR="$build-gpu-dry-run" \
     bash bench/gpu/run.sh --dry-run || gpu_rc=$?
 else
-  echo "== GPU check, dry run: skipped (no nvcc)"
+  section "GPU check, dry run: skipped (no nvcc)"
 fi
 
 # The runtime with its MPI tests, and the compiler with the lit suite, again
@@ -65,7 +68,7 @@ fi
 # builds in minutes on 2 cores). Leak checking is off: MPICH and LLVM keep
 # allocations until exit on purpose. The PyTorch and end-to-end tests are
 # not repeated (python3 itself is not instrumented).
-echo "== sanitizers (ASan + UBSan: runtime tests and lit)"
+section "sanitizers (ASan + UBSan: runtime tests and lit)"
 sanitize_build="$build-sanitize"
 sanitize_rc=0
 cmake -G Ninja -S . -B "$sanitize_build" \
@@ -90,7 +93,7 @@ export ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1
   sanitize_rc=$?
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
-echo "== format"
+section "format"
 format_rc=0
 mapfile -t sources < <(git ls-files '*.cpp' '*.h' '*.cu' '*.c')
 if [ "${#sources[@]}" -gt 0 ]; then
@@ -102,6 +105,7 @@ format_failed=$([ "$format_rc" -eq 0 ] && echo 0 || echo 1)
   "$results/lit.xml" "$results/ctest.xml" "$results/ctest-sanitize.xml" \
   "$results/lit-sanitize.xml"
 summary_rc=$?
+section "done"
 [ "$lit_rc" -eq 0 ] && [ "$ctest_rc" -eq 0 ] && [ "$sanitize_rc" -eq 0 ] &&
   [ "$gpu_rc" -eq 0 ] &&
   [ "$format_rc" -eq 0 ] && [ "$summary_rc" -eq 0 ]

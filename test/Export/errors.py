@@ -36,3 +36,9 @@
 # DATA-NOT: Traceback
 # RUN: not test -e %t.mlir
 # RUN: not test -e %t.json
+
+# .item() with no branch on it is refused the same way (a trace of fake
+# tensors must not turn the value into a symbol).
+# RUN: not gradcomm-export %S/Inputs/small.py:itemized --batch 2 -o %t.mlir 2>&1 | FileCheck %s --check-prefix=ITEM
+# ITEM: gradcomm-export: error: data-dependent control flow in module 'Normalized': aten._local_scalar_dense{{.*}} at {{.*}}small.py:{{[0-9]+}}: return h / h.abs().sum().item(){{.*}}nothing written
+# RUN: not test -e %t.mlir

@@ -230,6 +230,21 @@ class _Replay(torch.fx.Interpreter):
         return super().run_node(node)
 
 
+def _fake(args):
+    """args (a pytree of tensors) as fake tensors of the same shapes,
+    types and requires_grad. The mode has no shape environment, so reading
+    a value (.item(), a branch on a tensor) raises as it does on real
+    tensors (DataDependentOutputException naming
+    aten._local_scalar_dense), where make_fx's own fake mode would trace
+    it as an unbacked symbol. Tensors the model holds outside args
+    (constants) stay real: the mode takes them as they are."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    return torch.utils._pytree.tree_map(
+        lambda a: mode.from_tensor(a) if isinstance(a, torch.Tensor) else a,
+        args)
+
+
 def trace(fn, args, model=None):
     """make_fx of fn(*args), with each node's module (meta
     'gradcomm_module').
@@ -237,9 +252,12 @@ def trace(fn, args, model=None):
     On torch 2.x the graph is traced twice, as aot_autograd does: first
     with autograd (torch.autograd.grad inside fn), then that ATen graph
     again under torch.func.functionalize (in-place ops on views and inputs
-    become out-of-place ops). Both traces use the DECOMPOSED table. torch
-    1.13 keeps the first graph; the converter applies its in-place updates
-    itself."""
+    become out-of-place ops). Both traces use the DECOMPOSED table and
+    fake tensors (_fake): the graph depends on shapes and types only, and
+    computing real values (a forward and backward pass per trace, through
+    Python decompositions) took most of an export's time. torch 1.13
+    traces real tensors and keeps the first graph; the converter applies
+    its in-place updates itself."""
     from torch.fx.experimental import proxy_tensor
 
     stack = _ModuleStack()
@@ -253,6 +271,8 @@ def trace(fn, args, model=None):
         return node
 
     tracer_class.create_node = create_node
+    if can_functionalize():
+        args = _fake(args)
     try:
         with stack.attached(model) if model is not None else \
                 contextlib.nullcontext(), math_attention(), masks_as_given():

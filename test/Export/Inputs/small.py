@@ -100,3 +100,18 @@ class Gate(nn.Module):
 def branchy():
     torch.manual_seed(0)
     return StepSpec(Branchy(), input_shape=(4,))
+
+
+class Normalized(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        h = self.fc(x)
+        return h / h.abs().sum().item()  # a value read as a Python number
+
+
+def itemized():
+    torch.manual_seed(0)
+    return StepSpec(Normalized(), input_shape=(4,))
