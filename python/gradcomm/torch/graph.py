@@ -255,7 +255,8 @@ def trace(fn, args, model=None):
     become out-of-place ops). Both traces use the DECOMPOSED table and
     fake tensors (_fake): the graph depends on shapes and types only, and
     computing real values (a forward and backward pass per trace, through
-    Python decompositions) took most of an export's time. torch 1.13
+    Python decompositions) cost a quarter of ResNet-50's export on an idle
+    machine, most of it beside other work (docs/export.md). torch 1.13
     traces real tensors and keeps the first graph; the converter applies
     its in-place updates itself."""
     from torch.fx.experimental import proxy_tensor
