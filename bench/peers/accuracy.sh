@@ -80,12 +80,12 @@ batch=$([ "$model" = lm ] && echo 16 || echo 32)
 export GRADCOMM_RUNTIME_LIBRARY=${GRADCOMM_RUNTIME_LIBRARY:-$root/build/lib/libgradcomm_runtime.so}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-tag=accuracy-$model-$rate
-[ "$optimizer" = sgd ] || tag=$tag-$optimizer
+tag=$(with_optimizer "accuracy-$model-$rate" "$optimizer")
 [ "$keep" = 1 ] || rm -f "$out/$tag.failures"
 # shellcheck disable=SC2206
 common=(examples/pytorch/train_fmnist.py --model "$model" --batch "$batch"
-  --steps "$steps" --epochs 1 $hyper --lr-schedule cosine --warmup-steps "$warmup"
+  --steps "$steps" --epochs 1 $hyper --lr-schedule cosine
+  --warmup-steps "$warmup"
   --evaluations "$evaluations" --eval-subset "$subset")
 if [ "$rate" = shm ]; then
   launch() { "$root/.venv/bin/torchrun" --standalone --nproc-per-node=2 "$@"; }

@@ -26,8 +26,6 @@ declare -A ROWS=(
 ORDER=(ddp bf16 fp16 powersgd1 powersgd2 powersgd4 gc-dense gc-dense-bf16
   gc-r100 gc-r100-bf16 gc-r400 gc-r400-bf16 gc-topk-r100 gc-auto)
 
-# check_rows ROW...: every ROW is in the table ("solo" too when
-# SOLO_ALLOWED=1).
 # row_flags ROW OPTIMIZER: the trainer's flags for ROW. With Adam the
 # ScaleCom rows run plain error feedback: momentum correction is for SGD's
 # momentum (the trainer refuses the pair; docs/pytorch.md).
@@ -48,6 +46,14 @@ optimizer_flags() {
   esac
 }
 
+# with_optimizer TAG OPTIMIZER: the files' tag; SGD's (the studies' first
+# protocol) keeps the plain one.
+with_optimizer() {
+  if [ "$2" = sgd ]; then echo "$1"; else echo "$1-$2"; fi
+}
+
+# check_rows ROW...: every ROW is in the table ("solo" too when
+# SOLO_ALLOWED=1).
 check_rows() {
   local row
   for row in "$@"; do

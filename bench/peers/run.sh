@@ -65,8 +65,7 @@ export GRADCOMM_RUNTIME_LIBRARY=${GRADCOMM_RUNTIME_LIBRARY:-$root/build/lib/libg
 netns=bench/cluster/netns.sh
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-tag="$model-$rate"
-[ "$optimizer" = sgd ] || tag=$tag-$optimizer
+tag=$(with_optimizer "$model-$rate" "$optimizer")
 rm -f "$out/$tag.failures"
 # shellcheck disable=SC2206
 common=(examples/pytorch/train_fmnist.py --model "$model" --batch "$batch"
@@ -108,8 +107,9 @@ for row in "${rows[@]}"; do
     # are counted in $tag.failures, and a row that never finished is left
     # out of the table.
     # shellcheck disable=SC2046,SC2086
-    run_row "$out/$tag.failures" "$log" launch "${common[@]}" $(row_flags "$row" "$optimizer") \
-      "${extra[@]}" --label "$row" --json "$json" ||
+    run_row "$out/$tag.failures" "$log" launch "${common[@]}" \
+      $(row_flags "$row" "$optimizer") "${extra[@]}" --label "$row" \
+      --json "$json" ||
       { rm -f "$json"; continue; }
   fi
   "$python" bench/peers/summarize.py --warmup "$warmup" "$json" | tail -n 1
