@@ -11,7 +11,8 @@
 # tables and plots. A benchmark, never a test.
 #
 #   bench/learners/study.sh [options] [STRATEGY...]
-#     --model M        mlp or cnn (default cnn)
+#     --model M        mlp, cnn or resnet18-narrow (ResNet-18 at an eighth
+#                      of the width; default cnn)
 #     --learners "N.." (default "2 8 16 32 64")
 #     --epochs E       (default 4)
 #     --seeds "S..."   (default "1 2 3")
@@ -25,6 +26,8 @@
 #   its target over the first 2 epochs instead: DGC's warm-up),
 #   r100-ramp-beta01, r400-ramp-beta01 (a stronger filter, beta 0.1),
 #   r100-ramp4-beta01, r400-ramp4-beta01 (the same, ramped over 4 epochs),
+#   r100-ramp4-betaauto, r400-ramp4-betaauto (the same with beta "auto":
+#   1/N, at least 0.1),
 #   topk100 (local top-k at ratio 100, as local_topk_hook ships: no warm-up,
 #   SGD's momentum). Default: dense r100-ramp r400-ramp r100-ramp-beta1 topk100.
 set -euo pipefail
@@ -42,7 +45,7 @@ while [ $# -gt 0 ]; do
   --jobs) jobs=$2; shift 2 ;;
   --out) out=$2; shift 2 ;;
   --keep) keep=1; shift ;;
-  -h | --help) sed -n '2,29p' "$0"; exit 0 ;;
+  -h | --help) sed -n '2,32p' "$0"; exit 0 ;;
   -*) echo "study.sh: unknown option $1" >&2; exit 2 ;;
   *) break ;;
   esac
@@ -60,6 +63,8 @@ declare -A STRATEGIES=(
   [r400-ramp-beta01]="--comm scalecom --ratio 400 --momentum-correction 1 --warmup ramp --warmup-epochs 2 --beta 0.1"
   [r100-ramp4-beta01]="--comm scalecom --ratio 100 --momentum-correction 1 --warmup ramp --warmup-epochs 4 --beta 0.1"
   [r400-ramp4-beta01]="--comm scalecom --ratio 400 --momentum-correction 1 --warmup ramp --warmup-epochs 4 --beta 0.1"
+  [r100-ramp4-betaauto]="--comm scalecom --ratio 100 --momentum-correction 1 --warmup ramp --warmup-epochs 4 --beta auto"
+  [r400-ramp4-betaauto]="--comm scalecom --ratio 400 --momentum-correction 1 --warmup ramp --warmup-epochs 4 --beta auto"
   [topk100]="--comm local-topk --ratio 100")
 strategies=("$@")
 [ ${#strategies[@]} -gt 0 ] ||
@@ -68,9 +73,10 @@ for s in "${strategies[@]}"; do
   [ -n "${STRATEGIES[$s]:-}" ] ||
     { echo "study.sh: unknown strategy $s (${!STRATEGIES[*]})" >&2; exit 2; }
 done
-case "$model" in mlp | cnn) ;; *)
-  echo "study.sh: --model mlp or cnn (ResNet-18 at 64 learners does not" \
-    "fit this machine's time: docs/results.md)" >&2
+case "$model" in mlp | cnn | resnet18-narrow) ;; *)
+  echo "study.sh: --model mlp, cnn or resnet18-narrow (ResNet-18 at full" \
+    "width and 64 learners does not fit this machine's time:" \
+    "docs/results.md)" >&2
   exit 2 ;;
 esac
 

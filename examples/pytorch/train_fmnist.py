@@ -95,6 +95,7 @@ CONTEXT = 16  # the transformer's tokens per window
 LM_CONTEXT = 32  # the 10.7M-parameter LM's
 MODELS = {"mlp": models.MLP, "cnn": models.CNN,
           "resnet18": models.resnet18_module,
+          "resnet18-narrow": models.resnet18_narrow_module,
           "transformer": lambda: models.TinyLM(context=CONTEXT),
           "lm": lambda: models.TransformerLM(context=LM_CONTEXT)}
 LANGUAGE_MODELS = ("transformer", "lm")
@@ -124,6 +125,11 @@ def loss_of(args, output, target):
     if args.model in LANGUAGE_MODELS:
         return models.lm_loss(output, target)
     return F.cross_entropy(output, target)
+
+
+def beta_argument(text):
+    """--beta: a number, or "auto" (gradcomm.torch.recipe.beta_for_group)."""
+    return text if text == "auto" else float(text)
 
 
 def recipe_fields(args, steps_per_epoch):
@@ -359,7 +365,9 @@ def main():
     recipe = parser.add_argument_group(
         "ScaleCom recipe (gradcomm.torch.recipe.ScaleComOptions; unset: "
         "its defaults)")
-    recipe.add_argument("--beta", type=float)
+    recipe.add_argument("--beta", type=beta_argument,
+                        help="the low-pass coefficient, or 'auto': 1/n on "
+                        "n ranks or learners, at least 0.1")
     recipe.add_argument("--selection", choices=["exact", "chunk"])
     recipe.add_argument("--min-elements", type=int)
     warmup_length = recipe.add_mutually_exclusive_group()

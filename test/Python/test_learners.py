@@ -46,6 +46,20 @@ def test_trainer_equals_real_ranks(ranks, work, model, n, comm):
     assert not differ, "differ from the real ranks': " + ", ".join(differ)
 
 
+def test_auto_beta_is_one_over_n(ranks, work):
+    """beta="auto" on 4 real ranks is beta 0.25, bit for bit (the learners'
+    own resolution is for_group's, test_recipe.py)."""
+    arguments = ["--model", "mlp"] + COMMON + RECIPE
+    real = os.path.join(work, "real.pt")
+    simulated = os.path.join(work, "simulated.pt")
+    ranks.mpiexec(4, TRAINER, *arguments, "--beta", "auto", "--save", real,
+                  expect_ok=False)
+    ranks.python(TRAINER, *arguments, "--beta", 0.25, "--learners", 4,
+                 "--save", simulated)
+    real, simulated = torch.load(real), torch.load(simulated)
+    assert all(torch.equal(real[key], simulated[key]) for key in real)
+
+
 def test_refusals(ranks):
     ranks.refused("at least 2", [sys.executable, TRAINER, "--learners", "1",
                                  "--steps", "1"])

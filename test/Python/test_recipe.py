@@ -16,7 +16,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 from gradcomm.plan import PlanError  # noqa: E402
 from gradcomm.torch.recipe import (Plan, ScaleComOptions,  # noqa: E402
-                                   check_optimizer, dense_parameters)
+                                   beta_for_group, check_optimizer,
+                                   dense_parameters, for_group)
 
 
 class Model(nn.Module):
@@ -30,7 +31,8 @@ class Model(nn.Module):
 
 class OptionsTest(unittest.TestCase):
     def test_bad_values(self):
-        for fields in (dict(beta=0), dict(beta=1.5), dict(ratio=0.5),
+        for fields in (dict(beta=0), dict(beta=1.5), dict(beta="fast"),
+                       dict(beta=None), dict(ratio=0.5),
                        dict(k=0), dict(warmup="linear"),
                        dict(warmup_steps=-1), dict(warmup_start_ratio=0.5),
                        dict(momentum=1.0), dict(momentum=-0.1),
@@ -47,6 +49,17 @@ class OptionsTest(unittest.TestCase):
                        dict(cluster={"bandwidth": "1Gbit"})):
             with self.assertRaises(ValueError, msg=str(fields)):
                 ScaleComOptions(**fields)
+
+    def test_auto_beta_falls_with_the_group(self):
+        self.assertEqual([beta_for_group(n) for n in (1, 2, 4, 8, 10, 64)],
+                         [1.0, 0.5, 0.25, 0.125, 0.1, 0.1])
+        with self.assertRaises(ValueError):
+            beta_for_group(0)
+        auto = ScaleComOptions(beta="auto", ratio=400)
+        self.assertEqual(for_group(auto, 4),
+                         ScaleComOptions(beta=0.25, ratio=400))
+        fixed = ScaleComOptions(beta=0.3)
+        self.assertIs(for_group(fixed, 64), fixed)
 
     def test_overrides_keep_their_order(self):
         options = ScaleComOptions(overrides={"a*": 4, "ab": "dense"})

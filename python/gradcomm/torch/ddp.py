@@ -31,7 +31,8 @@ from gradcomm.runtime import (ASYNC_SCHEDULES, REDUCTIONS, SCHEDULES,
                               SELECTIONS, WARMUPS, WIRES,
                               GradCommError, RecipeOptions, runtime)
 from gradcomm.torch.recipe import (FixedOptions, Plan, ScaleComOptions,
-                                   check_optimizer, dense_in_runtime)
+                                   check_optimizer, dense_in_runtime,
+                                   for_group)
 
 
 def _parameter_names(model):
@@ -564,6 +565,7 @@ class ScaleComState(_State):
                  overlap=True, **fields):
         options = dataclasses.replace(options or ScaleComOptions(), **fields)
         super().__init__(model, prefix, process_group, overlap)
+        options = for_group(options, self.size)
         self.options = options
         self.wire = options.wire
         self.plan = Plan(model, options, ranks=self.size)

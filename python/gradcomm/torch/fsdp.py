@@ -33,7 +33,7 @@ from gradcomm.torch.ddp import (check_saved_state, initialize_runtime,
                                 restore_runtime_state, runtime_state)
 from gradcomm.torch.recipe import (FixedOptions, Plan, ScaleComOptions,
                                    check_optimizer, dense_reasons,
-                                   unsupported_when_sharded)
+                                   for_group, unsupported_when_sharded)
 
 # The wire a gradient's values travel in.
 _WIRE_OF_DTYPE = {torch.float32: "f32", torch.bfloat16: "bf16",
@@ -231,6 +231,7 @@ class ScaleComShardedState(ShardedState):
                              "tensors inside the flat parameters: pass "
                              "module= (the FSDP-wrapped model)")
         super().__init__(prefix, process_group)
+        options = for_group(options, self.size)
         self.options = options
         self.module = module
         # Warm-up steps through the runtime's recipe (which keeps the

@@ -43,7 +43,8 @@ from gradcomm.torch.ddp import (check_saved_state, initialize_runtime,
 from gradcomm.torch.fsdp import (check_shard_buffers, float32_buffers,
                                  runtime_recipe_options)
 from gradcomm.torch.recipe import (FixedOptions, Plan, ScaleComOptions,
-                                   check_optimizer, unsupported_when_sharded)
+                                   check_optimizer, for_group,
+                                   unsupported_when_sharded)
 
 try:
     from torch.distributed.fsdp import FSDPModule
@@ -89,6 +90,7 @@ class State:
             raise GradCommError(-1, "gradcomm: the FSDP2 reduce-scatter "
                                 "runs on the runtime's CPU backend only")
         if options is not None:
+            options = for_group(options, self.size)
             self.options = options
         self.compressed = options is not None
         self.plan = Plan(model, options, ranks=self.size) \

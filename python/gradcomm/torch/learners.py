@@ -26,7 +26,7 @@ from gradcomm.runtime import REDUCTIONS, GradCommError, OpStats, runtime
 from gradcomm.torch.ddp import (check_local_topk, local_topk_defaults,
                                 recipe_options)
 from gradcomm.torch.recipe import (Plan, ScaleComOptions, check_optimizer,
-                                   dense_in_runtime)
+                                   dense_in_runtime, for_group)
 
 COMMS = ("dense", "scalecom", "local_topk")
 
@@ -52,7 +52,8 @@ class Learners:
         self.buffers = list(model.buffers())
         defaults = (local_topk_defaults() if comm == "local_topk"
                     else ScaleComOptions())
-        self.options = dataclasses.replace(options or defaults, **fields)
+        self.options = for_group(
+            dataclasses.replace(options or defaults, **fields), learners)
         o = self.options
         if o.wire not in (None, "f32"):
             raise ValueError("gradcomm: Learners send float32 values only")

@@ -12,7 +12,8 @@ Parts (ALGORITHMS.md, "Making sparsified training hold on real models"):
                or compressed at a ratio rising geometrically from
                `warmup_start_ratio` to `ratio` (`warmup="ramp"`, as DGC;
                exact selection);
-  beta         the low-pass coefficient of the memory update;
+  beta         the low-pass coefficient of the memory update, or "auto":
+               1/n on a group of n ranks, at least 0.1 (beta_for_group);
   momentum     momentum correction for momentum SGD: the hook keeps each
                parameter's velocity, compresses it with error feedback and
                masks it where it was sent; the optimizer must then run
@@ -49,6 +50,28 @@ DENSE_PRESETS = {
 }
 WARMUPS = ("dense", "ramp")
 POLICIES = ("fixed", "auto")
+# beta="auto": the low-pass filter narrows as the group grows, down to this.
+BETA_FLOOR = 0.1
+
+
+def beta_for_group(size):
+    """The low-pass coefficient beta="auto" takes on a group of `size` ranks
+    (or simulated learners): 1/size, at least BETA_FLOOR. 0.5 at 2 ranks, the
+    recipe's default there; the learner study (docs/results.md, "From 2 to
+    64 learners") found 0.5 best at 2 learners and 0.1 best from 8 to 32 on
+    the MLP and the CNN, where 0.5 lost 2-6 points."""
+    if size < 1:
+        raise ValueError("beta_for_group: a group has at least one rank, "
+                         "got %r" % (size,))
+    return max(BETA_FLOOR, 1.0 / size)
+
+
+def for_group(options, size):
+    """`options` with beta="auto" resolved for a group of `size` ranks (every
+    state calls this once it knows its group; other options unchanged)."""
+    if options.beta != "auto":
+        return options
+    return dataclasses.replace(options, beta=beta_for_group(size))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +83,7 @@ class ScaleComOptions:
     k: int = None
     selection: str = "exact"
     chunk_size: int = 0
+    # A float in (0, 1], or "auto" (beta_for_group).
     beta: float = 0.5
     min_elements: int = 1024
     warmup_steps: int = 100
@@ -86,8 +110,10 @@ class ScaleComOptions:
         if self.wire not in (None, "f32", "bf16", "f16"):
             raise ValueError("wire must be 'f32', 'bf16', 'f16' or None (the "
                              "bucket's type), got %r" % (self.wire,))
-        if not 0 < self.beta <= 1:
-            raise ValueError("beta must be in (0, 1]")
+        if self.beta != "auto" and not (
+                isinstance(self.beta, (int, float)) and 0 < self.beta <= 1):
+            raise ValueError("beta must be in (0, 1] or 'auto', got %r"
+                             % (self.beta,))
         if self.k is None and not self.ratio >= 1:
             raise ValueError("ratio must be >= 1")
         if self.k is not None and self.k < 1:
