@@ -23,11 +23,13 @@ import subprocess
 import sys
 import tempfile
 
-RUN_NAME = re.compile(r"(?P<model>[^-]+)-(?P<strategy>.+)-n(?P<n>\d+)"
+RUN_NAME = re.compile(r"(?P<model>resnet18-narrow|[^-]+)-(?P<strategy>.+)"
+                      r"-n(?P<n>\d+)"
                       r"-s(?P<seed>\d+)\.json$")
 ORDER = ["dense", "r100-ramp", "r400-ramp", "r100-ramp-beta1",
          "r100-ramp-beta01", "r400-ramp-beta01", "r100-ramp4-beta01",
-         "r400-ramp4-beta01", "r100",
+         "r400-ramp4-beta01", "r100-ramp4-betaauto", "r400-ramp4-betaauto",
+         "r100",
          "r400", "r100-beta1", "r400-beta1", "topk100"]
 LABELS = {"dense": "dense", "r100": "ScaleCom r100, dense warm-up",
           "r400": "ScaleCom r400, dense warm-up",
@@ -39,10 +41,14 @@ LABELS = {"dense": "dense", "r100": "ScaleCom r100, dense warm-up",
           "r400-ramp-beta01": "ScaleCom r400, beta = 0.1",
           "r100-ramp4-beta01": "ScaleCom r100, beta = 0.1, 4-epoch ramp",
           "r400-ramp4-beta01": "ScaleCom r400, beta = 0.1, 4-epoch ramp",
+          "r100-ramp4-betaauto": "ScaleCom r100, beta auto, 4-epoch ramp",
+          "r400-ramp4-betaauto": "ScaleCom r400, beta auto, 4-epoch ramp",
           "topk100": "local top-k r100"}
 # gradcomm-plan --simulate's names of the strategies it prices.
 PLAN_STRATEGIES = {"dense": "dense", "r100-ramp": "scalecom-r100-exact",
                    "r400-ramp": "scalecom-r400-exact",
+                   "r100-ramp4-beta01": "scalecom-r100-exact",
+                   "r400-ramp4-beta01": "scalecom-r400-exact",
                    "topk100": "local-topk-r100"}
 
 
@@ -169,8 +175,8 @@ def plan_table(model, step, plan_bin, by_strategy):
         table = os.path.join(work, "plan.csv")
         subprocess.run([plan_bin, step, "--simulate", "--bandwidth=10Gbit",
                         "--sweep-ranks=" + ",".join(map(str, ns)),
-                        "--strategies=" + ",".join(PLAN_STRATEGIES[s]
-                                                   for s in strategies),
+                        "--strategies=" + ",".join(dict.fromkeys(
+                            PLAN_STRATEGIES[s] for s in strategies)),
                         "--compute-ms=%g" % compute, "--steps=20",
                         "--csv", table], check=True,
                        stdout=subprocess.DEVNULL)
