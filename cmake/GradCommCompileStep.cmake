@@ -3,7 +3,8 @@
 # Compiles an MLIR training step with gradcomm-compile into a static library
 # <target> holding the step's object file; linking it gives a trainer the
 # `_mlir_ciface_<function>` entry points, the generated header `step.h`
-# (include directory propagated) and GradComm::runtime.
+# (include directory propagated), GradComm::runtime and GradComm::blas (its
+# matrix products).
 #
 # Needs GRADCOMM_COMPILE_EXECUTABLE (set by find_package(GradComm), or by
 # the GradComm build itself).
@@ -27,5 +28,5 @@ function(gradcomm_compile_step target)
   add_library(${target} STATIC "${out}/step.o" "${out}/step.h")
   set_target_properties(${target} PROPERTIES LINKER_LANGUAGE C)
   target_include_directories(${target} INTERFACE "${out}")
-  target_link_libraries(${target} INTERFACE GradComm::runtime m)
+  target_link_libraries(${target} INTERFACE GradComm::runtime GradComm::blas m)
 endfunction()

@@ -3,7 +3,8 @@
 # The pip package (pyproject.toml, scikit-build-core, which defines SKBUILD
 # and SKBUILD_STATE) installs the component "python" only:
 #  - a wheel: libgradcomm_runtime.so (and the CUDA backend, which the
-#    runtime loads from its own folder) in gradcomm/_libs, the runtime's
+#    runtime loads from its own folder) and libgradcomm_blas.so (compiled
+#    steps' matrix products) in gradcomm/_libs, the runtime's
 #    headers in gradcomm/include, the compiler tools in the environment's
 #    bin when they were built;
 #  - an editable install: nothing but gradcomm/_install.py naming the build
@@ -30,7 +31,7 @@ if(SKBUILD_STATE STREQUAL "editable")
 else()
   set(GRADCOMM_INSTALL_LIBRARY_DIR "os.path.join(_here, '_libs')")
   set(GRADCOMM_INSTALL_TOOLS_DIR "sysconfig.get_path('scripts')")
-  set(gradcomm_libraries gradcomm_runtime)
+  set(gradcomm_libraries gradcomm_runtime gradcomm_blas)
   if(TARGET gradcomm_runtime_cuda)
     list(APPEND gradcomm_libraries gradcomm_runtime_cuda)
   endif()

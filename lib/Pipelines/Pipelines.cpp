@@ -183,10 +183,10 @@ void mlir::gradcomm::buildLLVMLoweringPipeline(OpPassManager &pm,
   // time is linear in the number of parameters.
   pm.addPass(createOutlineKernelsPass());
   // Matrix products (linear layers, im2col convolutions, attention) go to
-  // the runtime's BLAS kernel: after outlining, which proves their outputs
-  // do not alias their inputs (llvm.noalias).
+  // libgradcomm_blas: after outlining, which proves their outputs do not
+  // alias their inputs (llvm.noalias).
   if (blasMatmuls)
-    pm.addPass(createLowerMatmulsPass());
+    pm.addPass(createConvertLinalgToBlasPass());
   // Reductions outside the contiguous output dimension: LLVM vectorizes the
   // inner loop without reordering any floating-point addition.
   pm.addNestedPass<func::FuncOp>(createInterchangeReductionsPass());

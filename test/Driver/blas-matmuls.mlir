@@ -1,14 +1,14 @@
 // A float32 matrix product goes to the runtime's BLAS kernel by default
-// (gradcomm-lower-matmuls); --blas-matmuls=false keeps it a loop nest.
+// (convert-linalg-to-blas); --blas-matmuls=false keeps it a loop nest.
 
 // RUN: gradcomm-compile %s -o - --emit=llvm --strategy=dense | FileCheck %s --check-prefix=BLAS
-// BLAS: call void @_mlir_ciface_gradcomm_rt_matmul_f32(
-// BLAS: declare void @_mlir_ciface_gradcomm_rt_matmul_f32(ptr, ptr, ptr)
+// BLAS: call void @_mlir_ciface_gradcomm_blas_matmul_f32(
+// BLAS: declare void @_mlir_ciface_gradcomm_blas_matmul_f32(ptr, ptr, ptr)
 
 // RUN: gradcomm-compile %s -o - --emit=llvm --strategy=dense --blas-matmuls=false | FileCheck %s --check-prefix=LOOPS
-// LOOPS-NOT: gradcomm_rt_matmul_f32
+// LOOPS-NOT: gradcomm_blas_matmul_f32
 // LOOPS: fmul
-// LOOPS-NOT: gradcomm_rt_matmul_f32
+// LOOPS-NOT: gradcomm_blas_matmul_f32
 
 #mk = affine_map<(m, n, k) -> (m, k)>
 #kn = affine_map<(m, n, k) -> (k, n)>

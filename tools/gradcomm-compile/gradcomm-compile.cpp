@@ -117,8 +117,8 @@ static cl::opt<bool> overlap(
 static cl::opt<bool> blasMatmuls(
     "blas-matmuls",
     cl::desc("Float32 matrix products (linear layers, im2col convolutions, "
-             "attention) as calls of the runtime's serial OpenBLAS sgemm "
-             "(gradcomm-lower-matmuls; the default). --blas-matmuls=false "
+             "attention) as calls of libgradcomm_blas (serial OpenBLAS sgemm) "
+             "(convert-linalg-to-blas; the default). --blas-matmuls=false "
              "keeps them loops that sum each output in order, as a C++ "
              "reference does"),
     cl::init(true), cl::cat(category));
@@ -583,9 +583,10 @@ static FailureOr<std::string> findRuntimeDir(const char *argv0) {
   return failure();
 }
 
-/// Links `object` into a shared library that records the runtime as
-/// DT_NEEDED (and, unless --rpath=none, where to find it), and refuses
-/// undefined symbols at link time rather than at load time.
+/// Links `object` into a shared library that records the runtime (and
+/// libgradcomm_blas, from the same directory, when the step has matrix
+/// products) as DT_NEEDED (and, unless --rpath=none, where to find them),
+/// and refuses undefined symbols at link time rather than at load time.
 static LogicalResult linkShared(StringRef object, StringRef path,
                                 StringRef runtime) {
   llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName("cc");
@@ -604,6 +605,8 @@ static LogicalResult linkShared(StringRef object, StringRef path,
                                  object,
                                  libraryDir,
                                  "-lgradcomm_runtime",
+                                 "-Wl,--as-needed",
+                                 "-lgradcomm_blas",
                                  "-lm",
                                  "-Wl,--no-undefined"};
   if (searchPath != "none")

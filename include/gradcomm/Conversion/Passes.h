@@ -8,6 +8,7 @@
 #define GRADCOMM_CONVERSION_PASSES_H
 
 #include "gradcomm/Conversion/GradCommToRuntime/GradCommToRuntime.h"
+#include "gradcomm/Conversion/LinalgToBlas/LinalgToBlas.h"
 
 namespace mlir::gradcomm {
 

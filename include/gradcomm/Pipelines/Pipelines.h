@@ -269,9 +269,9 @@ struct LoweringPipelineOptions
       llvm::cl::init(false)};
   Option<bool> blasMatmuls{
       *this, "blas-matmuls",
-      llvm::cl::desc("Float32 matrix products as calls of the runtime's "
-                     "BLAS kernel (gradcomm-lower-matmuls); false keeps "
-                     "them loops, each output summed in order"),
+      llvm::cl::desc("Float32 matrix products as calls of libgradcomm_blas "
+                     "(convert-linalg-to-blas); false keeps them loops, "
+                     "each output summed in order"),
       llvm::cl::init(true)};
 };
 
@@ -293,7 +293,7 @@ void buildBufferizationPipeline(OpPassManager &pm,
                                 bool overlap = false);
 
 /// The rest, to the LLVM dialect: C interfaces (optional), buffer
-/// deallocation, gradcomm-outline-kernels, gradcomm-lower-matmuls (unless
+/// deallocation, gradcomm-outline-kernels, convert-linalg-to-blas (unless
 /// `blasMatmuls` is false), and the standard lowering of linalg, scf,
 /// memref, arith, math, index, func and cf.
 void buildLLVMLoweringPipeline(OpPassManager &pm, bool exportCInterface,
@@ -321,7 +321,7 @@ struct CompileOptions {
   int64_t bucketElements = 0;
   /// gradcomm-overlap-collectives after bufferization.
   bool overlap = false;
-  /// gradcomm-lower-matmuls: float32 matrix products through BLAS.
+  /// convert-linalg-to-blas: float32 matrix products through libgradcomm_blas.
   bool blasMatmuls = true;
   ScaleComPipelineOptions scalecom;
   GossipPipelineOptions gossip;

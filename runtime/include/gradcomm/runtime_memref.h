@@ -280,16 +280,6 @@ void gradcomm_memref_copy(int64_t element_size,
                           gradcomm_unranked_memref *source,
                           gradcomm_unranked_memref *destination);
 
-/// C[i] += A[i] B[i] for every i: float32 matrices of compiled code's
-/// matrix products (gradcomm-lower-matmuls), as rank-3 strided memref
-/// descriptors {allocated, aligned, offset, sizes[3], strides[3]} of
-/// extents (batch, m, k), (batch, k, n) and (batch, m, n). Each matrix is
-/// row-major or column-major within its batch (one of its last two strides
-/// 1); C must not overlap A or B. Serial OpenBLAS sgemm: the same bits on
-/// every run. A layout BLAS cannot take stops the process naming the
-/// operand (the compiler only emits layouts it accepts). Host memory.
-void _mlir_ciface_gradcomm_rt_matmul_f32(void *a, void *b, void *c);
-
 /// This rank and the group size (shard.process_multi_index,
 /// shard.grid_shape); stop the job if the runtime cannot start.
 int64_t gradcomm_rt_rank(void);

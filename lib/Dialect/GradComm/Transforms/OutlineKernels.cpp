@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gradcomm/Dialect/GradComm/IR/GradCommAttributes.h"
-#include "gradcomm/Dialect/GradComm/Transforms/Buffers.h"
+#include "gradcomm/Transforms/Buffers.h"
 #include "gradcomm/Dialect/GradComm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

@@ -81,7 +81,7 @@ def ungrouped(ctx, value, dim=1):
 def im2col(ctx, xp, kernel, s, dl, out):
     """cols[c, kh, kw, n, oh, ow] = xp[n, c, oh * s + kh * dl, ...] of the
     padded input, as a (c * kh * kw, n * oh * ow) matrix: a convolution's
-    sums become one matrix product (gradcomm-lower-matmuls gives those to
+    sums become one matrix product (convert-linalg-to-blas gives those to
     BLAS, whose blocked float sums are as accurate as PyTorch's own
     kernels'; a convolution loop nest streams its operands per output row
     and needs double sums to be)."""

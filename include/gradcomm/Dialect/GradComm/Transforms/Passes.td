@@ -460,54 +460,6 @@ def FinalizeKernelsPass
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
-def LowerMatmulsPass : Pass<"gradcomm-lower-matmuls", "::mlir::ModuleOp"> {
-  let summary = "Float32 matrix products as calls of the runtime's BLAS "
-                "kernel";
-  let description = [{
-    Loops sum each output of a matrix product in one float chain and stream
-    the operands from memory once per output row; a blocked BLAS kernel
-    keeps tiles in cache and registers. This pass replaces each
-    `linalg.generic` on buffers that computes `C[b, m, n] += A[b, m, k] *
-    B[b, k, n]` in float32 (the batch dimension optional; each operand
-    indexed by exactly its dimensions, in any order; the body one
-    multiplication and one addition) with a call of the runtime's
-    `gradcomm_rt_matmul_f32` (serial OpenBLAS sgemm, C += A B). The
-    operands become rank-3 strided views: `memref.transpose` into the
-    (b, row, col) order, `memref.expand_shape` for a missing batch, and a
-    cast to the dynamic strided type the function takes.
-
-    A product is left as loops when it has fewer than `min-multiply-adds`
-    terms (a call costs more than a small loop nest), when an operand is not
-    row- or column-major within its batch or has an extent or stride past
-    32 bits (BLAS's integers), or when the output buffer may
-    overlap an input (it must be a fresh allocation, or an argument marked
-    `llvm.noalias` by gradcomm-outline-kernels). Products summed in float64
-    (the exporter's long convolution sums before im2col) are not matched.
-
-    BLAS sums in a different order than the loops, so results change in the
-    last bits; the float64 criterion of docs/export.md judges them.
-
-    ```mlir
-    linalg.generic {indexing_maps = [(m, n, k) -> (k, m), (m, n, k) -> (k, n),
-                                     (m, n, k) -> (m, n)], ...}
-        ins(%a, %b : memref<64x32xf32>, memref<64x16xf32>)
-        outs(%c : memref<32x16xf32>) { mulf, addf }
-    // becomes
-    %at = memref.transpose %a (d0, d1) -> (d1, d0) : ...
-    %a3 = memref.expand_shape %at [[0, 1], [2]] ... to memref<1x32x64xf32, ...>
-    ...
-    func.call @gradcomm_rt_matmul_f32(%a3c, %b3c, %c3c)
-    ```
-  }];
-  let options = [
-    Option<"minMultiplyAdds", "min-multiply-adds", "int64_t", "4096",
-           "Products with fewer multiply-adds (all loop extents multiplied) "
-           "stay loops">
-  ];
-  let dependentDialects = ["::mlir::func::FuncDialect",
-                           "::mlir::memref::MemRefDialect"];
-}
-
 def ScalarOperandsPass
     : Pass<"gradcomm-scalar-operands", "::mlir::func::FuncOp"> {
   let summary = "Read rank-0 tensor inputs of linalg.generic once, as "

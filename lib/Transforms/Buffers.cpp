@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gradcomm/Dialect/GradComm/Transforms/Buffers.h"
+#include "gradcomm/Transforms/Buffers.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"

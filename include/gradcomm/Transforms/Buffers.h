@@ -3,13 +3,13 @@
 // Part of the GradComm project.
 //
 // Shared by the passes that must know whether two buffers may overlap
-// (gradcomm-outline-kernels' noalias arguments, gradcomm-lower-matmuls'
-// BLAS calls).
+// (gradcomm-outline-kernels' noalias arguments, gradcomm-convert-linalg-to-
+// blas's BLAS calls).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef GRADCOMM_DIALECT_GRADCOMM_TRANSFORMS_BUFFERS_H
-#define GRADCOMM_DIALECT_GRADCOMM_TRANSFORMS_BUFFERS_H
+#ifndef GRADCOMM_TRANSFORMS_BUFFERS_H
+#define GRADCOMM_TRANSFORMS_BUFFERS_H
 
 #include "mlir/IR/Value.h"
 
@@ -25,4 +25,4 @@ bool isFreshAllocation(Value root);
 
 } // namespace mlir::gradcomm
 
-#endif // GRADCOMM_DIALECT_GRADCOMM_TRANSFORMS_BUFFERS_H
+#endif // GRADCOMM_TRANSFORMS_BUFFERS_H

@@ -2,18 +2,19 @@
 //
 // Part of the GradComm project.
 //
-// gradcomm-lower-matmuls turns the matrix-product loop nests of a compiled
-// step (linear layers, im2col convolutions, attention) into calls of this
-// function. A loop nest sums each output in one float chain and streams its
-// operands from memory once per output row; a blocked BLAS kernel keeps
-// tiles in cache and registers (docs/performance.md, "Stock models").
+// gradcomm-convert-linalg-to-blas turns the matrix-product loop nests of a
+// compiled step (linear layers, im2col convolutions, attention) into calls
+// of this function. A loop nest sums each output in one float chain and
+// streams its operands from memory once per output row; a blocked BLAS
+// kernel keeps tiles in cache and registers (docs/performance.md, "Stock
+// models").
 //
 // OpenBLAS, serial: the ranks of a job already take a core each, and a
 // single-threaded product gives the same bits on every run.
 //
 //===----------------------------------------------------------------------===//
 
-#include "gradcomm/runtime_memref.h"
+#include "gradcomm/blas.h"
 
 #include <cblas.h>
 
@@ -48,9 +49,9 @@ struct BlasOperand {
 [[noreturn]] void refuse(const char *operand, const Matrices *m,
                          const char *why) {
   std::fprintf(stderr,
-               "gradcomm: gradcomm_rt_matmul_f32: operand %s (%lld x %lld x "
+               "gradcomm: gradcomm_blas_matmul_f32: operand %s (%lld x %lld x "
                "%lld, strides %lld, %lld, %lld) %s; this is a compiler bug "
-               "(gradcomm-lower-matmuls checks layouts)\n",
+               "(gradcomm-convert-linalg-to-blas checks layouts)\n",
                operand, static_cast<long long>(m->sizes[0]),
                static_cast<long long>(m->sizes[1]),
                static_cast<long long>(m->sizes[2]),
@@ -84,7 +85,7 @@ bool fitsInt(int64_t value) { return value >= 0 && value <= 0x7fffffff; }
 
 } // namespace
 
-void _mlir_ciface_gradcomm_rt_matmul_f32(void *a, void *b, void *c) {
+void _mlir_ciface_gradcomm_blas_matmul_f32(void *a, void *b, void *c) {
   const auto *lhs = static_cast<const Matrices *>(a);
   const auto *rhs = static_cast<const Matrices *>(b);
   const auto *out = static_cast<const Matrices *>(c);

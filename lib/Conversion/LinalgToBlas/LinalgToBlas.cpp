@@ -1,20 +1,22 @@
-//===- LowerMatmuls.cpp - Matrix products as calls of the runtime's BLAS --===//
+//===- LinalgToBlas.cpp - Matrix products as calls of libgradcomm_blas ----===//
 //
 // Part of the GradComm project.
 //
 // A matrix product lowered to loops sums each output in one float chain and
 // streams its operands from memory once per output row: ResNet-18's step
 // ran 7-10x slower than eager PyTorch's (docs/performance.md, "Stock
-// models"). This pass hands every float32 matrix product to the runtime's
-// gradcomm_rt_matmul_f32, a blocked BLAS kernel (serial OpenBLAS), as
-// PyTorch hands its products to MKL or oneDNN. A library that is tuned for
-// each CPU is the right tool here; MLIR's tiling and vectorization could
-// get there too, at the cost of tuning tile sizes per CPU ourselves.
+// models"). This conversion hands every float32 matrix product to
+// libgradcomm_blas's gradcomm_blas_matmul_f32, a blocked BLAS kernel
+// (serial OpenBLAS), as PyTorch hands its products to MKL or oneDNN. A
+// library that is tuned for each CPU is the right tool here; MLIR's tiling
+// and vectorization could get there too, at the cost of tuning tile sizes
+// per CPU ourselves. The library is not the communication runtime: a step
+// without products needs no BLAS, and the runtime needs none at all.
 //
 //===----------------------------------------------------------------------===//
 
-#include "gradcomm/Dialect/GradComm/Transforms/Buffers.h"
-#include "gradcomm/Dialect/GradComm/Transforms/Passes.h"
+#include "gradcomm/Conversion/LinalgToBlas/LinalgToBlas.h"
+#include "gradcomm/Transforms/Buffers.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -29,8 +31,8 @@
 #include <limits>
 
 namespace mlir::gradcomm {
-#define GEN_PASS_DEF_LOWERMATMULSPASS
-#include "gradcomm/Dialect/GradComm/Transforms/Passes.h.inc"
+#define GEN_PASS_DEF_CONVERTLINALGTOBLASPASS
+#include "gradcomm/Conversion/Passes.h.inc"
 } // namespace mlir::gradcomm
 
 using namespace mlir;
@@ -43,7 +45,7 @@ namespace {
 /// stride keeps the product a loop nest.
 constexpr int64_t kMaxBlasInt = std::numeric_limits<int32_t>::max();
 
-constexpr llvm::StringLiteral kMatmulFunction = "gradcomm_rt_matmul_f32";
+constexpr llvm::StringLiteral kMatmulFunction = "gradcomm_blas_matmul_f32";
 
 /// The loop dimensions of a matrix product: C[b, m, n] += A[b, m, k] *
 /// B[b, k, n], the batch dimension optional.
@@ -108,7 +110,7 @@ bool outputIsDisjoint(linalg::GenericOp op) {
 }
 
 /// Whether the matrix (row, col) of `value`, indexed by `map`, is stored
-/// as BLAS takes it (as gradcomm_rt_matmul_f32 checks): row-major or
+/// as BLAS takes it (as gradcomm_blas_matmul_f32 checks): row-major or
 /// column-major, with a leading dimension at least the other extent. A
 /// dimension of extent 1 may carry any stride.
 bool blasLayout(Value value, AffineMap map, unsigned row, unsigned col) {
@@ -183,7 +185,7 @@ std::optional<ProductDims> matchProduct(linalg::GenericOp op,
 }
 
 /// `value` (indexed by `map`) as a rank-3 view indexed (b, row, col) with a
-/// dynamic strided layout, the type gradcomm_rt_matmul_f32 takes.
+/// dynamic strided layout, the type gradcomm_blas_matmul_f32 takes.
 Value matrixView(OpBuilder &builder, Location loc, Value value, AffineMap map,
                  std::optional<unsigned> batch, unsigned row, unsigned col) {
   MLIRContext *ctx = builder.getContext();
@@ -237,8 +239,9 @@ func::FuncOp declareMatmul(ModuleOp module) {
   return func;
 }
 
-class LowerMatmulsPass
-    : public gradcomm::impl::LowerMatmulsPassBase<LowerMatmulsPass> {
+class ConvertLinalgToBlasPass
+    : public gradcomm::impl::ConvertLinalgToBlasPassBase<
+          ConvertLinalgToBlasPass> {
 public:
   using Base::Base;
 

@@ -1,6 +1,6 @@
-// RUN: gradcomm-opt %s --gradcomm-lower-matmuls="min-multiply-adds=64" --split-input-file | FileCheck %s
+// RUN: gradcomm-opt %s --convert-linalg-to-blas="min-multiply-adds=64" --split-input-file | FileCheck %s
 
-// Float32 matrix products become calls of the runtime's BLAS kernel, each
+// Float32 matrix products become calls of libgradcomm_blas's kernel, each
 // operand a rank-3 strided view in (batch, row, column) order; everything
 // else stays a loop nest.
 
@@ -19,8 +19,8 @@
 // CHECK-DAG: %[[AC:.*]] = memref.cast %[[A3]] : memref<1x4x8xf32> to memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
 // CHECK-DAG: %[[BC:.*]] = memref.cast %[[B3]]
 // CHECK-DAG: %[[CC:.*]] = memref.cast %[[C3]]
-// CHECK: call @gradcomm_rt_matmul_f32(%[[AC]], %[[BC]], %[[CC]])
-// CHECK: func.func private @gradcomm_rt_matmul_f32(memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>) attributes {llvm.emit_c_interface}
+// CHECK: call @gradcomm_blas_matmul_f32(%[[AC]], %[[BC]], %[[CC]])
+// CHECK: func.func private @gradcomm_blas_matmul_f32(memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>) attributes {llvm.emit_c_interface}
 func.func @plain(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32> {llvm.noalias}) {
   linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%c : memref<4x16xf32>) {
@@ -46,7 +46,7 @@ func.func @plain(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32>
 // CHECK-DAG: %[[BT:.*]] = memref.transpose %[[B]] (d0, d1) -> (d1, d0) : memref<16x8xf32> to memref<8x16xf32, strided<[1, 8]>>
 // CHECK-DAG: memref.expand_shape %[[AT]]
 // CHECK-DAG: memref.expand_shape %[[BT]]
-// CHECK: call @gradcomm_rt_matmul_f32
+// CHECK: call @gradcomm_blas_matmul_f32
 // CHECK-NOT: linalg.generic
 func.func @transposed(%a: memref<8x4xf32>, %b: memref<16x8xf32>) -> memref<4x16xf32> {
   %c = memref.alloc() : memref<4x16xf32>
@@ -70,7 +70,7 @@ func.func @transposed(%a: memref<8x4xf32>, %b: memref<16x8xf32>) -> memref<4x16x
 // CHECK-LABEL: func.func @batched
 // CHECK-NOT: memref.expand_shape
 // CHECK: %[[AC:.*]] = memref.cast %{{.*}} : memref<3x4x8xf32> to memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
-// CHECK: call @gradcomm_rt_matmul_f32(%[[AC]]
+// CHECK: call @gradcomm_blas_matmul_f32(%[[AC]]
 func.func @batched(%a: memref<3x4x8xf32>, %b: memref<3x8x16xf32>, %c: memref<3x4x16xf32> {llvm.noalias}) {
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
       ins(%a, %b : memref<3x4x8xf32>, memref<3x8x16xf32>) outs(%c : memref<3x4x16xf32>) {
