@@ -16,7 +16,9 @@ check, until the ABI is generated from one table):
     memref ones) with the table's argument and result kinds;
   - the overlap pass's started forms (kStartedForms in
     OverlapCollectives.cpp): each started form takes its blocking form's
-    arguments, and the operand it marks as written is a buffer.
+    arguments, and the operand it marks as written is a buffer;
+  - libgradcomm_blas (blas/include/gradcomm/blas.h) against its exports
+    and the function convert-linalg-to-blas calls.
 
 Parsing is by regular expressions over the project's own, regular, C
 style: a declaration the patterns cannot read fails the test rather than
@@ -252,6 +254,37 @@ def test_every_declared_function_is_exported(declared):
     assert not missing, "declared, not exported: " + ", ".join(missing)
     assert not undeclared, "exported, declared in no header: " + \
         ", ".join(undeclared)
+
+
+BLAS_HEADER = os.path.join(ROOT, "blas", "include", "gradcomm", "blas.h")
+LINALG_TO_BLAS = os.path.join(ROOT, "lib", "Conversion", "LinalgToBlas",
+                              "LinalgToBlas.cpp")
+
+
+def test_blas_library_matches_its_header_and_the_compiler():
+    """libgradcomm_blas (blas/) exports exactly what blas.h declares, and
+    the function convert-linalg-to-blas calls is one of them."""
+    declared_blas = _prototypes(_source(BLAS_HEADER), {})
+    assert declared_blas, "blas.h's declarations were not read"
+    called = re.findall(r'kMatmulFunction\s*=\s*"(\w+)"',
+                        _source(LINALG_TO_BLAS))
+    assert called and "_mlir_ciface_" + called[0] in declared_blas, (
+        "convert-linalg-to-blas calls %s, blas.h declares %s"
+        % (called, sorted(declared_blas)))
+    runtime_library = os.environ.get("GRADCOMM_RUNTIME_LIBRARY") or \
+        runtime.runtime_library_candidates()[0]
+    library = os.path.join(os.path.dirname(runtime_library),
+                           "libgradcomm_blas.so")
+    if not os.path.exists(library):
+        pytest.skip("no libgradcomm_blas.so beside " + runtime_library)
+    symbols = subprocess.run(["nm", "-D", "--defined-only", library],
+                             check=True, stdout=subprocess.PIPE,
+                             text=True).stdout
+    exported = {line.split()[-1] for line in symbols.splitlines()
+                if line.split()[-2:-1] == ["T"]}
+    assert exported == set(declared_blas), (
+        "libgradcomm_blas exports %s, blas.h declares %s"
+        % (sorted(exported), sorted(declared_blas)))
 
 
 KIND_OF_TABLE = {"Str": "str", "I32": "i32", "I64": "i64", "F32": "f32",
