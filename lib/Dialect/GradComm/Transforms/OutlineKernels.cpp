@@ -11,8 +11,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "gradcomm/Dialect/GradComm/IR/GradCommAttributes.h"
-#include "gradcomm/Transforms/Buffers.h"
 #include "gradcomm/Dialect/GradComm/Transforms/Passes.h"
+#include "gradcomm/Transforms/Buffers.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
