@@ -83,6 +83,7 @@ ninja -C "$sanitize_build" -j "$jobs" gradcomm-opt gradcomm-compile gradcomm-pla
   gradcomm-runtime-init-test gradcomm-runtime-finalize-test \
   gradcomm-runtime-rendezvous-test gradcomm-runtime-transport-test \
   gradcomm-kernel-tests gradcomm-learners-tests gradcomm-minitest-self-test \
+  gradcomm-blas-tests \
   >/dev/null
 export ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1
 (cd "$sanitize_build" &&
