@@ -240,11 +240,7 @@ def test_every_declared_function_is_exported(declared):
         runtime.runtime_library_candidates()[0]
     if not os.path.exists(library):
         pytest.skip("no libgradcomm_runtime.so built")
-    symbols = subprocess.run(["nm", "-D", "--defined-only", library],
-                             check=True, stdout=subprocess.PIPE,
-                             text=True).stdout
-    exported = {line.split()[-1] for line in symbols.splitlines()
-                if line.split()[-2:-1] == ["T"]}
+    exported = _exported_functions(library)
     missing = sorted(name for name in functions if name not in exported)
     # Beside the ABI, only what runtime/exports.map names for compiled
     # code and MPI.
@@ -254,6 +250,16 @@ def test_every_declared_function_is_exported(declared):
     assert not missing, "declared, not exported: " + ", ".join(missing)
     assert not undeclared, "exported, declared in no header: " + \
         ", ".join(undeclared)
+
+
+def _exported_functions(library):
+    """The functions a shared library exports (nm -D's defined text
+    symbols)."""
+    symbols = subprocess.run(["nm", "-D", "--defined-only", library],
+                             check=True, stdout=subprocess.PIPE,
+                             text=True).stdout
+    return {line.split()[-1] for line in symbols.splitlines()
+            if line.split()[-2:-1] == ["T"]}
 
 
 BLAS_HEADER = os.path.join(ROOT, "blas", "include", "gradcomm", "blas.h")
@@ -277,11 +283,7 @@ def test_blas_library_matches_its_header_and_the_compiler():
                            "libgradcomm_blas.so")
     if not os.path.exists(library):
         pytest.skip("no libgradcomm_blas.so beside " + runtime_library)
-    symbols = subprocess.run(["nm", "-D", "--defined-only", library],
-                             check=True, stdout=subprocess.PIPE,
-                             text=True).stdout
-    exported = {line.split()[-1] for line in symbols.splitlines()
-                if line.split()[-2:-1] == ["T"]}
+    exported = _exported_functions(library)
     assert exported == set(declared_blas), (
         "libgradcomm_blas exports %s, blas.h declares %s"
         % (sorted(exported), sorted(declared_blas)))

@@ -33,13 +33,21 @@ def test_ops_equal_real_ranks(ranks, n):
     ("cnn", 4, ["--comm", "dense"]),
 ], ids=["mlp-scalecom-2", "mlp-scalecom-4", "cnn-scalecom-chunk-4",
         "cnn-local-topk-4", "cnn-dense-4"])
-def test_trainer_equals_real_ranks(ranks, work, model, n, comm):
-    arguments = ["--model", model] + COMMON + comm
+def _trained(ranks, work, n, real_arguments, simulated_arguments):
+    """The parameters the trainer saves under mpiexec -n `n` and with
+    --learners `n`: (real, simulated)."""
     real = os.path.join(work, "real.pt")
     simulated = os.path.join(work, "simulated.pt")
-    ranks.mpiexec(n, TRAINER, *arguments, "--save", real, expect_ok=False)
-    ranks.python(TRAINER, *arguments, "--learners", n, "--save", simulated)
-    real, simulated = torch.load(real), torch.load(simulated)
+    ranks.mpiexec(n, TRAINER, *real_arguments, "--save", real,
+                  expect_ok=False)
+    ranks.python(TRAINER, *simulated_arguments, "--learners", n, "--save",
+                 simulated)
+    return torch.load(real), torch.load(simulated)
+
+
+def test_trainer_equals_real_ranks(ranks, work, model, n, comm):
+    arguments = ["--model", model] + COMMON + comm
+    real, simulated = _trained(ranks, work, n, arguments, arguments)
     assert real.keys() == simulated.keys()
     differ = [key for key in real if not torch.equal(real[key],
                                                       simulated[key])]
@@ -50,13 +58,8 @@ def test_auto_beta_is_one_over_n(ranks, work):
     """beta="auto" on 4 real ranks is beta 0.25, bit for bit (the learners'
     own resolution is for_group's, test_recipe.py)."""
     arguments = ["--model", "mlp"] + COMMON + RECIPE
-    real = os.path.join(work, "real.pt")
-    simulated = os.path.join(work, "simulated.pt")
-    ranks.mpiexec(4, TRAINER, *arguments, "--beta", "auto", "--save", real,
-                  expect_ok=False)
-    ranks.python(TRAINER, *arguments, "--beta", 0.25, "--learners", 4,
-                 "--save", simulated)
-    real, simulated = torch.load(real), torch.load(simulated)
+    real, simulated = _trained(ranks, work, 4, arguments + ["--beta", "auto"],
+                               arguments + ["--beta", 0.25])
     assert all(torch.equal(real[key], simulated[key]) for key in real)
 
 
