@@ -25,14 +25,6 @@ def test_ops_equal_real_ranks(ranks, n):
     ranks.mpiexec(n, os.path.join(HERE, "learners_ops.py"))
 
 
-@pytest.mark.parametrize("model,n,comm", [
-    ("mlp", 2, RECIPE),
-    ("mlp", 4, RECIPE),
-    ("cnn", 4, RECIPE + ["--selection", "chunk"]),
-    ("cnn", 4, ["--comm", "local-topk"]),
-    ("cnn", 4, ["--comm", "dense"]),
-], ids=["mlp-scalecom-2", "mlp-scalecom-4", "cnn-scalecom-chunk-4",
-        "cnn-local-topk-4", "cnn-dense-4"])
 def _trained(ranks, work, n, real_arguments, simulated_arguments):
     """The parameters the trainer saves under mpiexec -n `n` and with
     --learners `n`: (real, simulated)."""
@@ -45,6 +37,14 @@ def _trained(ranks, work, n, real_arguments, simulated_arguments):
     return torch.load(real), torch.load(simulated)
 
 
+@pytest.mark.parametrize("model,n,comm", [
+    ("mlp", 2, RECIPE),
+    ("mlp", 4, RECIPE),
+    ("cnn", 4, RECIPE + ["--selection", "chunk"]),
+    ("cnn", 4, ["--comm", "local-topk"]),
+    ("cnn", 4, ["--comm", "dense"]),
+], ids=["mlp-scalecom-2", "mlp-scalecom-4", "cnn-scalecom-chunk-4",
+        "cnn-local-topk-4", "cnn-dense-4"])
 def test_trainer_equals_real_ranks(ranks, work, model, n, comm):
     arguments = ["--model", model] + COMMON + comm
     real, simulated = _trained(ranks, work, n, arguments, arguments)
