@@ -146,6 +146,8 @@ def recipe_fields(args, steps_per_epoch):
         fields["warmup_steps"] = args.warmup_steps
     if args.momentum_correction is not None:
         fields["momentum"] = args.momentum if args.momentum_correction else 0
+    if args.keep_velocity is not None:
+        fields["keep_velocity"] = bool(args.keep_velocity)
     if args.cluster:
         fields["cluster"] = dict(kv.split("=", 1) for kv in
                                  args.cluster.split(",") if kv)
@@ -160,6 +162,7 @@ def compress_fields(args, steps_per_epoch):
     fields = recipe_fields(args, steps_per_epoch)
     if args.comm == "local-topk":
         fields.pop("momentum", None)
+        fields.pop("keep_velocity", None)
         fields.pop("beta", None)
     return fields
 
@@ -378,6 +381,9 @@ def main():
     recipe.add_argument("--momentum-correction", type=int, choices=[0, 1],
                         help="1: the hook applies --momentum (the optimizer "
                         "runs without)")
+    recipe.add_argument("--keep-velocity", type=int, choices=[0, 1],
+                        help="with --momentum-correction 1: 1 keeps the "
+                        "velocity where it was sent (no factor masking)")
     recipe.add_argument("--dense", help="presets that stay dense, comma "
                         "separated (vectors, embeddings, first, last); '' "
                         "for none")

@@ -208,7 +208,7 @@ class RecipeOptions(ctypes.Structure):
                 ("warmup_start_ratio", ctypes.c_float),
                 ("momentum", ctypes.c_float), ("nesterov", ctypes.c_int32),
                 ("clip", ctypes.c_float), ("dense", ctypes.c_int32),
-                ("wire", ctypes.c_int)]
+                ("wire", ctypes.c_int), ("keep_velocity", ctypes.c_int32)]
 
 
 class OpStats(ctypes.Structure):

@@ -5,7 +5,8 @@
 // gradcomm_scalecom_recipe_f32 against the recipe written from
 // ALGORITHMS.md ("Making sparsified training hold on real models") over
 // the ScaleCom reference: local clipping, momentum correction (with
-// Nesterov) and factor masking, dense and ramp warm-ups, dense layers.
+// Nesterov) with and without factor masking, dense and ramp warm-ups,
+// dense layers.
 // Each configuration is also checked to differ from plain ScaleCom, so a
 // runtime that ignored the option fails.
 //
@@ -77,7 +78,7 @@ struct RecipeReference {
       scalecom.step = step;
       out = scalecom.run(sent);
       velocity = next;
-      if (o.momentum > 0.0f)
+      if (o.momentum > 0.0f && !o.keep_velocity)
         for (int r = 0; r < n; ++r)
           for (int64_t i = 0; i < count; ++i)
             if (out[i] != 0.0f) // sent (the gradients here are never 0)
@@ -113,6 +114,18 @@ std::vector<Case> cases() {
   add("nesterov", [](auto &o) {
     o.momentum = 0.9f;
     o.nesterov = 1;
+  });
+  add("momentum, velocity kept", [](auto &o) {
+    o.momentum = 0.9f;
+    o.keep_velocity = 1;
+  });
+  add("nesterov, velocity kept, ramp warm-up", [](auto &o) {
+    o.momentum = 0.9f;
+    o.nesterov = 1;
+    o.keep_velocity = 1;
+    o.warmup_steps = 6;
+    o.warmup = GRADCOMM_WARMUP_RAMP;
+    o.warmup_start_ratio = 2.0f;
   });
   add("momentum, beta 0.5", [](auto &o) {
     o.momentum = 0.5f;
@@ -190,6 +203,40 @@ TEST(ScaleComRecipe, DefaultsAreTheStudysRecipe) {
   EXPECT_EQ(o.momentum, 0.0f);
   EXPECT_EQ(o.clip, 0.0f);
   EXPECT_EQ(o.dense, 0);
+  EXPECT_EQ(o.keep_velocity, 0);
+}
+
+// Sending everything with the velocity kept is momentum SGD on the mean
+// gradient: out_t = mu out_{t-1} + mean(g_t). With factor masking the
+// velocity restarts at every step and out_t is the mean gradient alone.
+TEST(ScaleComRecipe, KeptVelocityAtFullKIsMomentumSgd) {
+  World world;
+  const int64_t count = 300;
+  const float mu = 0.9f;
+  for (int32_t keep : {1, 0}) {
+    const std::string name = uniqueName("full" + std::to_string(keep));
+    gradcomm_scalecom_options o = options(count);
+    o.momentum = mu;
+    o.keep_velocity = keep;
+    std::vector<float> expected(count, 0.0f);
+    for (uint64_t step = 0; step < 6; ++step) {
+      std::vector<float> out(count);
+      const std::vector<float> own = gradient(91, world.rank, step, count);
+      ASSERT_OK(gradcomm_scalecom_recipe_f32(name.c_str(), own.data(),
+                                             out.data(), count, &o,
+                                             GRADCOMM_REDUCE_AVERAGE));
+      for (int64_t i = 0; i < count; ++i) {
+        float sum = 0.0f;
+        for (int r = 0; r < world.size; ++r)
+          sum += gradient(91, r, step, count)[i];
+        const float mean = sum / static_cast<float>(world.size);
+        expected[i] = keep ? mu * expected[i] + mean : mean;
+        ASSERT_NEAR(out[i], expected[i], 1e-4f * (1.0f + std::fabs(mean)))
+            << "keep_velocity " << keep << ", step " << step << ", element "
+            << i;
+      }
+    }
+  }
 }
 
 TEST(ScaleComRecipe, WithoutTheRecipeIsPlainScaleCom) {
@@ -246,6 +293,11 @@ TEST(ScaleComRecipe, BadOptionsFailOnEveryRank) {
   };
   add("momentum 1", [](auto &o) { o.momentum = 1.0f; });
   add("nesterov without momentum", [](auto &o) { o.nesterov = 1; });
+  add("keep_velocity 2", [](auto &o) {
+    o.momentum = 0.9f;
+    o.keep_velocity = 2;
+  });
+  add("keep_velocity without momentum", [](auto &o) { o.keep_velocity = 1; });
   add("negative clip", [](auto &o) { o.clip = -1.0f; });
   add("negative warm-up", [](auto &o) { o.warmup_steps = -1; });
   add("ramp with chunks", [](auto &o) {

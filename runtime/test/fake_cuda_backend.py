@@ -406,6 +406,8 @@ def run_all():
         "recipe momentum": recipe_steps(b"rm", started=False, momentum=0.9),
         "recipe momentum started": recipe_steps(b"rms", started=True,
                                                 momentum=0.9),
+        "recipe momentum kept": recipe_steps(b"rk", started=False,
+                                             momentum=0.9, keep_velocity=1),
         "recipe nesterov clip": recipe_steps(b"rn", started=False,
                                              momentum=0.9, nesterov=1,
                                              clip=0.5),

@@ -8,11 +8,12 @@ GRADCOMM_CHECK_PACKAGES=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   mpich libmpich-dev libopenblas-serial-dev
   libgtest-dev libbenchmark-dev clang-format
+  # The trainer tests (test_learners.py, test/Integration) read it.
+  dataset-fashion-mnist
 )
 
 GRADCOMM_DEMO_PACKAGES=(
   "${GRADCOMM_CHECK_PACKAGES[@]}"
-  dataset-fashion-mnist
 )
 
 gradcomm_install_packages() {

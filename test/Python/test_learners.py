@@ -63,6 +63,21 @@ def test_auto_beta_is_one_over_n(ranks, work):
     assert all(torch.equal(real[key], simulated[key]) for key in real)
 
 
+def test_kept_velocity_equals_real_ranks(ranks, work):
+    """--keep-velocity 1 reaches the runtime through the hook and the
+    learners alike (equal bits on 2 real ranks and 2 learners), and it
+    changes the run (the masked one differs)."""
+    arguments = ["--model", "mlp"] + COMMON + RECIPE
+    kept = arguments + ["--keep-velocity", 1]
+    real, simulated = _trained(ranks, work, 2, kept, kept)
+    assert all(torch.equal(real[key], simulated[key]) for key in real)
+    masked = os.path.join(work, "masked.pt")
+    ranks.python(TRAINER, *arguments, "--keep-velocity", 0, "--learners", 2,
+                 "--save", masked)
+    masked = torch.load(masked)
+    assert not all(torch.equal(masked[key], simulated[key]) for key in masked)
+
+
 def test_refusals(ranks):
     ranks.refused("at least 2", [sys.executable, TRAINER, "--learners", "1",
                                  "--steps", "1"])

@@ -37,6 +37,8 @@ class OptionsTest(unittest.TestCase):
                        dict(warmup_steps=-1), dict(warmup_start_ratio=0.5),
                        dict(momentum=1.0), dict(momentum=-0.1),
                        dict(nesterov=True), dict(clip=0.0),
+                       dict(keep_velocity=True),
+                       dict(momentum=0.9, keep_velocity="yes"),
                        dict(dense="vectors"), dict(dense=("biases",)),
                        dict(overrides={"fc.*": 0.5}),
                        dict(overrides={"fc.*": "sparse"}),

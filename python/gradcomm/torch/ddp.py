@@ -547,6 +547,7 @@ def recipe_options(rt, options, k, chunk, wire):
     c.warmup_start_ratio = options.warmup_start_ratio
     c.momentum = options.momentum
     c.nesterov = int(options.nesterov)
+    c.keep_velocity = int(options.keep_velocity)
     c.clip = options.clip or 0.0
     c.dense = int(k is None)
     c.wire = WIRES[wire]

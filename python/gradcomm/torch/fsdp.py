@@ -154,6 +154,7 @@ def runtime_recipe_options(rt, options, k, wire, recipe_in_runtime):
     c.warmup_steps = options.warmup_steps if recipe_in_runtime else 0
     c.momentum = options.momentum
     c.nesterov = int(options.nesterov)
+    c.keep_velocity = int(options.keep_velocity)
     c.clip = options.clip or 0.0
     c.wire = WIRES[wire]
     return c

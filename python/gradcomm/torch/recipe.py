@@ -16,8 +16,9 @@ Parts (ALGORITHMS.md, "Making sparsified training hold on real models"):
                1/n on a group of n ranks, at least 0.1 (beta_for_group);
   momentum     momentum correction for momentum SGD: the hook keeps each
                parameter's velocity, compresses it with error feedback and
-               masks it where it was sent; the optimizer must then run
-               without momentum (ScaleComState.check_optimizer says so);
+               masks it where it was sent (keep_velocity=True: does not);
+               the optimizer must then run without momentum
+               (ScaleComState.check_optimizer says so);
   dense        presets of parameters that stay dense, plus `overrides`
                (name pattern -> ratio or "dense", first match wins);
   clip         local clipping of each gradient's L2 norm before it enters
@@ -91,6 +92,9 @@ class ScaleComOptions:
     warmup_start_ratio: float = 4.0
     momentum: float = 0.0
     nesterov: bool = False
+    # With momentum: keep the velocity where it was sent (True) instead of
+    # zeroing it there (deep gradient compression's factor masking).
+    keep_velocity: bool = False
     dense: tuple = ()
     overrides: tuple = ()
     clip: float = None
@@ -130,6 +134,11 @@ class ScaleComOptions:
             raise ValueError("momentum must be in [0, 1)")
         if self.nesterov and self.momentum == 0:
             raise ValueError("nesterov needs momentum > 0")
+        if self.keep_velocity not in (False, True):
+            raise ValueError("keep_velocity must be True or False, got %r"
+                             % (self.keep_velocity,))
+        if self.keep_velocity and self.momentum == 0:
+            raise ValueError("keep_velocity needs momentum > 0")
         if self.clip is not None and not self.clip > 0:
             raise ValueError("clip must be > 0 (or None)")
         unknown = set(self.dense) - set(DENSE_PRESETS)

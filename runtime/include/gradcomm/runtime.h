@@ -557,9 +557,9 @@ typedef struct gradcomm_scalecom_options {
   /// GRADCOMM_WARMUP_RAMP's first ratio, >= 1.
   float warmup_start_ratio;
   /// Momentum correction, in [0, 1) (0: off): u = momentum u + g is what is
-  /// communicated, and u is zeroed where it was sent (factor masking). The
-  /// optimizer then runs without momentum. Both backends (the compressed
-  /// reduce-scatter: CPU backend).
+  /// communicated, and u is zeroed where it was sent (factor masking) unless
+  /// `keep_velocity`. The optimizer then runs without momentum. Both
+  /// backends (the compressed reduce-scatter: CPU backend).
   float momentum;
   /// With momentum: communicate g + momentum u (Nesterov).
   int32_t nesterov;
@@ -573,6 +573,11 @@ typedef struct gradcomm_scalecom_options {
   /// The type the values (selected or dense) travel in; indices are as
   /// without it. 16 bits: CPU and CUDA backends.
   gradcomm_wire wire;
+  /// With momentum: 1 keeps the velocity where it was sent (no factor
+  /// masking), so a coordinate sent every step keeps its momentum and at
+  /// k = count the recipe is momentum SGD; 0 (the default) zeroes it there,
+  /// as deep gradient compression does (docs/scalecom.md, "The recipe").
+  int32_t keep_velocity;
 } gradcomm_scalecom_options;
 
 /// Defaults for sending k values, the recipe docs/results.md's study chose:

@@ -112,9 +112,15 @@ const float *recipeInput(const gradcomm_scalecom_options &options,
                          State *velocity);
 
 /// After a step that ran: the velocity becomes u' (its nextVelocity,
-/// swapped in), zeroed at the sent indices (state.indices) of a compressed
-/// step.
-void commitVelocity(const State &state, State *velocity, bool compressed);
+/// swapped in), zeroed at the sent indices (state.indices) when `masked`.
+void commitVelocity(const State &state, State *velocity, bool masked);
+
+/// Whether a step that ran masks the velocity at the sent indices: a
+/// compressed step without `keep_velocity`.
+inline bool masksVelocity(const gradcomm_scalecom_options &options,
+                          bool compressed) {
+  return compressed && options.keep_velocity == 0;
+}
 
 /// The state's device scratch for the recipe's parts that `options` turn
 /// on (a backend whose tensors are not on the host), allocated once.

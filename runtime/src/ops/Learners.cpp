@@ -320,7 +320,7 @@ gradcomm_status gradcomm_learners_scalecom_recipe_f32(
         for (int32_t r = 0; r < n; ++r) {
           commitVelocity(*states->states[r],
                          velocities ? velocities->states[r].get() : nullptr,
-                         /*compressed=*/!dense);
+                         masksVelocity(o, !dense));
           states->states[r]->step += 1;
         }
         if (dense)

@@ -336,16 +336,19 @@ struct Segments {
 };
 
 /// The compressed step's commit: the velocity becomes u', zeroed at the
-/// sent indices, except in a segment sent whole: that is a layer kept
-/// dense, whose velocity stays u' (gradcomm_scalecom_recipe_f32's
-/// `dense`), or momentum would be lost there.
-void commitCompressedVelocity(const State &state, State *velocity,
+/// sent indices (unless `keep_velocity`), except in a segment sent whole:
+/// that is a layer kept dense, whose velocity stays u'
+/// (gradcomm_scalecom_recipe_f32's `dense`), or momentum would be lost
+/// there.
+void commitCompressedVelocity(const gradcomm_scalecom_options &o,
+                              const State &state, State *velocity,
                               const Segments &segments) {
-  if (!velocity || segments.count == 0) {
-    commitVelocity(state, velocity, /*compressed=*/true);
+  const bool masked = masksVelocity(o, /*compressed=*/true);
+  if (!velocity || segments.count == 0 || !masked) {
+    commitVelocity(state, velocity, masked);
     return;
   }
-  commitVelocity(state, velocity, /*compressed=*/false);
+  commitVelocity(state, velocity, /*masked=*/false);
   float *u = velocity->data();
   const int64_t *ends = segments.ends;
   for (int64_t index : state.indices) {
@@ -421,7 +424,7 @@ gradcomm_status scalecomReduceScatterRecipe(
     GRADCOMM_RETURN_IF_ERROR(complete(call, started));
     // The CPU backend leaves the leader's indices in state.indices.
     if (!started.skipped)
-      commitCompressedVelocity(*state, velocity, segments);
+      commitCompressedVelocity(*o, *state, velocity, segments);
     return GRADCOMM_OK;
   }
   std::vector<CheckField> fields = recipeFields(*o);
@@ -436,7 +439,7 @@ gradcomm_status scalecomReduceScatterRecipe(
   GRADCOMM_RETURN_IF_ERROR(transferDense(call, stateName, input, shard, count,
                                          o->wire, reduction, start, started));
   GRADCOMM_RETURN_IF_ERROR(complete(call, started));
-  commitVelocity(*state, velocity, /*compressed=*/false);
+  commitVelocity(*state, velocity, /*masked=*/false);
   state->step += 1;
   return GRADCOMM_OK;
 }

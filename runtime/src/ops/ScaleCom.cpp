@@ -533,6 +533,9 @@ gradcomm_status validateRecipe(const Call &call,
                "'warmup_start_ratio' >= 1");
   if (o->dense != 0 && o->dense != 1)
     return bad("'dense' must be 0 or 1");
+  if (o->keep_velocity != 0 && (o->keep_velocity != 1 || o->momentum == 0.0f))
+    return bad("'keep_velocity' must be 0, or 1 with momentum > 0, got " +
+               std::to_string(o->keep_velocity));
   return requireWireOnHostOrDevice(call, o->wire);
 }
 
@@ -552,9 +555,10 @@ std::vector<CheckField> recipeFields(const gradcomm_scalecom_options &o) {
                             o.warmup,
                             floatBits(o.warmup_start_ratio),
                             o.dense,
-                            o.wire};
+                            o.wire,
+                            o.keep_velocity};
   return {{"the recipe's options (k, selection, beta, momentum, clip, "
-           "warm-up, dense, wire)",
+           "warm-up, dense, wire, keep_velocity)",
            static_cast<int64_t>(fnv1a(fields, sizeof(fields)) >> 1)}};
 }
 
@@ -615,7 +619,7 @@ const float *recipeInput(const gradcomm_scalecom_options &o, const float *grad,
   return next;
 }
 
-void commitVelocity(const State &state, State *velocity, bool compressed) {
+void commitVelocity(const State &state, State *velocity, bool masked) {
   if (!velocity)
     return;
   // u' becomes the velocity; the old one is the next step's scratch. What
@@ -623,7 +627,7 @@ void commitVelocity(const State &state, State *velocity, bool compressed) {
   // select, update and gather when they start).
   velocity->memory.swap(velocity->nextVelocity);
   float *u = velocity->data();
-  if (compressed)
+  if (masked)
     for (int64_t index : state.indices)
       u[index] = 0.0f;
 }
@@ -841,11 +845,11 @@ gradcomm_status scalecomRecipe(const Call &call, const char *stateName,
     // state.indices, a device backend keeps them for its commit: the
     // velocity is masked there.
     if (onHost)
-      commitVelocity(*state, velocity, /*compressed=*/!dense);
+      commitVelocity(*state, velocity, masksVelocity(*options, !dense));
     else if (velocity)
       GRADCOMM_RETURN_IF_ERROR(backend().deviceCommitVelocity(
           call, velocity->data(), state->deviceRecipeVelocity.data(), count,
-          /*masked=*/!dense));
+          masksVelocity(*options, !dense)));
     state->step += 1;
   }
   if (started) {
