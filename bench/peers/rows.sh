@@ -18,20 +18,28 @@ declare -A ROWS=(
   [gc-r100-bf16]="--comm scalecom --ratio 100 --wire bf16 --momentum-correction 1"
   [gc-r400]="--comm scalecom --ratio 400 --momentum-correction 1"
   [gc-r400-bf16]="--comm scalecom --ratio 400 --wire bf16 --momentum-correction 1"
+  # Momentum correction without factor masking (docs/scalecom.md, "The
+  # recipe"): what the transformer LM needs.
+  [gc-r100-keep]="--comm scalecom --ratio 100 --momentum-correction 1 --keep-velocity 1"
+  [gc-r10-keep]="--comm scalecom --ratio 10 --momentum-correction 1 --keep-velocity 1"
   # Local top-k has no warm-up of its own (the hook refuses one); the
   # table reads steps after the others' warm-up in any case.
   [gc-topk-r100]="--comm local-topk --ratio 100 --warmup-steps 0"
   [gc-auto]="--comm scalecom --policy auto --wire bf16 --momentum-correction 1"
 )
 ORDER=(ddp bf16 fp16 powersgd1 powersgd2 powersgd4 gc-dense gc-dense-bf16
-  gc-r100 gc-r100-bf16 gc-r400 gc-r400-bf16 gc-topk-r100 gc-auto)
+  gc-r100 gc-r100-bf16 gc-r400 gc-r400-bf16 gc-r100-keep gc-r10-keep
+  gc-topk-r100 gc-auto)
 
 # row_flags ROW OPTIMIZER: the trainer's flags for ROW. With Adam the
 # ScaleCom rows run plain error feedback: momentum correction is for SGD's
 # momentum (the trainer refuses the pair; docs/pytorch.md).
 row_flags() {
   local flags=${ROWS[$1]}
-  [ "$2" = sgd ] || flags=${flags/--momentum-correction 1/}
+  if [ "$2" != sgd ]; then
+    flags=${flags/--momentum-correction 1/}
+    flags=${flags/--keep-velocity 1/}
+  fi
   echo "$flags"
 }
 
