@@ -22,6 +22,11 @@ declare -A ROWS=(
   # recipe"): what the transformer LM needs.
   [gc-r100-keep]="--comm scalecom --ratio 100 --momentum-correction 1 --keep-velocity 1"
   [gc-r10-keep]="--comm scalecom --ratio 10 --momentum-correction 1 --keep-velocity 1"
+  # The LM's recipe (docs/results.md, "Factor masking was the LM's
+  # momentum sink"): ratio 10, the velocity kept, the embeddings and the
+  # first and last modules dense; trained with --warmup 100.
+  [gc-r10-lm]="--comm scalecom --ratio 10 --momentum-correction 1 --keep-velocity 1 --dense vectors,embeddings,first,last"
+  [gc-r10-lm-bf16]="--comm scalecom --ratio 10 --wire bf16 --momentum-correction 1 --keep-velocity 1 --dense vectors,embeddings,first,last"
   # Local top-k has no warm-up of its own (the hook refuses one); the
   # table reads steps after the others' warm-up in any case.
   [gc-topk-r100]="--comm local-topk --ratio 100 --warmup-steps 0"
@@ -29,7 +34,7 @@ declare -A ROWS=(
 )
 ORDER=(ddp bf16 fp16 powersgd1 powersgd2 powersgd4 gc-dense gc-dense-bf16
   gc-r100 gc-r100-bf16 gc-r400 gc-r400-bf16 gc-r100-keep gc-r10-keep
-  gc-topk-r100 gc-auto)
+  gc-r10-lm gc-r10-lm-bf16 gc-topk-r100 gc-auto)
 
 # row_flags ROW OPTIMIZER: the trainer's flags for ROW. With Adam the
 # ScaleCom rows run plain error feedback: momentum correction is for SGD's
