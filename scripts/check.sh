@@ -76,13 +76,12 @@ lit_rc=0
 /usr/lib/llvm-22/bin/lit -sv -j "$jobs" --xunit-xml-output "$results/lit.xml" \
   "$build/test" || lit_rc=$?
 
-# The runtime's multi-rank tests run once, under the sanitizers (below);
-# the uninstrumented runtime they test is the one every Python and
-# end-to-end test here loads.
+# The runtime's multi-rank tests (label runtime-mpi) run once, under the
+# sanitizers (below); the uninstrumented runtime they test is the one every
+# Python and end-to-end test here loads.
 section "ctest"
 ctest_rc=0
-(cd "$build" && ctest --output-on-failure -j "$jobs" \
-  -E '^runtime\.(np[0-9]|two-nodes|watchdog|init_ownership|finalize-by-mpi|rendezvous|transport-double)' \
+(cd "$build" && ctest --output-on-failure -j "$jobs" -LE '^runtime-mpi$' \
   --output-junit "$root/$results/ctest.xml") || ctest_rc=$?
 
 # The GPU machine's build (bench/gpu/run.sh: no MLIR, the one-process MPI
