@@ -27,6 +27,14 @@ declare -A ROWS=(
   # first and last modules dense; trained with --warmup 100.
   [gc-r10-lm]="--comm scalecom --ratio 10 --momentum-correction 1 --keep-velocity 1 --dense vectors,embeddings,first,last"
   [gc-r10-lm-bf16]="--comm scalecom --ratio 10 --wire bf16 --momentum-correction 1 --keep-velocity 1 --dense vectors,embeddings,first,last"
+  # Its variants (docs/results.md, "Closing the LM's gap"): the low-pass
+  # coefficient (1: none; 0.25; 0.1) and twice the values (ratio 5).
+  # gc-r5-lm-bf16-beta025 is the LM's best row (3 seeds).
+  [gc-r10-lm-bf16-beta1]="--comm scalecom --ratio 10 --wire bf16 --momentum-correction 1 --keep-velocity 1 --dense vectors,embeddings,first,last --beta 1"
+  [gc-r5-lm-bf16]="--comm scalecom --ratio 5 --wire bf16 --momentum-correction 1 --keep-velocity 1 --dense vectors,embeddings,first,last"
+  [gc-r10-lm-bf16-beta025]="--comm scalecom --ratio 10 --wire bf16 --momentum-correction 1 --keep-velocity 1 --dense vectors,embeddings,first,last --beta 0.25"
+  [gc-r5-lm-bf16-beta025]="--comm scalecom --ratio 5 --wire bf16 --momentum-correction 1 --keep-velocity 1 --dense vectors,embeddings,first,last --beta 0.25"
+  [gc-r5-lm-bf16-beta01]="--comm scalecom --ratio 5 --wire bf16 --momentum-correction 1 --keep-velocity 1 --dense vectors,embeddings,first,last --beta 0.1"
   # Local top-k has no warm-up of its own (the hook refuses one); the
   # table reads steps after the others' warm-up in any case.
   [gc-topk-r100]="--comm local-topk --ratio 100 --warmup-steps 0"
@@ -34,7 +42,9 @@ declare -A ROWS=(
 )
 ORDER=(ddp bf16 fp16 powersgd1 powersgd2 powersgd4 gc-dense gc-dense-bf16
   gc-r100 gc-r100-bf16 gc-r400 gc-r400-bf16 gc-r100-keep gc-r10-keep
-  gc-r10-lm gc-r10-lm-bf16 gc-topk-r100 gc-auto)
+  gc-r10-lm gc-r10-lm-bf16 gc-r10-lm-bf16-beta1 gc-r5-lm-bf16
+  gc-r10-lm-bf16-beta025 gc-r5-lm-bf16-beta025 gc-r5-lm-bf16-beta01
+  gc-topk-r100 gc-auto)
 
 # row_flags ROW OPTIMIZER: the trainer's flags for ROW. With Adam the
 # ScaleCom rows run plain error feedback: momentum correction is for SGD's
