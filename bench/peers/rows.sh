@@ -2,6 +2,11 @@
 # bench/peers/rows.sh - the peer comparison's rows, shared by run.sh (step
 # times on the link) and accuracy.sh (curves to accuracy): sourced, not run.
 
+# The LM's recipe (docs/results.md, "Factor masking was the LM's momentum
+# sink"): momentum correction with the velocity kept, the embeddings and
+# the first and last modules dense; its rows train with --warmup 100.
+LM_RECIPE="--momentum-correction 1 --keep-velocity 1 --dense vectors,embeddings,first,last"
+
 # label -> the trainer's communication flags.
 declare -A ROWS=(
   [ddp]="--comm ddp"
@@ -22,19 +27,17 @@ declare -A ROWS=(
   # recipe"): what the transformer LM needs.
   [gc-r100-keep]="--comm scalecom --ratio 100 --momentum-correction 1 --keep-velocity 1"
   [gc-r10-keep]="--comm scalecom --ratio 10 --momentum-correction 1 --keep-velocity 1"
-  # The LM's recipe (docs/results.md, "Factor masking was the LM's
-  # momentum sink"): ratio 10, the velocity kept, the embeddings and the
-  # first and last modules dense; trained with --warmup 100.
-  [gc-r10-lm]="--comm scalecom --ratio 10 --momentum-correction 1 --keep-velocity 1 --dense vectors,embeddings,first,last"
-  [gc-r10-lm-bf16]="--comm scalecom --ratio 10 --wire bf16 --momentum-correction 1 --keep-velocity 1 --dense vectors,embeddings,first,last"
-  # Its variants (docs/results.md, "Closing the LM's gap"): the low-pass
-  # coefficient (1: none; 0.25; 0.1) and twice the values (ratio 5).
+  # The LM's rows (LM_RECIPE above) at ratio 10, then its variants
+  # (docs/results.md, "Closing the LM's gap"): the low-pass coefficient
+  # (1: none; 0.25; 0.1) and twice the values (ratio 5).
+  [gc-r10-lm]="--comm scalecom --ratio 10 $LM_RECIPE"
+  [gc-r10-lm-bf16]="--comm scalecom --ratio 10 --wire bf16 $LM_RECIPE"
+  [gc-r10-lm-bf16-beta1]="--comm scalecom --ratio 10 --wire bf16 $LM_RECIPE --beta 1"
+  [gc-r5-lm-bf16]="--comm scalecom --ratio 5 --wire bf16 $LM_RECIPE"
+  [gc-r10-lm-bf16-beta025]="--comm scalecom --ratio 10 --wire bf16 $LM_RECIPE --beta 0.25"
   # gc-r5-lm-bf16-beta025 is the LM's best row (3 seeds).
-  [gc-r10-lm-bf16-beta1]="--comm scalecom --ratio 10 --wire bf16 --momentum-correction 1 --keep-velocity 1 --dense vectors,embeddings,first,last --beta 1"
-  [gc-r5-lm-bf16]="--comm scalecom --ratio 5 --wire bf16 --momentum-correction 1 --keep-velocity 1 --dense vectors,embeddings,first,last"
-  [gc-r10-lm-bf16-beta025]="--comm scalecom --ratio 10 --wire bf16 --momentum-correction 1 --keep-velocity 1 --dense vectors,embeddings,first,last --beta 0.25"
-  [gc-r5-lm-bf16-beta025]="--comm scalecom --ratio 5 --wire bf16 --momentum-correction 1 --keep-velocity 1 --dense vectors,embeddings,first,last --beta 0.25"
-  [gc-r5-lm-bf16-beta01]="--comm scalecom --ratio 5 --wire bf16 --momentum-correction 1 --keep-velocity 1 --dense vectors,embeddings,first,last --beta 0.1"
+  [gc-r5-lm-bf16-beta025]="--comm scalecom --ratio 5 --wire bf16 $LM_RECIPE --beta 0.25"
+  [gc-r5-lm-bf16-beta01]="--comm scalecom --ratio 5 --wire bf16 $LM_RECIPE --beta 0.1"
   # Local top-k has no warm-up of its own (the hook refuses one); the
   # table reads steps after the others' warm-up in any case.
   [gc-topk-r100]="--comm local-topk --ratio 100 --warmup-steps 0"
