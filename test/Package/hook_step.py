@@ -102,8 +102,9 @@ def main():
         check_ddp(model, state, args)
     # Every rank leaves together, and the model with its hook's state goes
     # before the process group (as examples/pytorch/train_fmnist.py does):
-    # a DDP reducer that outlived its group hung one exit in a few under
-    # torch 1.13.
+    # a DDP reducer that outlived its group deadlocks torch 1.13's exit one
+    # time in a few, with or without GradComm (docs/pytorch.md, "Install
+    # and launch"; bench/torch/teardown_order.py).
     dist.barrier()
     del model, optimizer, state
     dist.destroy_process_group()
