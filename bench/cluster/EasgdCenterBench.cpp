@@ -53,6 +53,10 @@ using ElasticAverageFn = gradcomm_status (*)(const char *, float *, int64_t,
 int main(int argc, char **argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  // The asynchronous ops' progress thread under this program's MPI: it
+  // calls gradcomm_finalize before MPI_Finalize (docs/runtime.md, "The
+  // finalize contract"). A value set by the user wins.
+  setenv("GRADCOMM_ASYNC_PROGRESS", "1", /*overwrite=*/0);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);

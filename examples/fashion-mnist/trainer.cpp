@@ -380,6 +380,10 @@ int main(int argc, char **argv) {
   // MPI_THREAD_MULTIPLE: the asynchronous steps' progress thread needs it.
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  // The asynchronous ops' progress thread under this program's MPI: it
+  // calls gradcomm_finalize before MPI_Finalize (docs/runtime.md, "The
+  // finalize contract"). A value set by the user wins.
+  setenv("GRADCOMM_ASYNC_PROGRESS", "1", /*overwrite=*/0);
   MPI_Errhandler errors;
   MPI_Comm_create_errhandler(reportMpiError, &errors);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, errors);

@@ -414,6 +414,10 @@ int main(int argc, char **argv) {
   // (docs/gossip.md); the others do not mind.
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  // The asynchronous ops' progress thread under this program's MPI: it
+  // calls gradcomm_finalize before MPI_Finalize (docs/runtime.md, "The
+  // finalize contract"). A value set by the user wins.
+  setenv("GRADCOMM_ASYNC_PROGRESS", "1", /*overwrite=*/0);
   Options o = parse(argc, argv);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -12,11 +12,17 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdlib>
+
 int main(int argc, char **argv) {
   // MPI_THREAD_MULTIPLE, as a trainer of the asynchronous ops asks for
   // (their progress thread needs it; docs/gossip.md).
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  // The asynchronous ops' progress thread under this program's MPI: it
+  // calls gradcomm_finalize before MPI_Finalize (docs/runtime.md, "The
+  // finalize contract"). A value set by the user wins.
+  setenv("GRADCOMM_ASYNC_PROGRESS", "1", /*overwrite=*/0);
   ::testing::InitGoogleTest(&argc, argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

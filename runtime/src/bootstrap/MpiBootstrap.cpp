@@ -30,31 +30,16 @@ static void releaseMpiResources() { releaseRuntime(); }
 /// gradcomm_finalize thus exits cleanly (UCX otherwise aborts in
 /// ucp_cleanup over the open windows' keys). Every rank finalizes, so the
 /// collective frees meet. After gradcomm_finalize there is nothing left.
+/// The runtime defines no MPI_Finalize of its own (one would clash with
+/// PMPI tools): the asynchronous ops' progress thread, which must be out
+/// of MPI before MPI_Finalize starts, runs under a trainer's MPI only when
+/// the trainer asks and then calls gradcomm_finalize first
+/// (AsynchronousExchange.cpp, ProgressPump).
 static int releaseAtMpiFinalize(MPI_Comm, int, void *, void *) {
   if (context().initialized)
     releaseMpiResources();
   return MPI_SUCCESS;
 }
-
-#ifdef MPICH_VERSION
-/// The same release, before MPI_Finalize begins, through MPI's profiling
-/// interface: MPI forbids other threads in MPI once MPI_Finalize has
-/// started, and the asynchronous ops' progress thread (stopped by the
-/// release) may be inside MPI_Iprobe when the callback above runs. A
-/// trainer that links the runtime ahead of MPI (as a CMake target that
-/// links gradcomm_runtime does) calls this MPI_Finalize; otherwise MPI's
-/// own runs and the callback still releases, with that race (docs/
-/// runtime.md, "The finalize contract"). MPICH only: the stub has no
-/// PMPI_ names.
-extern "C" __attribute__((visibility("default"))) int MPI_Finalize(void) {
-  int initialized = 0, finalized = 0;
-  PMPI_Initialized(&initialized);
-  PMPI_Finalized(&finalized);
-  if (initialized && !finalized && context().initialized)
-    releaseMpiResources();
-  return PMPI_Finalize();
-}
-#endif
 
 /// Registers releaseAtMpiFinalize once per process (MPI is initialized
 /// once per process, and the callback sees the runtime of the moment).

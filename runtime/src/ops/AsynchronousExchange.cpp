@@ -171,15 +171,33 @@ gradcomm_status spreadFailure(const Call &call, AsyncWindow &window,
 /// MPI_THREAD_MULTIPLE, which the runtime asks for when it initializes
 /// MPI; under a trainer's MPI without it the ops still work, waiting for
 /// their peers, and rank 0 says so once.
+///
+/// The thread must be out of MPI before MPI_Finalize starts (MPI-3.1
+/// section 12.4.3). Where the runtime initialized MPI, gradcomm_finalize
+/// stops it first. Where the trainer owns MPI, the runtime cannot see
+/// MPI_Finalize coming (the release callback runs inside it, too late), so
+/// the thread runs only if the trainer asks, GRADCOMM_ASYNC_PROGRESS=1,
+/// and so takes on calling gradcomm_finalize before MPI_Finalize.
 class ProgressPump {
 public:
   gradcomm_status start(const Call &call) {
     // One rank has no peer to wait for. GRADCOMM_ASYNC_PROGRESS=0 turns
     // the thread off (to measure what it buys).
     const char *setting = std::getenv("GRADCOMM_ASYNC_PROGRESS");
-    if (thread.joinable() || warned || context().size == 1 ||
-        (setting && std::string(setting) == "0"))
+    const std::string asked = setting ? setting : "";
+    if (thread.joinable() || warned || context().size == 1 || asked == "0")
       return GRADCOMM_OK;
+    if (!context().ownsMpi && asked != "1") {
+      warned = true;
+      if (context().rank == 0)
+        std::fprintf(stderr,
+                     "gradcomm: MPI belongs to the trainer: asynchronous "
+                     "gossip and EASGD progress in its MPI calls only; "
+                     "GRADCOMM_ASYNC_PROGRESS=1 starts the runtime's "
+                     "progress thread (then call gradcomm_finalize before "
+                     "MPI_Finalize)\n");
+      return GRADCOMM_OK;
+    }
     int level = MPI_THREAD_SINGLE;
     GRADCOMM_RETURN_IF_ERROR(
         call.mpi(MPI_Query_thread(&level), "MPI_Query_thread"));
