@@ -23,7 +23,15 @@ source scripts/lib/packages.sh
 gradcomm_install_packages "${GRADCOMM_CHECK_PACKAGES[@]}"
 # shellcheck source=scripts/lib/python-env.sh
 source scripts/lib/python-env.sh
-gradcomm_python_env
+# The Python environment is made (a minute or two of unpacking wheels on
+# one core) beside the configure and build, which need only its path; the
+# package is installed into it once both are done.
+mkdir -p "$build"
+(nice -n 10 bash -c 'source scripts/lib/python-env.sh && gradcomm_python_env') \
+  >"$build/python-env.log" 2>&1 &
+python_env_pid=$!
+GRADCOMM_PYTHON=$(gradcomm_python_env_dir)/bin/python
+export GRADCOMM_PYTHON
 
 # One compiler, built with ASan + UBSan (GRADCOMM_SANITIZE_COMPILER: the
 # compiler's own code instrumented, the runtime that Python loads not), so
@@ -32,7 +40,6 @@ gradcomm_python_env
 # checking is off: MPICH and LLVM keep allocations until exit on purpose.
 export ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1
 section "configure ($build)"
-mkdir -p "$build"
 cmake -G Ninja -S . -B "$build" \
   -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
   -DGRADCOMM_PYTHON="$GRADCOMM_PYTHON" \
@@ -42,6 +49,9 @@ cmake -G Ninja -S . -B "$build" \
 
 section "build"
 ninja -C "$build" -j "$jobs" all gradcomm-doc
+section "the Python environment (python/requirements.txt)"
+wait "$python_env_pid" || { cat "$build/python-env.log"; exit 1; }
+cat "$build/python-env.log"
 section "the Python package, editable, into $GRADCOMM_PYTHON's environment"
 gradcomm_install_package "$build"
 
@@ -71,6 +81,17 @@ sanitize_build="$build-sanitize"
 ) >"$sanitize_build.log" 2>&1 &
 sanitize_build_pid=$!
 
+# The GPU machine's build (bench/gpu/run.sh: no MLIR, the one-process MPI
+# stub, MiniTest), built and linked here with its GPU steps skipped, so the
+# script works unchanged when a GPU is lent; at the lowest priority beside
+# the tests too, its result read after them.
+gpu_pid=
+if [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null; then
+  OUT="$root/$results/gpu-dry-run" BUILD_DIR="$build-gpu-dry-run" \
+    nice -n 19 bash bench/gpu/run.sh --dry-run >"$results/gpu-dry-run.log" 2>&1 &
+  gpu_pid=$!
+fi
+
 section "lit"
 lit_rc=0
 /usr/lib/llvm-22/bin/lit -sv -j "$jobs" --xunit-xml-output "$results/lit.xml" \
@@ -84,14 +105,11 @@ ctest_rc=0
 (cd "$build" && ctest --output-on-failure -j "$jobs" -LE '^runtime-mpi$' \
   --output-junit "$root/$results/ctest.xml") || ctest_rc=$?
 
-# The GPU machine's build (bench/gpu/run.sh: no MLIR, the one-process MPI
-# stub, MiniTest), built and linked here with its GPU steps skipped, so the
-# script works unchanged when a GPU is lent.
 gpu_rc=0
-if [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null; then
+if [ -n "$gpu_pid" ]; then
   section "GPU check, dry run (bench/gpu/run.sh --dry-run)"
-  OUT="$root/$results/gpu-dry-run" BUILD_DIR="$build-gpu-dry-run" \
-    bash bench/gpu/run.sh --dry-run || gpu_rc=$?
+  wait "$gpu_pid" || gpu_rc=$?
+  cat "$results/gpu-dry-run.log"
 else
   section "GPU check, dry run: skipped (no nvcc)"
 fi

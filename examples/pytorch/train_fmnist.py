@@ -50,15 +50,12 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-from torch.distributed.fsdp import MixedPrecision
-from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 import models  # noqa: E402
-from gradcomm.torch import ddp, fsdp, fsdp2  # noqa: E402
+from gradcomm.torch import ddp, fsdp  # noqa: E402
 from gradcomm.torch.learners import Learners  # noqa: E402
 from train import BatchSchedule, load, load_text  # noqa: E402
 
@@ -217,6 +214,33 @@ def make_sharded_hook_state(args, steps_per_epoch, net):
         **fields)
 
 
+def sharded(model, args, steps_per_epoch, device):
+    """--sharded --fsdp-version 1: `model` under FSDP (FULL_SHARD; each
+    Linear and Conv2d its own unit with --fsdp-wrap layer), its
+    reduce-scatter FSDP's own (--comm ddp) or GradComm's hook. Returns
+    (model, the hook's state or None)."""
+    # Imported here, as in fully_sharded: torch.distributed.fsdp (which
+    # gradcomm.torch.fsdp2 imports) costs every process 1.5-2 s of CPU at
+    # start, and DDP runs need none of it.
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from torch.distributed.fsdp import MixedPrecision
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+    wrap = (ModuleWrapPolicy({torch.nn.Linear, torch.nn.Conv2d})
+            if args.fsdp_wrap == "layer" else None)
+    # A 16-bit wire: FSDP reduce-scatters 16-bit gradients (its own
+    # collective, or the hooks, which send them in 16 bits).
+    reduce_dtype = REDUCE_DTYPES.get(args.wire)
+    precision = (MixedPrecision(reduce_dtype=reduce_dtype)
+                 if reduce_dtype else None)
+    net = FSDP(model, device_id=device, auto_wrap_policy=wrap,
+               mixed_precision=precision)
+    state = None
+    if args.comm != "ddp":
+        hook, state = make_sharded_hook_state(args, steps_per_epoch, net)
+        net.register_comm_hook(state, hook)
+    return net, state
+
+
 def fully_sharded(model, args, steps_per_epoch):
     """--sharded --fsdp-version 2: `model` under fully_shard (each Linear
     and Conv2d its own FSDP module with --fsdp-wrap layer, then the
@@ -224,6 +248,8 @@ def fully_sharded(model, args, steps_per_epoch):
     gradcomm.torch.fsdp2's; --wire bf16 or f16 the reduce dtype. Returns
     (model, GradComm's state or None)."""
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    from gradcomm.torch import fsdp2
     policy = MixedPrecisionPolicy(reduce_dtype=REDUCE_DTYPES.get(args.wire))
     if args.fsdp_wrap == "layer":
         for module in model.modules():
@@ -278,6 +304,13 @@ def evaluate_point(args, model, inputs, targets, device, last):
     return point
 
 
+def is_fsdp2_state(state):
+    """Whether `state` is gradcomm.torch.fsdp2's: that module is imported
+    by --fsdp-version 2 runs only (see sharded)."""
+    fsdp2 = sys.modules.get("gradcomm.torch.fsdp2")
+    return fsdp2 is not None and isinstance(state, fsdp2.State)
+
+
 def bytes_sent(state, model):
     """Bytes this rank sent through the runtime so far (values, indices)."""
     if state is None:
@@ -287,7 +320,7 @@ def bytes_sent(state, model):
         return traffic["values"], traffic["indices"]
     if isinstance(state, fsdp.ShardedState):
         names = sorted(state.names)
-    elif isinstance(state, fsdp2.State):
+    elif is_fsdp2_state(state):
         names = [name for comm in state.comms.values()
                  for name in (comm.name, b"dense." + comm.name)]
     else:
@@ -531,19 +564,7 @@ def main():
     elif args.sharded and args.fsdp_version == 2:
         net, state = fully_sharded(model, args, schedule.steps_per_epoch)
     elif args.sharded:
-        wrap = (ModuleWrapPolicy({torch.nn.Linear, torch.nn.Conv2d})
-                if args.fsdp_wrap == "layer" else None)
-        # A 16-bit wire: FSDP reduce-scatters 16-bit gradients (its own
-        # collective, or the hooks, which send them in 16 bits).
-        reduce_dtype = REDUCE_DTYPES.get(args.wire)
-        precision = (MixedPrecision(reduce_dtype=reduce_dtype)
-                     if reduce_dtype else None)
-        net = FSDP(model, device_id=device, auto_wrap_policy=wrap,
-                   mixed_precision=precision)
-        if args.comm != "ddp":
-            hook, state = make_sharded_hook_state(
-                args, schedule.steps_per_epoch, net)
-            net.register_comm_hook(state, hook)
+        net, state = sharded(model, args, schedule.steps_per_epoch, device)
     else:
         buckets = ({"bucket_cap_mb": args.bucket_cap_mb}
                    if args.bucket_cap_mb else {})

@@ -14,7 +14,7 @@ gradcomm_python_env() {
   local root requirements venv want
   root=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)
   requirements="$root/${1:-python/requirements.txt}"
-  venv=${GRADCOMM_VENV:-$root/.venv}
+  venv=$(gradcomm_python_env_dir)
   want=$(cat "$requirements" "$root/python/requirements.txt" | sha256sum |
     cut -d' ' -f1)
   if [ ! -x "$venv/bin/python" ] ||
@@ -28,6 +28,15 @@ gradcomm_python_env() {
   fi
   GRADCOMM_PYTHON="$venv/bin/python"
   export GRADCOMM_PYTHON
+}
+
+# gradcomm_python_env_dir: where gradcomm_python_env makes the environment
+# (GRADCOMM_VENV, else .venv in the repository); its interpreter is
+# bin/python there. check.sh configures and builds with that path while the
+# environment is still being made: neither runs the interpreter.
+gradcomm_python_env_dir() {
+  echo "${GRADCOMM_VENV:-$(git -C "$(dirname "${BASH_SOURCE[0]}")" \
+    rev-parse --show-toplevel)/.venv}"
 }
 
 # gradcomm_install_package BUILD_DIR: installs the repository's package

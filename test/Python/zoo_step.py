@@ -6,12 +6,17 @@ gradcomm-compile, and the numerics of a compiled dense step.
       naming each model that does not export or compile.
 
   zoo_step.py numerics --bin BIN --mpiexec MPIEXEC --work DIR --ranks R
-                       --steps S MODEL...
+                       --steps S [--optimized MODEL...] MODEL...
       compiles MODEL's dense step for R ranks, runs S steps under mpiexec
       and compares rank 0's parameters and buffers with eager PyTorch in
       float64 (the reference) and in float32. The criterion (docs/export.md):
       the compiled step's worst error relative to each tensor's largest
       magnitude is at most 2x eager float32's, against the same reference.
+      The steps are compiled with LLVM at -O0: the generated code carries
+      no fast-math flags, so LLVM's optimizer may not change its
+      arithmetic, and -O0 compiles 3x faster. --optimized checks that
+      claim: those models are compiled a second time at the default level
+      and must give the same bits on every rank.
       --precision bf16|f16 converts the model (and a float input) to that
       type first, autocast-bf16|autocast-f16 exports and runs the forward
       pass under torch.autocast; eager PyTorch then runs in that precision
@@ -24,7 +29,7 @@ gradcomm-compile, and the numerics of a compiled dense step.
       inputs: how far PyTorch itself drifts, which bounds what `numerics`
       can tell (a measurement; no criterion).
 
-  zoo_step.py run --work DIR --steps S MODEL...
+  zoo_step.py run --work DIR --steps S [--optimized MODEL...] MODEL...
       (internal: one rank of `numerics`, under mpiexec; every MODEL's
       library and manifest from DIR, in one process)
 """
@@ -138,33 +143,41 @@ def build(args):
 
 def run(args):
     """One rank: S compiled steps of each model on this rank's slice of
-    each batch, the models one after another in this one process."""
-    from gradcomm.runner import CompiledStep
-
+    each batch, the models one after another in this one process; the
+    --optimized models' second library (lib<model>-optimized.so) too."""
     hold_mpi()
     for name in args.models:
-        with open(os.path.join(args.work, name + ".json")) as f:
-            manifest = json.load(f)
-        spec = make_spec(name, args.precision)
-        step = CompiledStep(os.path.join(args.work, "lib%s.so" % name),
-                            manifest)
-        rank, b = step.rank(), manifest["batch"]
-        values = initial_values(spec.model, optimizer())
-        for s in range(args.steps):
-            x, y = global_batch(spec, manifest, s)
-            values["input"] = to_numpy(x[rank * b:(rank + 1) * b].to(
-                spec.input_dtype))
-            values["target"] = y[rank * b:(rank + 1) * b].numpy()
-            outputs = step(values)
-            outputs.pop("loss")
-            values.update(outputs)
-        step.close()
-        names = [n for n, _ in spec.model.named_parameters()] + [
-            n for n, v in spec.model.named_buffers() if v.is_floating_point()]
-        types = {e["name"]: e["dtype"] for e in manifest["inputs"]}
-        np.savez(os.path.join(args.work, "%s.rank%d.npz" % (name, rank)),
-                 **{n: from_numpy(values[n], types[n]) for n in names})
+        run_library(args, name, name)
+    for name in args.optimized:
+        run_library(args, name, name + "-optimized")
     return 0
+
+
+def run_library(args, name, stem):
+    """S steps of model `name` through lib<stem>.so; rank R's parameters
+    and floating-point buffers afterwards to <stem>.rankR.npz."""
+    from gradcomm.runner import CompiledStep
+
+    with open(os.path.join(args.work, name + ".json")) as f:
+        manifest = json.load(f)
+    spec = make_spec(name, args.precision)
+    step = CompiledStep(os.path.join(args.work, "lib%s.so" % stem), manifest)
+    rank, b = step.rank(), manifest["batch"]
+    values = initial_values(spec.model, optimizer())
+    for s in range(args.steps):
+        x, y = global_batch(spec, manifest, s)
+        values["input"] = to_numpy(x[rank * b:(rank + 1) * b].to(
+            spec.input_dtype))
+        values["target"] = y[rank * b:(rank + 1) * b].numpy()
+        outputs = step(values)
+        outputs.pop("loss")
+        values.update(outputs)
+    step.close()
+    names = [n for n, _ in spec.model.named_parameters()] + [
+        n for n, v in spec.model.named_buffers() if v.is_floating_point()]
+    types = {e["name"]: e["dtype"] for e in manifest["inputs"]}
+    np.savez(os.path.join(args.work, "%s.rank%d.npz" % (stem, rank)),
+             **{n: from_numpy(values[n], types[n]) for n in names})
 
 
 def eager(spec, dtype, ranks, batch_size, steps, autocast=None):
@@ -231,15 +244,43 @@ def worst_error(actual, reference):
 def numerics(args):
     os.makedirs(args.work, exist_ok=True)
     failed = []
+    unknown = sorted(set(args.optimized) - set(args.models))
+    if unknown:
+        raise SystemExit("--optimized names models not checked: " +
+                         ", ".join(unknown))
     for name in args.models:
-        export_and_compile(name, args.work, args.bin, args.batch, args.ranks,
-                           "dense-numerics", precision=args.precision)
+        mlir = export_and_compile(
+            name, args.work, args.bin, args.batch, args.ranks,
+            "dense-numerics", ["--opt-level=0"], args.precision)[0][:-5] + \
+            ".mlir"
+        if name in args.optimized:
+            subprocess.run([os.path.join(args.bin, "gradcomm-compile"), mlir,
+                            "-o", os.path.join(args.work, "lib%s-optimized.so"
+                                               % name),
+                            "--emit=shared", "--strategy=dense"], check=True)
     # One job runs every model's steps: a Python start-up per rank, not per
     # model and rank.
     subprocess.run(["timeout", "600", args.mpiexec, "-n", str(args.ranks),
                     sys.executable, __file__, "run", "--steps",
                     str(args.steps), "--work", args.work, "--precision",
-                    args.precision] + args.models, check=True)
+                    args.precision, "--optimized", *args.optimized, "--"] +
+                   args.models, check=True)
+    for name in args.optimized:
+        differ = []
+        for rank in range(args.ranks):
+            at_o0 = np.load(os.path.join(args.work, "%s.rank%d.npz" % (
+                name, rank)))
+            at_default = np.load(os.path.join(
+                args.work, "%s-optimized.rank%d.npz" % (name, rank)))
+            differ += ["rank %d %s" % (rank, key) for key in at_o0.files
+                       if at_o0[key].tobytes() != at_default[key].tobytes()]
+        print("%-20s %s, -O0 against the default level: %s" % (
+            name, args.precision, "the same bits" if not differ else
+            "FAIL, %d tensors differ (%s%s)" % (
+                len(differ), ", ".join(differ[:4]),
+                ", ..." if len(differ) > 4 else "")), flush=True)
+        if differ:
+            failed.append(name + " (optimized)")
     for name in args.models:
         compiled = dict(np.load(os.path.join(args.work,
                                              "%s.rank0.npz" % name)))
@@ -297,6 +338,7 @@ def main():
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--precision", choices=PRECISIONS, default="f32")
+    p.add_argument("--optimized", nargs="*", default=[])
     p.add_argument("models", nargs="+")
     p = sub.add_parser("drift")
     p.add_argument("--image", type=int, default=32)
@@ -307,6 +349,7 @@ def main():
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--work", required=True)
     p.add_argument("--precision", choices=PRECISIONS, default="f32")
+    p.add_argument("--optimized", nargs="*", default=[])
     p.add_argument("models", nargs="+")
     args = parser.parse_args()
     return {"build": build, "numerics": numerics, "drift": drift,
