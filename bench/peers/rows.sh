@@ -38,6 +38,8 @@ declare -A ROWS=(
   # gc-r5-lm-bf16-beta025 is the LM's best row (3 seeds).
   [gc-r5-lm-bf16-beta025]="--comm scalecom --ratio 5 --wire bf16 $LM_RECIPE --beta 0.25"
   [gc-r5-lm-bf16-beta01]="--comm scalecom --ratio 5 --wire bf16 $LM_RECIPE --beta 0.1"
+  # A third of the values (docs/results.md, "Ratio 3").
+  [gc-r3-lm-bf16-beta025]="--comm scalecom --ratio 3 --wire bf16 $LM_RECIPE --beta 0.25"
   # Local top-k has no warm-up of its own (the hook refuses one); the
   # table reads steps after the others' warm-up in any case.
   [gc-topk-r100]="--comm local-topk --ratio 100 --warmup-steps 0"
@@ -47,7 +49,7 @@ ORDER=(ddp bf16 fp16 powersgd1 powersgd2 powersgd4 gc-dense gc-dense-bf16
   gc-r100 gc-r100-bf16 gc-r400 gc-r400-bf16 gc-r100-keep gc-r10-keep
   gc-r10-lm gc-r10-lm-bf16 gc-r10-lm-bf16-beta1 gc-r5-lm-bf16
   gc-r10-lm-bf16-beta025 gc-r5-lm-bf16-beta025 gc-r5-lm-bf16-beta01
-  gc-topk-r100 gc-auto)
+  gc-r3-lm-bf16-beta025 gc-topk-r100 gc-auto)
 
 # row_flags ROW OPTIMIZER: the trainer's flags for ROW. With Adam the
 # ScaleCom rows run plain error feedback: momentum correction is for SGD's

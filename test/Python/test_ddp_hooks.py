@@ -30,7 +30,9 @@ def test_cases_in_one_job(ranks, n):
     ranks.mpiexec(n, SCRIPT, *cases)
 
 
-@pytest.mark.parametrize("n", [2, 4], ids=_ids)
+# At 2 ranks only: each rank saves and loads its own state, the same code
+# at any group size, and two 4-rank jobs cost a minute of CI's two cores.
+@pytest.mark.parametrize("n", [2], ids=_ids)
 def test_resume_gives_the_uninterrupted_bits(ranks, work, n):
     checkpoint = os.path.join(work, "checkpoint")
     os.makedirs(checkpoint)

@@ -39,11 +39,15 @@ def _trained(ranks, work, n, real_arguments, simulated_arguments):
 
 # The MLP with the recipe on 2 and 4 ranks is in the two tests below it
 # (the velocity kept on 2, beta "auto" on 4).
+# Local top-k and dense at 2 learners: their sums and the buffer rule are
+# the same code at any n, which the 4-learner ScaleCom case and
+# test_auto_beta_is_one_over_n cover (a 4-rank job is 4 Python start-ups
+# on CI's 2 cores).
 @pytest.mark.parametrize("model,n,comm", [
     ("cnn", 4, RECIPE + ["--selection", "chunk"]),
-    ("cnn", 4, ["--comm", "local-topk"]),
-    ("cnn", 4, ["--comm", "dense"]),
-], ids=["cnn-scalecom-chunk-4", "cnn-local-topk-4", "cnn-dense-4"])
+    ("cnn", 2, ["--comm", "local-topk"]),
+    ("cnn", 2, ["--comm", "dense"]),
+], ids=["cnn-scalecom-chunk-4", "cnn-local-topk-2", "cnn-dense-2"])
 def test_trainer_equals_real_ranks(ranks, work, model, n, comm):
     arguments = ["--model", model] + COMMON + comm
     real, simulated = _trained(ranks, work, n, arguments, arguments)
