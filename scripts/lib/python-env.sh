@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # scripts/lib/python-env.sh - the project's one Python environment: a
 # virtual environment made from python/requirements.txt with Debian's
 # /usr/bin/python3 (never the python3 first on PATH). Sourced by check.sh
