@@ -111,11 +111,16 @@ def export_and_compile(name, work, bin_dir, batch_size, ranks, strategy,
     exported.write(mlir)
     exported_at = time.time()
     library = os.path.join(work, "lib%s.so" % name)
+    compile_library(bin_dir, mlir, library, strategy, extra)
+    return (mlir[:-5] + ".json", library, exported_at - start,
+            time.time() - exported_at)
+
+
+def compile_library(bin_dir, mlir, library, strategy, extra=()):
+    """gradcomm-compile's shared library of the step in `mlir`."""
     subprocess.run([os.path.join(bin_dir, "gradcomm-compile"), mlir, "-o",
                     library, "--emit=shared", "--strategy=" + strategy] +
                    list(extra), check=True)
-    return (mlir[:-5] + ".json", library, exported_at - start,
-            time.time() - exported_at)
 
 
 def build(args):
@@ -249,15 +254,14 @@ def numerics(args):
         raise SystemExit("--optimized names models not checked: " +
                          ", ".join(unknown))
     for name in args.models:
-        mlir = export_and_compile(
-            name, args.work, args.bin, args.batch, args.ranks,
-            "dense-numerics", ["--opt-level=0"], args.precision)[0][:-5] + \
-            ".mlir"
+        export_and_compile(name, args.work, args.bin, args.batch, args.ranks,
+                           "dense-numerics", ["--opt-level=0"],
+                           args.precision)
         if name in args.optimized:
-            subprocess.run([os.path.join(args.bin, "gradcomm-compile"), mlir,
-                            "-o", os.path.join(args.work, "lib%s-optimized.so"
-                                               % name),
-                            "--emit=shared", "--strategy=dense"], check=True)
+            compile_library(args.bin, os.path.join(args.work, name + ".mlir"),
+                            os.path.join(args.work,
+                                         "lib%s-optimized.so" % name),
+                            "dense")
     # One job runs every model's steps: a Python start-up per rank, not per
     # model and rank.
     subprocess.run(["timeout", "600", args.mpiexec, "-n", str(args.ranks),
