@@ -82,7 +82,7 @@ cmake -G Ninja -S . -B "$build" -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
   -DGRADCOMM_SANITIZE_COMPILER=OFF \
   -DGRADCOMM_PYTHON="$python" -DCMAKE_BUILD_TYPE=Release >"$build/configure.log" 2>&1 ||
   { cat "$build/configure.log"; exit 1; }
-ninja -C "$build" >/dev/null
+ninja -C "$build" all fashion-mnist-examples >/dev/null
 # The package, editable: the trainers import gradcomm from .venv.
 gradcomm_install_package "$build"
 
