@@ -199,6 +199,37 @@ TEST(NonFiniteScan, ComparesWithTheLimit) {
       cpu::exceedsLimit(cpu::maxMagnitudeKey(g.data(), 1000), max / 8));
 }
 
+TEST(NonFiniteScan, VelocityPassEqualsVelocityThenScan) {
+  // The fused pass writes the same u' bits and reports the same key as
+  // the velocity loop followed by maxMagnitudeKeySum, clean and with a
+  // NaN, an Inf, and a finite u' whose sum with the memory overflows.
+  const int64_t n = 1003; // not a multiple of any vector width
+  const float mu = 0.9f, max = std::numeric_limits<float>::max();
+  std::vector<float> u = gradient(5, 0, 0, n), g = gradient(6, 0, 0, n);
+  std::vector<float> m = gradient(7, 0, 0, n);
+  auto check = [&](const char *what) {
+    std::vector<float> expected(n), fused(n);
+    for (int64_t i = 0; i < n; ++i)
+      expected[i] = mu * u[i] + g[i];
+    const uint32_t key = cpu::velocityAndMaxKeySum(u.data(), g.data(), mu,
+                                                   m.data(), fused.data(), n);
+    EXPECT_EQ(0, std::memcmp(expected.data(), fused.data(), n * 4)) << what;
+    EXPECT_EQ(key, cpu::maxMagnitudeKeySum(m.data(), expected.data(), n))
+        << what;
+    return cpu::exceedsLimit(key, max);
+  };
+  EXPECT_FALSE(check("clean"));
+  g[n - 1] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(check("NaN gradient"));
+  g[n - 1] = 0.0f;
+  u[0] = -std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(check("infinite velocity"));
+  u[0] = 0.0f;
+  m[500] = max;
+  g[500] = max / 2;
+  EXPECT_TRUE(check("finite velocity, infinite sum"));
+}
+
 TEST(SelectChunk, TopOnePerChunkLowerIndexOnTies) {
   const int64_t n = 1003, chunk = 10;
   std::vector<float> m = gradient(4, 0, 0, n), g = gradient(5, 0, 0, n);

@@ -344,26 +344,46 @@ TEST(ScaleComRecipe, OptionsThatDifferAcrossRanksAreAMismatch) {
 }
 
 TEST(ScaleComRecipe, SkippedStepLeavesVelocityAndMemory) {
+  // A NaN on any one rank, the step's leader or not, with exact and chunk
+  // selection: every rank skips (and leaves out, the memory and the
+  // velocity as they were), or under the error policy fails. Off an
+  // exact selection's leader the velocity's pass takes the scan.
   World world;
   const int64_t count = 200;
-  const std::string name = uniqueName("skip");
-  gradcomm_scalecom_options o = options(10);
-  o.momentum = 0.9f;
-  std::vector<float> grad = gradient(3, world.rank, 0, count), out(count);
-  ASSERT_OK(gradcomm_scalecom_recipe_f32(name.c_str(), grad.data(), out.data(),
-                                         count, &o, GRADCOMM_REDUCE_AVERAGE));
-  const std::vector<float> velocity = readState(name + ".velocity", count);
-  const std::vector<float> memory = readState(name, count);
-  ASSERT_OK(gradcomm_set_nonfinite_policy(GRADCOMM_NONFINITE_SKIP));
-  std::vector<float> bad = grad;
-  if (world.rank == 0)
-    bad[7] = NAN;
-  EXPECT_OK(gradcomm_scalecom_recipe_f32(name.c_str(), bad.data(), out.data(),
-                                         count, &o, GRADCOMM_REDUCE_AVERAGE));
-  ASSERT_OK(gradcomm_set_nonfinite_policy(GRADCOMM_NONFINITE_ERROR));
-  EXPECT_EQ(out, std::vector<float>(count, 0.0f));
-  EXPECT_EQ(readState(name + ".velocity", count), velocity);
-  EXPECT_EQ(readState(name, count), memory);
+  for (gradcomm_selection selection :
+       {GRADCOMM_SELECT_EXACT, GRADCOMM_SELECT_CHUNK}) {
+    for (int bad_rank = 0; bad_rank < world.size; ++bad_rank) {
+      const std::string name = uniqueName("skip");
+      gradcomm_scalecom_options o = options(10);
+      o.momentum = 0.9f;
+      o.selection = selection;
+      o.chunk_size = selection == GRADCOMM_SELECT_CHUNK ? 20 : 0;
+      std::vector<float> grad = gradient(3, world.rank, 0, count), out(count);
+      ASSERT_OK(gradcomm_scalecom_recipe_f32(name.c_str(), grad.data(),
+                                             out.data(), count, &o,
+                                             GRADCOMM_REDUCE_AVERAGE));
+      const std::vector<float> velocity = readState(name + ".velocity", count);
+      const std::vector<float> memory = readState(name, count);
+      std::vector<float> bad = grad;
+      if (world.rank == bad_rank)
+        bad[7] = NAN;
+      SCOPED_TRACE(
+          std::string(selection == GRADCOMM_SELECT_EXACT ? "exact" : "chunk") +
+          ", NaN on rank " + std::to_string(bad_rank));
+      EXPECT_EQ(gradcomm_scalecom_recipe_f32(name.c_str(), bad.data(),
+                                             out.data(), count, &o,
+                                             GRADCOMM_REDUCE_AVERAGE),
+                GRADCOMM_ERR_NON_FINITE);
+      ASSERT_OK(gradcomm_set_nonfinite_policy(GRADCOMM_NONFINITE_SKIP));
+      EXPECT_OK(gradcomm_scalecom_recipe_f32(name.c_str(), bad.data(),
+                                             out.data(), count, &o,
+                                             GRADCOMM_REDUCE_AVERAGE));
+      ASSERT_OK(gradcomm_set_nonfinite_policy(GRADCOMM_NONFINITE_ERROR));
+      EXPECT_EQ(out, std::vector<float>(count, 0.0f));
+      EXPECT_EQ(readState(name + ".velocity", count), velocity);
+      EXPECT_EQ(readState(name, count), memory);
+    }
+  }
 }
 
 } // namespace

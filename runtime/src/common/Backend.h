@@ -28,6 +28,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 
 namespace gradcomm {
 
@@ -67,6 +68,11 @@ struct Prepared {
   /// the leader reach `received` on every rank once the ranks agree.
   size_t payloadBytes = 0;
   bool foldsIndices() const { return payloadBytes > 0; }
+  /// Set before prepareCompress when the caller's own pass over the input
+  /// already took the non-finite scan (the largest |m + g| key, as
+  /// cpu::maxMagnitudeKeySum gives it): a host backend uses it instead of
+  /// a pass of its own.
+  std::optional<uint32_t> inputScan;
   std::array<uint8_t, kAgreementPayloadBytes> sent{};
   std::array<uint8_t, kAgreementPayloadBytes> received{};
 };

@@ -138,7 +138,10 @@ gradcomm_status CpuBackend::prepareCompress(const Call &,
     largest = cpu::selectExact(state.data(), step.grad, step.count, step.k,
                                state.indices.data(), scratch);
   } else if (scanForNonFinite()) {
-    largest = cpu::maxMagnitudeKeySum(state.data(), step.grad, step.count);
+    largest =
+        prepared.inputScan
+            ? *prepared.inputScan
+            : cpu::maxMagnitudeKeySum(state.data(), step.grad, step.count);
   }
   // m + g, not g: a finite gradient that overflows the memory counts.
   prepared.nonFinite =

@@ -64,6 +64,20 @@ uint32_t gradcomm::cpu::maxMagnitudeKeySum(const float *m, const float *g,
   return largest;
 }
 
+GRADCOMM_HOT_KERNEL
+uint32_t gradcomm::cpu::velocityAndMaxKeySum(const float *u, const float *g,
+                                             float mu, const float *m,
+                                             float *next, int64_t n) {
+  uint32_t largest = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float velocity = mu * u[i] + g[i];
+    next[i] = velocity;
+    uint32_t key = magnitudeKey(m[i] + velocity);
+    largest = key > largest ? key : largest;
+  }
+  return largest;
+}
+
 /// Picks the best k of the survivors (in ascending index order) and writes
 /// their indices ascending. The k-th largest key is found on a copy of the
 /// keys alone; every survivor above it is taken, and of those equal to it

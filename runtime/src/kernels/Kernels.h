@@ -65,6 +65,14 @@ uint32_t maxMagnitudeKey(const float *g, int64_t n);
 /// error-feedback memory shows up as Inf.
 uint32_t maxMagnitudeKeySum(const float *m, const float *g, int64_t n);
 
+/// Momentum correction's velocity with the non-finite scan in its pass:
+/// next[i] = mu * u[i] + g[i] (rounded as written), and returns the
+/// largest |m[i] + next[i]| as maxMagnitudeKeySum(m, next, n) does, so a
+/// rank that scans before its agreement reads u, g and m once instead of
+/// writing next and reading it back with m.
+uint32_t velocityAndMaxKeySum(const float *u, const float *g, float mu,
+                              const float *m, float *next, int64_t n);
+
 /// True when a maximum magnitude key is above |limit|: NaN, Inf or a
 /// finite value larger than the limit.
 inline bool exceedsLimit(uint32_t maxKey, float limit) {

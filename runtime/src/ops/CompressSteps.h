@@ -14,6 +14,7 @@
 
 #include "Backend.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -106,10 +107,13 @@ gradcomm_status reserveNextVelocity(const Call &call, const Backend &host,
 
 /// What the step communicates: `grad`, clipped, through the velocity
 /// (`velocity` null: none; else its nextVelocity is reserved and receives
-/// u').
+/// u'). With `scan`, and when the velocity's pass makes the input (u',
+/// not Nesterov's), that pass also takes the non-finite scan of |m + u'|
+/// (m: the state's memory) into *scan, for Prepared::inputScan.
 const float *recipeInput(const gradcomm_scalecom_options &options,
                          const float *grad, int64_t count, State &state,
-                         State *velocity);
+                         State *velocity,
+                         std::optional<uint32_t> *scan = nullptr);
 
 /// After a step that ran: the velocity becomes u' (its nextVelocity,
 /// swapped in), zeroed at the sent indices (state.indices) when `masked`.

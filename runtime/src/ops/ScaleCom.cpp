@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CompressSteps.h"
+#include "Kernels.h"
 #include "Wire.h"
 
 #include <algorithm>
@@ -588,7 +589,8 @@ int64_t stepK(const gradcomm_scalecom_options &o, int64_t count,
 /// Writes the velocity's nextVelocity (u') and state.recipeInput when they
 /// are needed; the velocity itself is committed after the step.
 const float *recipeInput(const gradcomm_scalecom_options &o, const float *grad,
-                         int64_t count, State &state, State *velocity) {
+                         int64_t count, State &state, State *velocity,
+                         std::optional<uint32_t> *scan) {
   const float *input = grad;
   if (o.clip > 0.0f) {
     double squares = 0.0;
@@ -608,6 +610,10 @@ const float *recipeInput(const gradcomm_scalecom_options &o, const float *grad,
   const float mu = o.momentum;
   const float *u = velocity->data();
   float *next = velocity->nextVelocity.data();
+  if (scan && !o.nesterov) {
+    *scan = cpu::velocityAndMaxKeySum(u, input, mu, state.data(), next, count);
+    return next;
+  }
   for (int64_t i = 0; i < count; ++i)
     next[i] = mu * u[i] + input[i];
   if (o.nesterov) {
@@ -708,7 +714,21 @@ struct RecipeStep {
   gradcomm_reduction reduction;
   double start;
   gradcomm_request_s *started;
+  /// The non-finite scan of |m + input|, when recipeInput took it.
+  std::optional<uint32_t> inputScan;
 };
+
+/// The CPU backend scans |m + g| before a compressed step's agreement in
+/// a pass of its own (CpuBackend::prepareCompress), except on an exact
+/// selection's leader, whose selection takes it: there the velocity's
+/// pass can take it instead and save that pass.
+bool hostScansSeparately(const gradcomm_scalecom_options &o,
+                         const State &state) {
+  if (!scanForNonFinite() || denseStep(o, state.step))
+    return false;
+  const auto leader = static_cast<int>(state.step % context().size);
+  return o.selection != GRADCOMM_SELECT_EXACT || context().rank != leader;
+}
 
 /// out = input, both in the backend's memory (through the host on a
 /// device: a dense warm-up step's copy, off the hot path).
@@ -769,6 +789,7 @@ gradcomm_status recipeCompressed(const Call &call, const RecipeStep &s,
                        s.o.beta,
                        s.reduction};
   Prepared prepared;
+  prepared.inputScan = s.inputScan;
   bool skipped = false;
   State *state = &s.state;
   GRADCOMM_RETURN_IF_ERROR(
@@ -829,13 +850,16 @@ gradcomm_status scalecomRecipe(const Call &call, const char *stateName,
     started->opName = stateName;
   const bool onHost = backend().tensorsOnHost();
   const float *input = nullptr;
+  std::optional<uint32_t> inputScan;
   if (onHost)
-    input = recipeInput(*options, grad, count, *state, velocity);
+    input = recipeInput(*options, grad, count, *state, velocity,
+                        hostScansSeparately(*options, *state) ? &inputScan
+                                                              : nullptr);
   else
     GRADCOMM_RETURN_IF_ERROR(deviceRecipeInput(call, *options, grad, count,
                                                *state, velocity, &input));
-  const RecipeStep step{stateName, *options,  *state, input,        out,
-                        count,     reduction, now(),  started.get()};
+  const RecipeStep step{stateName, *options,  *state, input,         out,
+                        count,     reduction, now(),  started.get(), inputScan};
   const bool dense = denseStep(*options, state->step);
   bool ran = false; // false: the non-finite policy skipped the step
   GRADCOMM_RETURN_IF_ERROR(dense ? recipeDense(call, step, &ran)
