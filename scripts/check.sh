@@ -47,21 +47,12 @@ cmake -G Ninja -S . -B "$build" \
   -DCMAKE_BUILD_TYPE=Release >"$build/configure.log" 2>&1 ||
   { cat "$build/configure.log"; exit 1; }
 
-section "build"
-ninja -C "$build" -j "$jobs" all gradcomm-doc
-section "the Python environment (python/requirements.txt)"
-wait "$python_env_pid" || { cat "$build/python-env.log"; exit 1; }
-cat "$build/python-env.log"
-section "the Python package, editable, into $GRADCOMM_PYTHON's environment"
-gradcomm_install_package "$build"
-
-results="$build/test-results"
-rm -rf "$results" && mkdir -p "$results"
-
 # The runtime and its MPI tests again under ASan + UBSan (no CUDA, no
 # compiler: the main build's compiler is the instrumented one; -O1 and line
-# tables only), built at the lowest priority beside lit and ctest, whose
-# multi-rank tests leave the cores idle at times, and run after them. The
+# tables only), built from the start at the lowest priority, so that it
+# takes what the main build, the Python environment, lit and ctest leave
+# idle (the end of the build waiting for the environment, the tests'
+# multi-rank waits), and run after the tests. The
 # PyTorch and end-to-end tests are not repeated (python3 itself is not
 # instrumented).
 sanitize_build="$build-sanitize"
@@ -80,6 +71,17 @@ sanitize_build="$build-sanitize"
       gradcomm-blas-tests
 ) >"$sanitize_build.log" 2>&1 &
 sanitize_build_pid=$!
+
+section "build"
+ninja -C "$build" -j "$jobs" all gradcomm-doc
+section "the Python environment (python/requirements.txt)"
+wait "$python_env_pid" || { cat "$build/python-env.log"; exit 1; }
+cat "$build/python-env.log"
+section "the Python package, editable, into $GRADCOMM_PYTHON's environment"
+gradcomm_install_package "$build"
+
+results="$build/test-results"
+rm -rf "$results" && mkdir -p "$results"
 
 section "lit"
 lit_rc=0
