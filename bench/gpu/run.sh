@@ -28,14 +28,20 @@
 # --dry-run (scripts/check.sh, on a machine without a GPU): the same build
 # and link steps; the GPU steps report "skipped"; exit status 0 only when
 # the build passed and nothing failed.
+# --build-only: the configure and build steps alone, with no time limit of
+# their own (check.sh builds ahead at the lowest priority, beside its
+# tests; the dry run then finds the build done).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
-dry_run=0
+dry_run=0 build_only=0
 [[ ${1:-} == --dry-run ]] && dry_run=1
+[[ ${1:-} == --build-only ]] && build_only=1
 out=${OUT:-$PWD/gpu-out}
 build=${BUILD_DIR:-build-gpu}
 budget=${GPU_CHECK_SECONDS:-450}
+build_limit=300
+((build_only)) && budget=100000 build_limit=100000
 mkdir -p "$out"
 : >"$out/logs.txt"
 echo "step,status,seconds,exit_code" >"$out/steps.csv"
@@ -119,11 +125,15 @@ if step configure 120 cmake -G "$generator" -S . -B "$build" \
   -DCMAKE_BUILD_TYPE=Release -DGRADCOMM_BUILD_COMPILER=OFF \
   -DGRADCOMM_MPI_STUB=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
   ${nccl:+-DNCCL_ROOT="$nccl"} &&
-  step build 300 cmake --build "$build" -j "$(nproc)" --target \
+  step build "$build_limit" cmake --build "$build" -j "$(nproc)" --target \
     gradcomm-minitest-self-test gradcomm-stub-runtime-tests \
     gradcomm-cuda-kernel-tests \
     gradcomm-cuda-backend-tests gradcomm_runtime_cuda gradcomm-gpu-bench; then
   built=1
+fi
+if ((build_only)); then
+  ((built)) && exit 0
+  exit 1
 fi
 
 if ((built)); then
