@@ -40,8 +40,8 @@ dry_run=0 build_only=0
 out=${OUT:-$PWD/gpu-out}
 build=${BUILD_DIR:-build-gpu}
 budget=${GPU_CHECK_SECONDS:-450}
-build_limit=300
-((build_only)) && budget=100000 build_limit=100000
+configure_limit=120 build_limit=300
+((build_only)) && budget=100000 configure_limit=100000 build_limit=100000
 mkdir -p "$out"
 : >"$out/logs.txt"
 echo "step,status,seconds,exit_code" >"$out/steps.csv"
@@ -121,7 +121,7 @@ echo "nccl root: ${nccl:-(CUDA toolkit)}; generator: $generator" >>"$out/logs.tx
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 || true; } >>"$out/logs.txt"
 
 built=0
-if step configure 120 cmake -G "$generator" -S . -B "$build" \
+if step configure "$configure_limit" cmake -G "$generator" -S . -B "$build" \
   -DCMAKE_BUILD_TYPE=Release -DGRADCOMM_BUILD_COMPILER=OFF \
   -DGRADCOMM_MPI_STUB=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
   ${nccl:+-DNCCL_ROOT="$nccl"} &&
