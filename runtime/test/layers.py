@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """runtime.layers: the runtime's modules depend one way, and only the MPI
-transport (with the MPI bootstrap and the one-sided windows) calls MPI.
+transport (and the MPI bootstrap, which starts it) calls MPI.
 
 The modules are runtime/src's directories, lowest first:
 
@@ -25,7 +25,7 @@ import sys
 
 ORDER = ["kernels", "transport", "common", "cpu", "ops", "bootstrap"]
 # Object files allowed to call MPI themselves (prefix under src/).
-MPI_CALLERS = ("transport/MpiTransport", "bootstrap/", "ops/AsynchronousExchange")
+MPI_CALLERS = ("transport/MpiTransport", "bootstrap/")
 # The CUDA library links nothing of the runtime: the table is its contract,
 # Shards.h (header-only arithmetic) how shards are cut.
 CUDA_MAY_INCLUDE = {"CudaBackendTable.h", "Shards.h"}

@@ -310,9 +310,10 @@ public:
   /// transport's own set-up).
   gradcomm_status mpi(int mpiError, const char *what) const;
 
-  /// Translates a return code of `transport`'s call `what` ("all-reduce
-  /// (agreement)"): GRADCOMM_ERR_MPI naming the transport and its cause.
-  gradcomm_status transport(const Transport &transport, int error,
+  /// Translates a return code of the call `what` ("all-reduce
+  /// (agreement)") of `source`, a transport or one of its windows:
+  /// GRADCOMM_ERR_MPI naming the transport and its cause.
+  gradcomm_status transport(const ErrorSource &source, int error,
                             const char *what) const;
 
   /// Initializes the runtime on MPI_COMM_WORLD if nothing has yet.

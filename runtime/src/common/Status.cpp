@@ -85,7 +85,7 @@ gradcomm_status Call::mpi(int mpiError, const char *what) const {
                                     MpiTransport::describeError(mpiError));
 }
 
-gradcomm_status Call::transport(const Transport &on, int error,
+gradcomm_status Call::transport(const ErrorSource &on, int error,
                                 const char *what) const {
   if (error == 0)
     return GRADCOMM_OK;

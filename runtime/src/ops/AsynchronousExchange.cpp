@@ -2,11 +2,12 @@
 //
 // Part of the GradComm project.
 //
-// docs/gossip.md. Each asynchronous state owns one MPI window, created by
-// the state's first (collective) call. Every rank's part starts with a
-// failure record, so a rank that fails later can tell every other rank
-// without a collective. Gossip adds a mailbox; asynchronous EASGD keeps the
-// center in rank 0's part, or sharded: elements [r c / n, (r + 1) c / n) of
+// docs/gossip.md. Each asynchronous state owns one one-sided window of the
+// transport (Transport.h, Window), created by the state's first
+// (collective) call; a transport without windows is refused. Every rank's part
+// starts with a failure record, so a rank that fails later can tell every other
+// rank without a collective. Gossip adds a mailbox; asynchronous EASGD keeps
+// the center in rank 0's part, or sharded: elements [r c / n, (r + 1) c / n) of
 // it in rank r's part, so no rank serves every worker's traffic.
 //
 // Window locks are held only around one put, one read or one
@@ -17,7 +18,6 @@
 
 #include "Backend.h"
 #include "Kernels.h"
-#include "MpiTransport.h"
 #include "Schedule.h"
 
 #include <algorithm>
@@ -30,8 +30,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 using namespace gradcomm;
@@ -44,10 +44,10 @@ inline constexpr int kStalenessBins = 8;
 /// One asynchronous op's one-sided window and what this rank remembers of
 /// it.
 struct AsyncWindow {
-  MPI_Win win = MPI_WIN_NULL;
+  std::unique_ptr<Window> window;
   /// This rank's part of the window.
   char *base = nullptr;
-  MPI_Aint bytes = 0;
+  int64_t bytes = 0;
   /// Asynchronous EASGD: the windows hold the center, on rank 0 alone or
   /// one contiguous shard per rank (centerPart in AsynchronousExchange.cpp).
   bool center = false;
@@ -72,10 +72,6 @@ std::map<std::string, AsyncWindow> &windows() {
   return *made;
 }
 
-/// The MPI communicator of the active group: the one-sided windows are
-/// MPI-3's, so these ops run over the MPI transport only.
-MPI_Comm activeCommunicator() { return mpiCommunicatorOf(transport()); }
-
 } // namespace
 
 namespace {
@@ -95,23 +91,32 @@ struct MailHeader {
   int32_t reserved;
 };
 
-constexpr MPI_Aint kMailOffset = sizeof(FailureRecord);
+constexpr int64_t kMailOffset = sizeof(FailureRecord);
 
-MPI_Aint mailboxBytes(int64_t count) {
-  return kMailOffset + static_cast<MPI_Aint>(sizeof(MailHeader)) +
-         static_cast<MPI_Aint>(sizeof(float)) * count +
-         static_cast<MPI_Aint>(sizeof(uint64_t));
+int64_t mailboxBytes(int64_t count) {
+  return kMailOffset + static_cast<int64_t>(sizeof(MailHeader)) +
+         static_cast<int64_t>(sizeof(float)) * count +
+         static_cast<int64_t>(sizeof(uint64_t));
 }
+
+/// A return code of `window`'s call `what` as a status.
+gradcomm_status checked(const Call &call, const AsyncWindow &window, int error,
+                        const char *what) {
+  return call.transport(*window.window, error, what);
+}
+
+enum class Lock { Shared, Exclusive };
 
 /// Locks `rank`'s part of `window`, runs `body`, unlocks.
 template <typename Body>
 gradcomm_status withLock(const Call &call, AsyncWindow &window, int rank,
-                         int lockType, Body &&body) {
+                         Lock lock, Body &&body) {
   GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Win_lock(lockType, rank, 0, window.win), "MPI_Win_lock"));
+      checked(call, window, window.window->lock(rank, lock == Lock::Exclusive),
+              "window lock"));
   gradcomm_status status = body();
   gradcomm_status unlocked =
-      call.mpi(MPI_Win_unlock(rank, window.win), "MPI_Win_unlock");
+      checked(call, window, window.window->unlock(rank), "window unlock");
   return status != GRADCOMM_OK ? status : unlocked;
 }
 
@@ -122,11 +127,11 @@ gradcomm_status withLock(const Call &call, AsyncWindow &window, int rank,
 gradcomm_status pendingFailure(const Call &call, AsyncWindow &window) {
   const int rank = context().rank;
   FailureRecord record{};
-  GRADCOMM_RETURN_IF_ERROR(withLock(call, window, rank, MPI_LOCK_SHARED, [&] {
+  GRADCOMM_RETURN_IF_ERROR(withLock(call, window, rank, Lock::Shared, [&] {
     // This rank's own part, read in place once the window's copy is
     // current; the text was complete before the status was set.
     GRADCOMM_RETURN_IF_ERROR(
-        call.mpi(MPI_Win_sync(window.win), "MPI_Win_sync"));
+        checked(call, window, window.window->syncLocal(), "window sync"));
     std::memcpy(&record, window.base, sizeof(record));
     return GRADCOMM_OK;
   }));
@@ -147,29 +152,31 @@ gradcomm_status spreadFailure(const Call &call, AsyncWindow &window,
   record.status = status;
   record.rank = ctx.rank;
   std::snprintf(record.text, sizeof(record.text), "%s", gradcomm_last_error());
+  Window &to = *window.window;
   for (int rank = 0; rank < ctx.size; ++rank)
-    withLock(call, window, rank, MPI_LOCK_SHARED, [&] {
+    withLock(call, window, rank, Lock::Shared, [&] {
       GRADCOMM_RETURN_IF_ERROR(
-          call.mpi(MPI_Put(record.text, sizeof(record.text), MPI_BYTE, rank,
-                           offsetof(FailureRecord, text), sizeof(record.text),
-                           MPI_BYTE, window.win),
-                   "MPI_Put (failure)"));
+          checked(call, window,
+                  to.put(record.text, sizeof(record.text), rank,
+                         offsetof(FailureRecord, text)),
+                  "put (failure)"));
       GRADCOMM_RETURN_IF_ERROR(
-          call.mpi(MPI_Win_flush(rank, window.win), "MPI_Win_flush"));
-      return call.mpi(MPI_Accumulate(&record.status, 2, MPI_INT32_T, rank, 0, 2,
-                                     MPI_INT32_T, MPI_REPLACE, window.win),
-                      "MPI_Accumulate (failure)");
+          checked(call, window, to.flush(rank), "window flush"));
+      static_assert(offsetof(FailureRecord, rank) == sizeof(int32_t),
+                    "status and rank are stored as two int32s");
+      return checked(call, window, to.storeAtomic(&record.status, 2, rank, 0),
+                     "atomic store (failure)");
     });
   return call.adopt(status, record.text);
 }
 
-/// Passive-target operations complete only when the target's MPI makes
-/// progress: without help, a put to a rank busy computing waits until that
-/// rank next calls MPI, which would make the "asynchronous" ops wait for
-/// their peers after all. While windows are open, a thread calls into MPI
-/// (MPI_Iprobe on a private communicator) every 50 us. It needs
-/// MPI_THREAD_MULTIPLE, which the runtime asks for when it initializes
-/// MPI; under a trainer's MPI without it the ops still work, waiting for
+/// Passive-target operations complete only when the target's transport
+/// makes progress: without help, a put to a rank busy computing waits until
+/// that rank next calls the transport, which would make the "asynchronous"
+/// ops wait for their peers after all. While windows are open, the
+/// transport's progress thread (Transport::startWindowProgress) moves it
+/// on: under MPI it needs MPI_THREAD_MULTIPLE, which the runtime asks for
+/// when it initializes MPI; without it the ops still work, waiting for
 /// their peers, and rank 0 says so once.
 ///
 /// The thread must be out of MPI before MPI_Finalize starts (MPI-3.1
@@ -177,7 +184,8 @@ gradcomm_status spreadFailure(const Call &call, AsyncWindow &window,
 /// stops it first. Where the trainer owns MPI, the runtime cannot see
 /// MPI_Finalize coming (the release callback runs inside it, too late), so
 /// the thread runs only if the trainer asks, GRADCOMM_ASYNC_PROGRESS=1,
-/// and so takes on calling gradcomm_finalize before MPI_Finalize.
+/// and so takes on calling gradcomm_finalize before MPI_Finalize. The
+/// thread is the world transport's: MPI's progress is the process's.
 class ProgressPump {
 public:
   gradcomm_status start(const Call &call) {
@@ -185,7 +193,7 @@ public:
     // the thread off (to measure what it buys).
     const char *setting = std::getenv("GRADCOMM_ASYNC_PROGRESS");
     const std::string asked = setting ? setting : "";
-    if (thread.joinable() || warned || context().size == 1 || asked == "0")
+    if (running || warned || context().size == 1 || asked == "0")
       return GRADCOMM_OK;
     if (!context().ownsMpi && asked != "1") {
       warned = true;
@@ -198,44 +206,32 @@ public:
                      "MPI_Finalize)\n");
       return GRADCOMM_OK;
     }
-    int level = MPI_THREAD_SINGLE;
-    GRADCOMM_RETURN_IF_ERROR(
-        call.mpi(MPI_Query_thread(&level), "MPI_Query_thread"));
-    if (level < MPI_THREAD_MULTIPLE) {
+    Transport &world = *context().world.transport;
+    std::string unavailable;
+    GRADCOMM_RETURN_IF_ERROR(call.transport(
+        world, world.startWindowProgress(&unavailable), "window progress"));
+    if (!unavailable.empty()) {
       warned = true;
       if (context().rank == 0)
         std::fprintf(stderr,
-                     "gradcomm: MPI was initialized without "
-                     "MPI_THREAD_MULTIPLE: asynchronous gossip and EASGD "
-                     "wait for their peers' next MPI call\n");
+                     "gradcomm: %s: asynchronous gossip and EASGD wait for "
+                     "their peers' next %s call\n",
+                     unavailable.c_str(), world.name());
       return GRADCOMM_OK;
     }
-    GRADCOMM_RETURN_IF_ERROR(
-        call.mpi(MPI_Comm_dup(activeCommunicator(), &comm), "MPI_Comm_dup"));
-    stopping = false;
-    thread = std::thread([this] {
-      while (!stopping.load(std::memory_order_relaxed)) {
-        int flag = 0;
-        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE);
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
-      }
-    });
+    running = true;
     return GRADCOMM_OK;
   }
 
   void stop() {
-    if (thread.joinable()) {
-      stopping = true;
-      thread.join();
-      MPI_Comm_free(&comm);
-    }
+    if (running)
+      context().world.transport->stopWindowProgress();
+    running = false;
     warned = false;
   }
 
 private:
-  std::thread thread;
-  std::atomic<bool> stopping{false};
-  MPI_Comm comm = MPI_COMM_NULL;
+  bool running = false;
   bool warned = false;
 };
 
@@ -247,7 +243,7 @@ ProgressPump pump;
 /// parts, run `initialize` (collective too) and wait for each other, so no
 /// put lands in a part before it is ready.
 template <typename Initialize>
-gradcomm_status openWindow(const Call &call, const char *name, MPI_Aint bytes,
+gradcomm_status openWindow(const Call &call, const char *name, int64_t bytes,
                            bool center, bool sharded, gradcomm_status local,
                            AsyncWindow *&window, Initialize &&initialize) {
   Context &ctx = context();
@@ -278,21 +274,19 @@ gradcomm_status openWindow(const Call &call, const char *name, MPI_Aint bytes,
   fresh.center = center;
   fresh.sharded = sharded;
   fresh.group = ctx.active;
-  GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Win_allocate(bytes, 1, MPI_INFO_NULL, activeCommunicator(),
-                                &fresh.base, &fresh.win),
-               "MPI_Win_allocate"));
-  window = &windows().emplace(name, fresh).first->second;
-  // Errors come back as codes (and so as messages), as on the communicator.
-  GRADCOMM_RETURN_IF_ERROR(
-      call.mpi(MPI_Win_set_errhandler(window->win, MPI_ERRORS_RETURN),
-               "MPI_Win_set_errhandler"));
+  Transport &on = transport();
+  // A window that was made is kept even when its set-up failed: freeing
+  // it is collective (releaseWindows).
+  const int error = on.openWindow(bytes, &fresh.window);
+  if (fresh.window) {
+    fresh.base = fresh.window->local();
+    window = &windows().emplace(name, std::move(fresh)).first->second;
+  }
+  GRADCOMM_RETURN_IF_ERROR(call.transport(on, error, "window open"));
+  if (!window)
+    return call.fail(GRADCOMM_ERR_INTERNAL, std::string("the transport '") +
+                                                on.name() + "' made no window");
   GRADCOMM_RETURN_IF_ERROR(pump.start(call));
-  GRADCOMM_RETURN_IF_ERROR(
-      withLock(call, *window, ctx.rank, MPI_LOCK_EXCLUSIVE, [&] {
-        std::memset(window->base, 0, bytes);
-        return GRADCOMM_OK;
-      }));
   GRADCOMM_RETURN_IF_ERROR(initialize());
   int32_t ready = 1;
   return allReduce(call, &ready, 1, Element::Int32, Reduction::Min,
@@ -340,14 +334,12 @@ CenterPart centerPart(bool sharded, int64_t count, int host) {
 /// `host`; complete (flushed) when it returns.
 gradcomm_status readCenterPart(const Call &call, AsyncWindow &window, int host,
                                CenterPart part, float *center) {
-  // MPI_NO_OP ignores the origin: none is passed (a full-size one makes
-  // MPICH 4.0 over UCX ship it and fail with "message truncated").
-  GRADCOMM_RETURN_IF_ERROR(call.mpi(
-      MPI_Get_accumulate(nullptr, 0, MPI_FLOAT, center + part.begin,
-                         part.count(), MPI_FLOAT, host, kMailOffset,
-                         part.count(), MPI_FLOAT, MPI_NO_OP, window.win),
-      "MPI_Get_accumulate (center)"));
-  return call.mpi(MPI_Win_flush(host, window.win), "MPI_Win_flush");
+  Window &from = *window.window;
+  GRADCOMM_RETURN_IF_ERROR(checked(
+      call, window,
+      from.readAtomic(center + part.begin, part.count(), host, kMailOffset),
+      "atomic read (center)"));
+  return checked(call, window, from.flush(host), "window flush");
 }
 
 /// Reads every part of the center into `center`, one host at a time.
@@ -357,7 +349,7 @@ gradcomm_status readWholeCenter(const Call &call, AsyncWindow &window,
     CenterPart part = centerPart(window.sharded, count, host);
     if (part.count() == 0)
       continue;
-    GRADCOMM_RETURN_IF_ERROR(withLock(call, window, host, MPI_LOCK_SHARED, [&] {
+    GRADCOMM_RETURN_IF_ERROR(withLock(call, window, host, Lock::Shared, [&] {
       return readCenterPart(call, window, host, part, center);
     }));
   }
@@ -405,10 +397,10 @@ gradcomm_status validateCommon(const Call &call, const char *stateName,
   GRADCOMM_RETURN_IF_ERROR(
       requireReplica(call, stateName, x, count, (INT_MAX - 1024) / 4, period));
   GRADCOMM_RETURN_IF_ERROR(requireHostTensors(call, "the asynchronous op"));
-  if (activeCommunicator() == MPI_COMM_NULL)
+  if (!transport().hasWindows())
     return call.fail(GRADCOMM_ERR_UNSUPPORTED,
                      std::string("the asynchronous op needs one-sided "
-                                 "communication (MPI-3 windows), which the "
+                                 "communication (windows), which the "
                                  "transport '") +
                          transport().name() + "' does not have");
   return GRADCOMM_OK;
@@ -449,7 +441,7 @@ gradcomm_status gradcomm_gossip_async_f32(const char *stateName, float *x,
 
     // Push: header, data, sequence again, in one put.
     const size_t dataBytes = sizeof(float) * static_cast<size_t>(count);
-    const MPI_Aint mailBytes = mailboxBytes(count) - kMailOffset;
+    const int64_t mailBytes = mailboxBytes(count) - kMailOffset;
     static thread_local std::vector<char> buffer;
     buffer.resize(static_cast<size_t>(mailBytes));
     int peer = schedulePeer(schedule, seed, step / period, ctx.rank, ctx.size);
@@ -468,12 +460,11 @@ gradcomm_status gradcomm_gossip_async_f32(const char *stateName, float *x,
       std::memcpy(buffer.data() + sizeof(header) + dataBytes, &trailer,
                   sizeof(trailer));
       GRADCOMM_RETURN_IF_ERROR(
-          withLock(call, *window, peer, MPI_LOCK_EXCLUSIVE, [&] {
-            return call.mpi(MPI_Put(buffer.data(), static_cast<int>(mailBytes),
-                                    MPI_BYTE, peer, kMailOffset,
-                                    static_cast<int>(mailBytes), MPI_BYTE,
-                                    window->win),
-                            "MPI_Put (mailbox)");
+          withLock(call, *window, peer, Lock::Exclusive, [&] {
+            return checked(call, *window,
+                           window->window->put(buffer.data(), mailBytes, peer,
+                                               kMailOffset),
+                           "put (mailbox)");
           }));
       stats.messages += 1;
       stats.value_bytes_sent += dataBytes;
@@ -481,7 +472,9 @@ gradcomm_status gradcomm_gossip_async_f32(const char *stateName, float *x,
 
     // Mix with the freshest copy in this rank's mailbox, if it is new.
     GRADCOMM_RETURN_IF_ERROR(
-        withLock(call, *window, ctx.rank, MPI_LOCK_EXCLUSIVE, [&] {
+        withLock(call, *window, ctx.rank, Lock::Exclusive, [&] {
+          GRADCOMM_RETURN_IF_ERROR(checked(
+              call, *window, window->window->syncLocal(), "window sync"));
           std::memcpy(buffer.data(), window->base + kMailOffset,
                       static_cast<size_t>(mailBytes));
           return GRADCOMM_OK;
@@ -528,7 +521,7 @@ gradcomm_status elasticAverageAsync(const Call &call, const char *stateName,
     return lookupState(call, stateName, count, state);
   }();
   const CenterPart own = centerPart(sharded, count, ctx.rank);
-  const MPI_Aint ownBytes = static_cast<MPI_Aint>(sizeof(float)) * own.count();
+  const int64_t ownBytes = static_cast<int64_t>(sizeof(float)) * own.count();
   AsyncWindow *window = nullptr;
   GRADCOMM_RETURN_IF_ERROR(openWindow(
       call, stateName, kMailOffset + ownBytes, /*center=*/true, sharded, local,
@@ -542,11 +535,11 @@ gradcomm_status elasticAverageAsync(const Call &call, const char *stateName,
         // serves other ranks' reads of ranks 1..n-1 from a copy that local
         // stores, even under the lock, do not reach (they read zeros).
         AsyncWindow &created = windows().at(stateName);
-        return withLock(call, created, ctx.rank, MPI_LOCK_EXCLUSIVE, [&] {
-          return call.mpi(MPI_Put(center + own.begin, own.count(), MPI_FLOAT,
-                                  ctx.rank, kMailOffset, own.count(), MPI_FLOAT,
-                                  created.win),
-                          "MPI_Put (center part)");
+        return withLock(call, created, ctx.rank, Lock::Exclusive, [&] {
+          return checked(call, created,
+                         created.window->put(center + own.begin, ownBytes,
+                                             ctx.rank, kMailOffset),
+                         "put (center part)");
         });
       }));
   uint64_t step = 0;
@@ -565,22 +558,21 @@ gradcomm_status elasticAverageAsync(const Call &call, const char *stateName,
     const CenterPart part = centerPart(sharded, count, host);
     if (part.count() == 0)
       continue;
-    GRADCOMM_RETURN_IF_ERROR(
-        withLock(call, *window, host, MPI_LOCK_SHARED, [&] {
-          // Element-wise atomic read of the part, then this rank's elastic
-          // difference added to it.
-          GRADCOMM_RETURN_IF_ERROR(
-              readCenterPart(call, *window, host, part, center));
-          for (int64_t i = part.begin; i < part.end; ++i) {
-            elastic[i] = alpha * (x[i] - center[i]);
-            x[i] = x[i] - elastic[i];
-          }
-          return call.mpi(MPI_Accumulate(elastic.data() + part.begin,
-                                         part.count(), MPI_FLOAT, host,
-                                         kMailOffset, part.count(), MPI_FLOAT,
-                                         MPI_SUM, window->win),
-                          "MPI_Accumulate (center)");
-        }));
+    GRADCOMM_RETURN_IF_ERROR(withLock(call, *window, host, Lock::Shared, [&] {
+      // Element-wise atomic read of the part, then this rank's elastic
+      // difference added to it.
+      GRADCOMM_RETURN_IF_ERROR(
+          readCenterPart(call, *window, host, part, center));
+      for (int64_t i = part.begin; i < part.end; ++i) {
+        elastic[i] = alpha * (x[i] - center[i]);
+        x[i] = x[i] - elastic[i];
+      }
+      return checked(call, *window,
+                     window->window->accumulateSum(elastic.data() + part.begin,
+                                                   part.count(), host,
+                                                   kMailOffset),
+                     "atomic add (center)");
+    }));
     stats.messages += 2;
   }
   const uint64_t bytes = sizeof(float) * static_cast<uint64_t>(count);
@@ -627,8 +619,7 @@ gradcomm_status refreshAsyncState(const Call &call, const std::string &name,
 
 void releaseWindows() {
   pump.stop();
-  for (auto &[name, window] : windows())
-    MPI_Win_free(&window.win);
+  // Collective: every rank frees its windows at finalize.
   windows().clear();
 }
 

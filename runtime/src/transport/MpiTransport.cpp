@@ -8,6 +8,7 @@
 #include "HalfFloat.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -128,6 +129,7 @@ int MpiTransport::over(MPI_Comm comm, bool owned,
 }
 
 MpiTransport::~MpiTransport() {
+  stopWindowProgress();
   int finalized = 1;
   MPI_Finalized(&finalized);
   if (owned && !finalized)
@@ -259,6 +261,134 @@ void MpiTransport::abortJob(int code) {
   if (initialized && !finalized)
     MPI_Abort(comm, code);
   std::_Exit(code); // MPI_Abort does not return; be sure.
+}
+
+namespace {
+
+/// A window made by MPI_Win_allocate; errors come back as codes.
+class MpiWindow final : public Window {
+public:
+  MpiWindow(MPI_Win win, char *base, int64_t bytes)
+      : Window(base, bytes), win(win) {}
+  ~MpiWindow() override {
+    int finalized = 1;
+    MPI_Finalized(&finalized);
+    if (!finalized)
+      MPI_Win_free(&win);
+  }
+
+  const char *name() const override { return "MPI"; }
+  std::string describe(int error) const override {
+    return MpiTransport::describeError(error);
+  }
+
+  int lock(int rank, bool exclusive) override {
+    return MPI_Win_lock(exclusive ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED, rank,
+                        0, win);
+  }
+  int unlock(int rank) override { return MPI_Win_unlock(rank, win); }
+  int flush(int rank) override { return MPI_Win_flush(rank, win); }
+  int syncLocal() override { return MPI_Win_sync(win); }
+
+  int put(const void *data, int64_t bytes, int rank, int64_t offset) override {
+    if (bytes < 0 || bytes > kTransportMaxCount)
+      return kCountTooLarge;
+    const int n = static_cast<int>(bytes);
+    return MPI_Put(data, n, MPI_BYTE, rank, offset, n, MPI_BYTE, win);
+  }
+  int storeAtomic(const int32_t *data, int count, int rank,
+                  int64_t offset) override {
+    return MPI_Accumulate(data, count, MPI_INT32_T, rank, offset, count,
+                          MPI_INT32_T, MPI_REPLACE, win);
+  }
+  int readAtomic(float *data, int64_t count, int rank,
+                 int64_t offset) override {
+    if (count < 0 || count > kTransportMaxCount)
+      return kCountTooLarge;
+    const int n = static_cast<int>(count);
+    // MPI_NO_OP ignores the origin: none is passed (a full-size one makes
+    // MPICH 4.0 over UCX ship it and fail with "message truncated").
+    return MPI_Get_accumulate(nullptr, 0, MPI_FLOAT, data, n, MPI_FLOAT, rank,
+                              offset, n, MPI_FLOAT, MPI_NO_OP, win);
+  }
+  int accumulateSum(const float *data, int64_t count, int rank,
+                    int64_t offset) override {
+    if (count < 0 || count > kTransportMaxCount)
+      return kCountTooLarge;
+    const int n = static_cast<int>(count);
+    return MPI_Accumulate(data, n, MPI_FLOAT, rank, offset, n, MPI_FLOAT,
+                          MPI_SUM, win);
+  }
+
+private:
+  MPI_Win win;
+};
+
+} // namespace
+
+int MpiTransport::openWindow(int64_t bytes, std::unique_ptr<Window> *window) {
+  if (bytes < 0)
+    return kCountTooLarge;
+  MPI_Win win = MPI_WIN_NULL;
+  char *base = nullptr;
+  int error = MPI_Win_allocate(static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL,
+                               comm, &base, &win);
+  if (error != MPI_SUCCESS)
+    return error;
+  // Made: handed out even if what follows fails, since freeing it is
+  // collective and the other ranks may have got this far.
+  *window = std::make_unique<MpiWindow>(win, base, bytes);
+  // Errors come back as codes (and so as messages), as on the communicator.
+  error = MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+  if (error == MPI_SUCCESS)
+    error = (*window)->lock(rank(), /*exclusive=*/true);
+  if (error != MPI_SUCCESS)
+    return error;
+  std::memset(base, 0, static_cast<size_t>(bytes));
+  return (*window)->unlock(rank());
+}
+
+// A put to a rank busy computing completes only when that rank next calls
+// MPI; while windows are open a thread calls into MPI (MPI_Iprobe on a
+// private communicator) every 50 us. It needs MPI_THREAD_MULTIPLE, and it
+// must be out of MPI before MPI_Finalize starts (MPI-3.1 section 12.4.3):
+// the runtime stops it before it finalizes.
+int MpiTransport::startWindowProgress(std::string *unavailable) {
+  unavailable->clear();
+  if (progress.joinable())
+    return MPI_SUCCESS;
+  int level = MPI_THREAD_SINGLE;
+  int error = MPI_Query_thread(&level);
+  if (error != MPI_SUCCESS)
+    return error;
+  if (level < MPI_THREAD_MULTIPLE) {
+    *unavailable = "MPI was initialized without MPI_THREAD_MULTIPLE";
+    return MPI_SUCCESS;
+  }
+  error = MPI_Comm_dup(comm, &progressComm);
+  if (error != MPI_SUCCESS)
+    return error;
+  stopping = false;
+  progress = std::thread([this] {
+    while (!stopping.load(std::memory_order_relaxed)) {
+      int flag = 0;
+      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, progressComm, &flag,
+                 MPI_STATUS_IGNORE);
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  });
+  return MPI_SUCCESS;
+}
+
+void MpiTransport::stopWindowProgress() {
+  if (!progress.joinable())
+    return;
+  stopping = true;
+  progress.join();
+  int finalized = 1;
+  MPI_Finalized(&finalized);
+  if (!finalized)
+    MPI_Comm_free(&progressComm);
 }
 
 MPI_Comm gradcomm::mpiCommunicatorOf(const Transport &transport) {

@@ -5,8 +5,8 @@
 // Transport.h over MPI: nonblocking collectives and point-to-point calls on
 // one communicator, MPI_Comm_split for groups, MPI_COMM_TYPE_SHARED for the
 // node map. The 16-bit sums are MPI user operations that add in float32.
-// MPI-3 one-sided windows (the asynchronous ops) are reached through
-// `communicator()`: only this transport has them.
+// Windows are MPI-3's (MPI_Win_allocate, passive target), moved on while
+// the ranks compute by a thread that calls into MPI.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,7 +17,9 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <map>
+#include <thread>
 #include <vector>
 
 namespace gradcomm {
@@ -57,6 +59,11 @@ public:
   int splitByNode(std::unique_ptr<Transport> *node) override;
   [[noreturn]] void abortJob(int code) override;
 
+  bool hasWindows() const override { return true; }
+  int openWindow(int64_t bytes, std::unique_ptr<Window> *window) override;
+  int startWindowProgress(std::string *unavailable) override;
+  void stopWindowProgress() override;
+
 private:
   MpiTransport(MPI_Comm comm, bool owned, int rank, int size)
       : Transport(rank, size), comm(comm), owned(owned) {}
@@ -66,10 +73,14 @@ private:
   /// The int counts of started reduce-scatters, by handle: MPI reads them
   /// until the transfer completes.
   std::map<uint64_t, std::vector<int>> heldCounts;
+  /// The window progress thread and its private communicator.
+  std::thread progress;
+  std::atomic<bool> stopping{false};
+  MPI_Comm progressComm = MPI_COMM_NULL;
 };
 
 /// The MPI communicator under `transport`, or MPI_COMM_NULL when it is
-/// another transport (which has no one-sided windows).
+/// another transport (MPI's own start-up and finalize use it).
 MPI_Comm mpiCommunicatorOf(const Transport &transport);
 
 } // namespace gradcomm

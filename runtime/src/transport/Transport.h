@@ -65,19 +65,70 @@ struct Transfer {
   bool active = false;
 };
 
+/// What returned an error code, and what the code means: a transport and
+/// the windows it opened (Call::transport turns a code into a message).
+class ErrorSource {
+public:
+  virtual ~ErrorSource() = default;
+  /// The transport's name for messages ("MPI").
+  virtual const char *name() const = 0;
+  /// The transport's words for an error code one of its calls returned.
+  virtual std::string describe(int error) const = 0;
+};
+
+/// A region of bytes of which every rank of a group holds a part, read and
+/// written by the other ranks without this rank taking part (one-sided,
+/// passive target). Access to a rank's part goes between lock(rank) and
+/// unlock(rank); what was started in between has completed at the unlock
+/// or at flush(rank). Every call returns 0 or an error code for
+/// `describe`. Made by Transport::openWindow (collective); destroying it
+/// is collective too (every rank of the group destroys its window).
+class Window : public ErrorSource {
+public:
+  /// This rank's part: bytes() bytes, zeroed when the window was opened.
+  /// Read or written in place only under this rank's own lock, after
+  /// syncLocal().
+  char *local() const { return base; }
+  int64_t bytes() const { return partBytes; }
+
+  virtual int lock(int rank, bool exclusive) = 0;
+  virtual int unlock(int rank) = 0;
+  /// Completes at `rank` what this rank started there since its lock.
+  virtual int flush(int rank) = 0;
+  /// Makes local() show what the other ranks wrote into this rank's part.
+  virtual int syncLocal() = 0;
+
+  /// `bytes` bytes from `data` into `rank`'s part at `offset`.
+  virtual int put(const void *data, int64_t bytes, int rank,
+                  int64_t offset) = 0;
+  /// `count` int32s from `data` into `rank`'s part at `offset`, each
+  /// written atomically (a reader sees the old or the new value).
+  virtual int storeAtomic(const int32_t *data, int count, int rank,
+                          int64_t offset) = 0;
+  /// `count` floats at `offset` of `rank`'s part, each read atomically
+  /// against accumulateSum, into `data` (complete at flush or unlock).
+  virtual int readAtomic(float *data, int64_t count, int rank,
+                         int64_t offset) = 0;
+  /// Adds `count` floats from `data`, each atomically, to those at
+  /// `offset` of `rank`'s part.
+  virtual int accumulateSum(const float *data, int64_t count, int rank,
+                            int64_t offset) = 0;
+
+protected:
+  Window(char *base, int64_t bytes) : base(base), partBytes(bytes) {}
+
+private:
+  char *base;
+  int64_t partBytes;
+};
+
 /// The ranks of one group and how to reach them. Collective calls must be
 /// started in the same order on every rank of the group; transfers between
 /// two ranks are matched in the order they were started.
-class Transport {
+class Transport : public ErrorSource {
 public:
-  virtual ~Transport() = default;
-
-  /// The transport's name for messages ("MPI").
-  virtual const char *name() const = 0;
   int rank() const { return rankInGroup; }
   int size() const { return groupSize; }
-  /// The transport's words for an error code one of its calls returned.
-  virtual std::string describe(int error) const = 0;
 
   // Every call below returns 0 or an error code for `describe`, and starts
   // (never completes) the transfer; `test` completes it.
@@ -116,6 +167,27 @@ public:
   /// watchdog that fired, a corrupted job).
   [[noreturn]] virtual void abortJob(int code) = 0;
 
+  // One-sided windows: a capability some transports have.
+
+  /// Whether openWindow can make windows (the asynchronous ops refuse to
+  /// run where it cannot, before they agree on anything).
+  virtual bool hasWindows() const { return false; }
+  /// A window with a part of `bytes` bytes on every rank of the group
+  /// (collective; the parts may differ in size). A transport without
+  /// windows returns 0 and no window.
+  virtual int openWindow(int64_t bytes, std::unique_ptr<Window> *window);
+  /// Passive-target operations may complete only when the target rank's
+  /// transport moves on, which a rank busy computing does not do. Where
+  /// the transport needs help for that, this starts a thread that moves it
+  /// on until stopWindowProgress (one at a time). `*unavailable`: empty, or
+  /// why this transport cannot have one here (the windows still work, but
+  /// wait for the target's next call into the transport).
+  virtual int startWindowProgress(std::string *unavailable) {
+    unavailable->clear();
+    return 0;
+  }
+  virtual void stopWindowProgress() {}
+
 protected:
   Transport(int rank, int size) : rankInGroup(rank), groupSize(size) {}
 
@@ -123,6 +195,11 @@ private:
   int rankInGroup;
   int groupSize;
 };
+
+inline int Transport::openWindow(int64_t, std::unique_ptr<Window> *window) {
+  window->reset();
+  return 0;
+}
 
 } // namespace gradcomm
 
