@@ -29,6 +29,8 @@ enum DoubleError {
   kSizeMismatch,
   kNoGroups,
   kBadRoot,
+  kNoWindowRoom,
+  kNotLocked,
 };
 
 /// Long enough for a loaded 2-core machine, short enough that a test that
@@ -76,7 +78,8 @@ void finished(Transfer &transfer) {
 SharedRegion::SharedRegion(int size) : ranks(size) {
   if (size < 1 || size > kMaxRanks)
     throw std::invalid_argument("the transport double takes 1-8 ranks");
-  bytes = headerBytes() + size * kBlockBytes + size * size * kMessageBytes;
+  bytes = headerBytes() + size * kBlockBytes + size * size * kMessageBytes +
+          size * kWindowBytes;
   base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
               MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (base == MAP_FAILED)
@@ -95,8 +98,12 @@ char *SharedRegion::message(int from, int to) const {
          (from * ranks + to) * kMessageBytes;
 }
 
-TransportDouble::TransportDouble(SharedRegion &region, int rank)
-    : Transport(rank, region.size()), region(region) {}
+char *SharedRegion::windows(int rank) const {
+  return message(0, 0) + ranks * ranks * kMessageBytes + rank * kWindowBytes;
+}
+
+TransportDouble::TransportDouble(SharedRegion &region, int rank, bool windows)
+    : Transport(rank, region.size()), region(region), windows(windows) {}
 
 std::string TransportDouble::describe(int error) const {
   switch (error) {
@@ -110,6 +117,10 @@ std::string TransportDouble::describe(int error) const {
     return "the transport double has no groups";
   case kBadRoot:
     return "no such root";
+  case kNoWindowRoom:
+    return "more windows or window bytes than the double has room for";
+  case kNotLocked:
+    return "an unlock without a lock";
   }
   return "unknown error " + std::to_string(error);
 }
@@ -342,3 +353,130 @@ int TransportDouble::splitByNode(std::unique_ptr<Transport> *node) {
 }
 
 void TransportDouble::abortJob(int code) { _exit(code); }
+
+namespace {
+
+/// A window of the double: rank r's part is at `offset` in r's window area
+/// of the region; the lock words are the region's. Puts are copies into
+/// the shared memory, complete when they return; the atomic operations are
+/// the compiler's atomics on the shared words (lock-free for 4 bytes).
+class DoubleWindow final : public Window {
+public:
+  DoubleWindow(SharedRegion &region, int index, int64_t offset, int rank,
+               int64_t bytes)
+      : Window(region.windows(rank) + offset, bytes), region(region),
+        index(index), offset(offset) {}
+
+  const char *name() const override { return "transport double"; }
+  std::string describe(int error) const override {
+    return error == kPeerMissing ? "a lock was not released within " +
+                                       std::to_string(kWaitSeconds) + " s"
+           : error == kNotLocked ? "an unlock without a lock"
+                                 : "unknown error " + std::to_string(error);
+  }
+
+  int lock(int rank, bool exclusive) override {
+    std::atomic<int32_t> &word = region.header().locks[index][rank];
+    const double start = seconds();
+    for (;;) {
+      int32_t now = word.load(std::memory_order_relaxed);
+      const bool free = exclusive ? now == 0 : now >= 0;
+      if (free && word.compare_exchange_weak(now, exclusive ? -1 : now + 1,
+                                             std::memory_order_acquire))
+        return 0;
+      if (seconds() - start > kWaitSeconds)
+        return kPeerMissing;
+      sched_yield();
+    }
+  }
+  int unlock(int rank) override {
+    std::atomic<int32_t> &word = region.header().locks[index][rank];
+    int32_t now = word.load(std::memory_order_relaxed);
+    for (;;) {
+      if (now == 0)
+        return kNotLocked;
+      if (word.compare_exchange_weak(now, now == -1 ? 0 : now - 1,
+                                     std::memory_order_release))
+        return 0;
+    }
+  }
+  int flush(int) override {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return 0;
+  }
+  int syncLocal() override {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return 0;
+  }
+
+  int put(const void *data, int64_t bytes, int rank, int64_t at) override {
+    std::memcpy(part(rank) + at, data, static_cast<size_t>(bytes));
+    return 0;
+  }
+  int storeAtomic(const int32_t *data, int count, int rank,
+                  int64_t at) override {
+    auto *words = reinterpret_cast<int32_t *>(part(rank) + at);
+    for (int i = 0; i < count; ++i)
+      __atomic_store_n(&words[i], data[i], __ATOMIC_SEQ_CST);
+    return 0;
+  }
+  int readAtomic(float *data, int64_t count, int rank, int64_t at) override {
+    auto *words = reinterpret_cast<uint32_t *>(part(rank) + at);
+    for (int64_t i = 0; i < count; ++i) {
+      const uint32_t bits = __atomic_load_n(&words[i], __ATOMIC_SEQ_CST);
+      std::memcpy(&data[i], &bits, sizeof(bits));
+    }
+    return 0;
+  }
+  int accumulateSum(const float *data, int64_t count, int rank,
+                    int64_t at) override {
+    auto *words = reinterpret_cast<uint32_t *>(part(rank) + at);
+    for (int64_t i = 0; i < count; ++i) {
+      uint32_t old = __atomic_load_n(&words[i], __ATOMIC_RELAXED), sum;
+      do {
+        float value;
+        std::memcpy(&value, &old, sizeof(old));
+        value += data[i];
+        std::memcpy(&sum, &value, sizeof(sum));
+      } while (!__atomic_compare_exchange_n(
+          &words[i], &old, sum, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+    }
+    return 0;
+  }
+
+private:
+  char *part(int rank) const { return region.windows(rank) + offset; }
+
+  SharedRegion &region;
+  int index;
+  int64_t offset;
+};
+
+} // namespace
+
+int TransportDouble::openWindow(int64_t bytes,
+                                std::unique_ptr<Window> *window) {
+  made["window"] += 1;
+  window->reset();
+  if (!windows)
+    return 0;
+  // Every rank's part starts at the same offset of its area: the largest
+  // part of any rank, 8-byte aligned, is reserved on each.
+  int64_t largest = bytes;
+  Transfer transfer;
+  if (int error =
+          startAllReduce(&largest, 1, Element::Int64, Reduction::Max, transfer))
+    return error;
+  largest = (largest + 7) / 8 * 8;
+  if (windowsOpened == SharedRegion::kMaxWindows ||
+      windowBytesUsed + largest > SharedRegion::kWindowBytes)
+    return kNoWindowRoom;
+  std::memset(region.windows(rank()) + windowBytesUsed, 0,
+              static_cast<size_t>(largest));
+  *window = std::make_unique<DoubleWindow>(region, windowsOpened,
+                                           windowBytesUsed, rank(), bytes);
+  windowsOpened += 1;
+  windowBytesUsed += largest;
+  // No rank writes into a part before its owner zeroed it.
+  return barrier();
+}

@@ -9,9 +9,11 @@
 // start (each rank writes its block, a barrier, each rank combines the
 // blocks in rank order, a barrier); sends and receives go through one
 // mailbox per ordered pair of ranks and complete as `test` moves them on,
-// in the order they were started. It has no one-sided windows and no
-// groups, so the runtime's refusals of both can be tested too. Every wait
-// gives up after a few seconds with an error instead of hanging.
+// in the order they were started. Windows are parts of the region too,
+// locked with atomics in it (made with `windows` false, it has none, so the
+// runtime's refusal can be tested). It has no groups, so the runtime's
+// refusal of those is tested too. Every wait gives up after a few seconds
+// with an error instead of hanging.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,6 +45,9 @@ public:
   /// What one rank may put into one collective, and one message.
   static constexpr int64_t kBlockBytes = int64_t(4) << 20;
   static constexpr int64_t kMessageBytes = int64_t(1) << 20;
+  /// Every window's part on one rank, together; and how many windows.
+  static constexpr int64_t kWindowBytes = int64_t(1) << 20;
+  static constexpr int kMaxWindows = 8;
 
   struct Mailbox {
     std::atomic<uint32_t> full{0};
@@ -52,12 +57,17 @@ public:
     std::atomic<uint64_t> arrived{0};
     std::atomic<uint64_t> generation{0};
     Mailbox mailboxes[kMaxRanks][kMaxRanks];
+    /// Each window's lock on each rank's part: 0 free, -1 held
+    /// exclusively, n > 0 held shared n times.
+    std::atomic<int32_t> locks[kMaxWindows][kMaxRanks] = {};
   };
 
   int size() const { return ranks; }
   Header &header() const { return *static_cast<Header *>(base); }
   char *block(int rank) const;
   char *message(int from, int to) const;
+  /// Where `rank`'s parts of the windows are.
+  char *windows(int rank) const;
 
 private:
   int ranks;
@@ -67,7 +77,7 @@ private:
 
 class TransportDouble final : public Transport {
 public:
-  TransportDouble(SharedRegion &region, int rank);
+  TransportDouble(SharedRegion &region, int rank, bool windows = true);
 
   const char *name() const override { return "transport double"; }
   std::string describe(int error) const override;
@@ -90,6 +100,9 @@ public:
   int split(int color, int key, std::unique_ptr<Transport> *part) override;
   int splitByNode(std::unique_ptr<Transport> *node) override;
   [[noreturn]] void abortJob(int code) override;
+
+  bool hasWindows() const override { return windows; }
+  int openWindow(int64_t bytes, std::unique_ptr<Window> *window) override;
 
   /// Calls made, by kind ("all-reduce", "send", ...): the test checks
   /// that every op went through this transport.
@@ -115,6 +128,11 @@ private:
            Transfer &transfer);
 
   SharedRegion &region;
+  bool windows;
+  /// Windows opened so far, and the bytes of each rank's window area they
+  /// take (the same on every rank: opening is collective).
+  int windowsOpened = 0;
+  int64_t windowBytesUsed = 0;
   uint64_t nextId = 1;
   std::map<uint64_t, Pending> pending;
   std::map<std::string, int64_t> made;

@@ -18,9 +18,14 @@
 //   mpiexec -n N gradcomm-runtime-transport-test mpi DIR   the same over MPI
 //
 // transport-double.sh runs both at 2 ranks and compares the files byte for
-// byte: swapping the transport changes no bit. Over the double, the
-// asynchronous ops and groups must fail with a message naming the
-// transport, and every kind of transfer must have been used.
+// byte: swapping the transport changes no bit. The asynchronous ops (the
+// windows) run over both and are checked by what holds however the ranks
+// interleave (checkAsynchronous), outside the compared bytes. Over the
+// double groups, and over a double made without windows the asynchronous
+// ops, must fail with a message naming the transport, and every kind of
+// transfer must have been used:
+//
+//   gradcomm-runtime-transport-test double-without-windows N DIR
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +38,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -290,6 +296,90 @@ void checkGossipAndElastic(int rank, int size, Results &results) {
   results.add(center);
 }
 
+/// Every rank reaches this point before any goes on (the puts and
+/// accumulates a rank started before it have completed: they complete at
+/// their unlock).
+void barrier(const char *name) {
+  float one = 1.0f;
+  CHECK_OK(gradcomm_dense_all_reduce_f32(name, &one, 1, GRADCOMM_REDUCE_SUM));
+}
+
+/// The asynchronous ops over the transport's windows. What they compute
+/// depends on how the ranks interleave, so they are checked by what holds
+/// however they do, and left out of the results compared with MPI's.
+void checkAsynchronous(int rank, int size) {
+  constexpr int64_t kCount = 1000;
+  // EASGD: each update takes e from a replica and adds it to the center
+  // (x -= e, c += e atomically), so the replicas' sum plus the center
+  // stays what it started at, the replicas' sum plus their mean, whatever
+  // the order (a lost update would break it). Center on rank 0, then
+  // sharded over the ranks.
+  for (bool sharded : {false, true}) {
+    const char *name = sharded ? "async-easgd-sharded" : "async-easgd";
+    std::vector<float> x = gradientOf(rank, 7, kCount);
+    std::vector<float> total = x;
+    CHECK_OK(gradcomm_dense_all_reduce_f32(name, total.data(), kCount,
+                                           GRADCOMM_REDUCE_SUM));
+    for (int step = 0; step < 6; ++step)
+      CHECK_OK(sharded ? gradcomm_elastic_average_sharded_f32(name, x.data(),
+                                                              kCount, 0.3f, 1)
+                       : gradcomm_elastic_average_async_f32(name, x.data(),
+                                                            kCount, 0.3f, 1));
+    barrier("async-easgd-done");
+    std::vector<float> center(kCount), sum = x;
+    CHECK_OK(gradcomm_state_read(name, center.data(), kCount));
+    CHECK_OK(gradcomm_dense_all_reduce_f32("async-easgd-sum", sum.data(),
+                                           kCount, GRADCOMM_REDUCE_SUM));
+    int conserved = 0, moved = 0;
+    for (int64_t i = 0; i < kCount; ++i) {
+      const float start = total[i] + total[i] / static_cast<float>(size);
+      conserved += std::fabs(sum[i] + center[i] - start) <=
+                   1e-5f * (std::fabs(start) + 1.0f);
+      moved += center[i] != total[i] / static_cast<float>(size);
+    }
+    CHECK(conserved == kCount);
+    CHECK(moved > 0);
+  }
+
+  // Gossip: a replica of constant value r + 1 only ever mixes whole copies
+  // (a torn copy is refused), so it stays constant, between 1 and n; with a
+  // barrier between the calls, at 2 ranks each mixes the other's copy.
+  std::vector<float> x(kCount, static_cast<float>(rank + 1));
+  for (int step = 0; step < 4; ++step) {
+    CHECK_OK(gradcomm_gossip_async_f32("async-gossip", x.data(), kCount,
+                                       GRADCOMM_SCHEDULE_RANDOM, 0.5f, 1, 1));
+    barrier("async-gossip-step");
+  }
+  CHECK(std::all_of(x.begin(), x.end(), [&](float v) { return v == x[0]; }));
+  CHECK(x[0] >= 1.0f && x[0] <= static_cast<float>(size));
+  if (size == 2)
+    CHECK(x[0] != static_cast<float>(rank + 1));
+  uint64_t histogram[8] = {}, torn = 1;
+  CHECK_OK(gradcomm_stats_staleness("async-gossip", histogram, &torn));
+  CHECK(torn == 0);
+
+  // A failure on one rank reaches the others through their windows: rank
+  // 1's non-finite replica fails its call, and every other rank's next
+  // call on the state fails with rank 1's message.
+  std::vector<float> y(kCount, 1.0f);
+  CHECK_OK(gradcomm_gossip_async_f32("async-failure", y.data(), kCount,
+                                     GRADCOMM_SCHEDULE_RANDOM, 0.5f, 1, 1));
+  barrier("async-failure-open");
+  if (rank == 1) {
+    y[5] = NAN;
+    CHECK(gradcomm_gossip_async_f32("async-failure", y.data(), kCount,
+                                    GRADCOMM_SCHEDULE_RANDOM, 0.5f, 1,
+                                    1) == GRADCOMM_ERR_NON_FINITE);
+  }
+  barrier("async-failure-spread");
+  if (rank != 1) {
+    CHECK(gradcomm_gossip_async_f32("async-failure", y.data(), kCount,
+                                    GRADCOMM_SCHEDULE_RANDOM, 0.5f, 1,
+                                    1) == GRADCOMM_ERR_NON_FINITE);
+    CHECK(std::strstr(gradcomm_last_error(), "non-finite replica on rank 1"));
+  }
+}
+
 void checkAgreement(int rank, Results &results) {
   std::vector<float> data(16, 1.0f);
   // Different counts: a mismatch on every rank.
@@ -353,14 +443,10 @@ int runOverDouble(gradcomm::test::SharedRegion &region, int rank,
   gradcomm::Call call("init_over_double", nullptr);
   CHECK_OK(gradcomm::bindWorld(call, std::move(owned), /*ownsMpi=*/false));
   runScript(rank, region.size(), directory, "double");
+  checkAsynchronous(rank, region.size());
 
-  // What only MPI has is refused, naming the transport, on every rank.
-  std::vector<float> x(100, 1.0f);
-  CHECK(gradcomm_gossip_async_f32("async", x.data(), 100,
-                                  GRADCOMM_SCHEDULE_RANDOM, 0.5f, 1,
-                                  1) == GRADCOMM_ERR_UNSUPPORTED);
-  CHECK(std::strstr(gradcomm_last_error(), "transport 'transport double'"));
-  // (The ranks of each row of a 1 x n grid: one rank each.)
+  // What the double has not is refused, naming the transport, on every
+  // rank. (The ranks of each row of a 1 x n grid: one rank each.)
   const int64_t shape[] = {1, region.size()};
   const int32_t axes[] = {0};
   gradcomm_group group = nullptr;
@@ -370,7 +456,7 @@ int runOverDouble(gradcomm::test::SharedRegion &region, int rank,
 
   // Every kind of transfer went through the double; MPI never started.
   for (const char *kind : {"all-reduce", "broadcast", "all-gather",
-                           "reduce-scatter", "send", "receive"}) {
+                           "reduce-scatter", "send", "receive", "window"}) {
     auto it = transport.calls().find(kind);
     CHECK(it != transport.calls().end() && it->second > 0);
   }
@@ -381,12 +467,36 @@ int runOverDouble(gradcomm::test::SharedRegion &region, int rank,
   return failures == 0 ? 0 : 1;
 }
 
+/// Over a double made without windows, the asynchronous ops are refused on
+/// every rank, naming the transport.
+int runOverDoubleWithoutWindows(gradcomm::test::SharedRegion &region,
+                                int rank) {
+  gradcomm::Call call("init_over_double", nullptr);
+  CHECK_OK(gradcomm::bindWorld(
+      call,
+      std::make_unique<gradcomm::test::TransportDouble>(region, rank,
+                                                        /*windows=*/false),
+      /*ownsMpi=*/false));
+  std::vector<float> x(100, 1.0f);
+  CHECK(gradcomm_gossip_async_f32("async", x.data(), 100,
+                                  GRADCOMM_SCHEDULE_RANDOM, 0.5f, 1,
+                                  1) == GRADCOMM_ERR_UNSUPPORTED);
+  CHECK(std::strstr(gradcomm_last_error(),
+                    "needs one-sided communication (windows), which the "
+                    "transport 'transport double' does not have"));
+  CHECK(gradcomm_elastic_average_async_f32("async", x.data(), 100, 0.5f, 1) ==
+        GRADCOMM_ERR_UNSUPPORTED);
+  CHECK_OK(gradcomm_finalize());
+  return failures == 0 ? 0 : 1;
+}
+
 int runOverMpi(const std::string &directory) {
   CHECK_OK(gradcomm_init());
   int rank = 0, size = 1;
   CHECK_OK(gradcomm_rank(&rank));
   CHECK_OK(gradcomm_size(&size));
   runScript(rank, size, directory, "mpi");
+  checkAsynchronous(rank, size);
   CHECK_OK(gradcomm_finalize());
   return failures == 0 ? 0 : 1;
 }
@@ -397,8 +507,12 @@ int main(int argc, char **argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "mpi" && argc == 3)
     return runOverMpi(argv[2]);
-  if (mode != "double" || argc != 4) {
-    std::fprintf(stderr, "usage: %s double N DIR | mpi DIR\n", argv[0]);
+  const bool windows = mode == "double";
+  if ((mode != "double" && mode != "double-without-windows") || argc != 4) {
+    std::fprintf(stderr,
+                 "usage: %s double N DIR | double-without-windows N DIR | "
+                 "mpi DIR\n",
+                 argv[0]);
     return 2;
   }
   const int size = std::atoi(argv[2]);
@@ -407,7 +521,8 @@ int main(int argc, char **argv) {
   for (int rank = 0; rank < size; ++rank) {
     pid_t child = fork();
     if (child == 0)
-      _exit(runOverDouble(region, rank, argv[3]));
+      _exit(windows ? runOverDouble(region, rank, argv[3])
+                    : runOverDoubleWithoutWindows(region, rank));
     children.push_back(child);
   }
   int failed = 0;
@@ -420,6 +535,7 @@ int main(int argc, char **argv) {
     }
   }
   if (failed == 0)
-    std::printf("%d ranks over the transport double: ok\n", size);
+    std::printf("%d ranks over the transport double%s: ok\n", size,
+                windows ? "" : " without windows");
   return failed == 0 ? 0 : 1;
 }

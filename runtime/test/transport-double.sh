@@ -7,6 +7,7 @@ set -euo pipefail
 mpiexec=$1 binary=$2 work=$3 ranks=$4
 rm -rf "$work" && mkdir -p "$work"
 "$binary" double "$ranks" "$work"
+"$binary" double-without-windows "$ranks" "$work"
 [ "$ranks" -eq 2 ] || exit 0
 "$mpiexec" -n 2 "$binary" mpi "$work"
 for rank in 0 1; do

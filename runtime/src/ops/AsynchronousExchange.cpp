@@ -193,7 +193,9 @@ public:
     // the thread off (to measure what it buys).
     const char *setting = std::getenv("GRADCOMM_ASYNC_PROGRESS");
     const std::string asked = setting ? setting : "";
-    if (running || warned || context().size == 1 || asked == "0")
+    Transport &world = *context().world.transport;
+    if (running || warned || context().size == 1 || asked == "0" ||
+        !world.windowsNeedProgress())
       return GRADCOMM_OK;
     if (!context().ownsMpi && asked != "1") {
       warned = true;
@@ -206,7 +208,6 @@ public:
                      "MPI_Finalize)\n");
       return GRADCOMM_OK;
     }
-    Transport &world = *context().world.transport;
     std::string unavailable;
     GRADCOMM_RETURN_IF_ERROR(call.transport(
         world, world.startWindowProgress(&unavailable), "window progress"));

@@ -61,6 +61,7 @@ public:
 
   bool hasWindows() const override { return true; }
   int openWindow(int64_t bytes, std::unique_ptr<Window> *window) override;
+  bool windowsNeedProgress() const override { return true; }
   int startWindowProgress(std::string *unavailable) override;
   void stopWindowProgress() override;
 

@@ -177,11 +177,13 @@ public:
   /// windows returns 0 and no window.
   virtual int openWindow(int64_t bytes, std::unique_ptr<Window> *window);
   /// Passive-target operations may complete only when the target rank's
-  /// transport moves on, which a rank busy computing does not do. Where
-  /// the transport needs help for that, this starts a thread that moves it
-  /// on until stopWindowProgress (one at a time). `*unavailable`: empty, or
-  /// why this transport cannot have one here (the windows still work, but
-  /// wait for the target's next call into the transport).
+  /// transport moves on, which a rank busy computing does not do: whether
+  /// this transport's windows need a thread for that.
+  virtual bool windowsNeedProgress() const { return false; }
+  /// Starts that thread, which moves the transport on until
+  /// stopWindowProgress (one at a time). `*unavailable`: empty, or why
+  /// this transport cannot have one here (the windows still work, but wait
+  /// for the target's next call into the transport).
   virtual int startWindowProgress(std::string *unavailable) {
     unavailable->clear();
     return 0;
