@@ -30,7 +30,7 @@ import re
 import statistics
 import sys
 
-# This script's folder is first on sys.path when it runs.
+# summarize.py beside this script (Python imports a script's neighbours).
 from summarize import PEERS, measured
 
 CURVE_NAME = re.compile(

@@ -19,6 +19,16 @@
 # RUN: not gradcomm-export %S/Inputs/nowhere.py:tiny --batch 2 -o %t.mlir 2>&1 | FileCheck %s --check-prefix=FILE
 # FILE: gradcomm-export: error: no such file: {{.*}}nowhere.py
 
+# A model file is loaded on its own, not run as a script: a module beside it
+# is found where the user puts it on the import path, and named when not.
+# RUN: rm -f %t.mlir
+# RUN: not gradcomm-export %S/Inputs/uses_neighbour.py:tiny --batch 2 -o %t.mlir 2>&1 | FileCheck %s --check-prefix=NEIGHBOUR
+# NEIGHBOUR: gradcomm-export: error: {{.*}}uses_neighbour.py imports 'small' from its own folder, which is not on the import path: run gradcomm-export with PYTHONPATH={{.*}}Inputs, or install the models
+# NEIGHBOUR-NOT: Traceback
+# RUN: not test -e %t.mlir
+# RUN: env PYTHONPATH=%S/Inputs gradcomm-export %S/Inputs/uses_neighbour.py:tiny --batch 2 -o %t.mlir
+# RUN: test -e %t.mlir
+
 # RUN: not gradcomm-export %S/Inputs/small.py:not_a_spec --batch 2 -o %t.mlir 2>&1 | FileCheck %s --check-prefix=SPEC
 # SPEC: gradcomm-export: error: {{.*}}not_a_spec returned int, not a gradcomm.torch.export.StepSpec
 

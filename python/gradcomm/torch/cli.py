@@ -20,14 +20,13 @@ def load_factory(spec):
     if module_name.endswith(".py"):
         if not os.path.isfile(module_name):
             raise ExportError("no such file: %s" % module_name)
-        # The user's model file imports its neighbours as it would when
-        # run as `python file.py` (Python puts a script's folder first on
-        # sys.path); the package itself never needs this.
-        sys.path.insert(0, os.path.dirname(os.path.abspath(module_name)))
         loader = importlib.util.spec_from_file_location(
             "gradcomm_export_models", module_name)
         module = importlib.util.module_from_spec(loader)
-        loader.loader.exec_module(module)
+        try:
+            loader.loader.exec_module(module)
+        except ModuleNotFoundError as error:
+            raise _neighbour_error(module_name, error) or error
     else:
         module = importlib.import_module(module_name)
     factory = getattr(module, factory_name, None)
@@ -35,6 +34,25 @@ def load_factory(spec):
         raise ExportError("%s has no function %r" % (module_name,
                                                      factory_name))
     return factory
+
+
+def _neighbour_error(path, error):
+    """An ExportError when the model file at `path` failed to import a
+    module that sits beside it: the file is loaded on its own, not run as
+    a script, so its folder is not on the import path (the exporter leaves
+    the import path as the user set it). None for any other missing
+    module."""
+    folder = os.path.dirname(os.path.abspath(path))
+    missing = (error.name or "").split(".")[0]
+    if not missing or not (
+            os.path.isfile(os.path.join(folder, missing + ".py"))
+            or os.path.isdir(os.path.join(folder, missing))):
+        return None
+    return ExportError(
+        "%s imports %r from its own folder, which is not on the import "
+        "path: run gradcomm-export with PYTHONPATH=%s, or install the "
+        "models and pass MODULE:FACTORY by module name" % (path, missing,
+                                                           folder))
 
 
 def convert_model(spec, dtype):
