@@ -7,7 +7,10 @@ repository and with no PYTHONPATH, a 2-rank DDP step with the ScaleCom
 hook (test/Package/hook_step.py: the package and its runtime come from
 that environment, the hook compresses, the ranks agree; under mpiexec, as
 torch 1.13's torchrun fails on Python 3.11) and the console script
-gradcomm-export.
+gradcomm-export. Then the same wheel in a fresh environment whose torch
+is PyPI's (the project's environment's torch, reached without its
+gradcomm): under torchrun, ResNet-18 under DDP with the ScaleCom hook and
+under FSDP2 with GradComm's reduce-scatter.
 
 The wheel is built by the Python running pytest (it has scikit-build-core:
 python/requirements.txt); the fresh environment's base is
@@ -17,6 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import zipfile
 
@@ -80,3 +84,56 @@ def test_step_from_a_fresh_environment(wheel, ranks):
                                                "gradcomm-export"),
                                   "--help", env=clean, cwd=outside)
         assert "MODULE:FACTORY" in help_text
+
+
+def torch_without_gradcomm(folder):
+    """A folder of links to everything in this Python's site-packages but
+    GradComm (its package, metadata and editable hook): PyPI's torch and
+    what it needs, for a fresh environment to reach through a .pth line
+    without downloading anything. None when this Python has no torch with
+    FSDP2."""
+    site = sysconfig.get_paths()["purelib"]
+    if not os.path.isfile(os.path.join(site, "torch", "distributed", "fsdp",
+                                       "__init__.py")):
+        return None
+    probe = subprocess.run(
+        [sys.executable, "-c", "from torch.distributed.fsdp import "
+         "fully_shard"], capture_output=True)
+    if probe.returncode != 0:
+        return None
+    os.makedirs(folder)
+    for name in os.listdir(site):
+        if "gradcomm" in name.lower():
+            continue
+        os.symlink(os.path.join(site, name), os.path.join(folder, name))
+    return folder
+
+
+def test_resnet18_and_fsdp2_with_pypi_torch(wheel, ranks):
+    with tempfile.TemporaryDirectory(prefix="gradcomm-wheel-") as outside:
+        torch_site = torch_without_gradcomm(os.path.join(outside, "torch"))
+        if torch_site is None:
+            pytest.skip("%s has no torch with fully_shard" % sys.executable)
+        venv = os.path.join(outside, "venv")
+        ranks.command(sys.executable, "-m", "venv", venv)
+        python = os.path.join(venv, "bin", "python")
+        own_site = ranks.command(
+            python, "-c", "import sysconfig; "
+            "print(sysconfig.get_paths()['purelib'])").strip().splitlines()[-1]
+        with open(os.path.join(own_site, "pypi_torch.pth"), "w") as pth:
+            pth.write(torch_site + "\n")
+        # torch and numpy are there; torch's own requirements would be
+        # checked against this environment's older setuptools.
+        ranks.command(python, "-m", "pip", "install", "-q",
+                      "--disable-pip-version-check", "--no-input",
+                      "--no-index", "--no-deps", wheel)
+        shutil.copy(os.path.join(ROOT, "test", "Package", "hook_step.py"),
+                    outside)
+        clean = {name: None for name in WITHOUT}
+        for mode, expected in (((), "ok: resnet18 under DDP"),
+                               (("--fsdp2",), "ok: resnet18 under FSDP2")):
+            output = ranks.command(
+                python, "-m", "torch.distributed.run", "--standalone",
+                "--nproc-per-node=2", "hook_step.py", "--model", "resnet18",
+                *mode, env=dict(clean, OMP_NUM_THREADS="1"), cwd=outside)
+            assert expected in output
