@@ -30,12 +30,37 @@ enum DoubleError {
   kNoGroups,
   kBadRoot,
   kNoWindowRoom,
+  kLockNotReleased,
   kNotLocked,
 };
 
 /// Long enough for a loaded 2-core machine, short enough that a test that
 /// went wrong ends quickly.
 constexpr double kWaitSeconds = 20.0;
+
+/// The words for the double's error codes, its windows' included.
+std::string describeError(int error) {
+  switch (error) {
+  case kTooLarge:
+    return "more than the double's block or message size";
+  case kPeerMissing:
+    return "a peer did not come within " + std::to_string(kWaitSeconds) + " s";
+  case kSizeMismatch:
+    return "a message of another size than the receive";
+  case kNoGroups:
+    return "the transport double has no groups";
+  case kBadRoot:
+    return "no such root";
+  case kNoWindowRoom:
+    return "more windows or window bytes than the double has room for";
+  case kLockNotReleased:
+    return "a window lock was not released within " +
+           std::to_string(kWaitSeconds) + " s";
+  case kNotLocked:
+    return "an unlock without a lock";
+  }
+  return "unknown error " + std::to_string(error);
+}
 
 double seconds() {
   return std::chrono::duration<double>(
@@ -106,23 +131,7 @@ TransportDouble::TransportDouble(SharedRegion &region, int rank, bool windows)
     : Transport(rank, region.size()), region(region), windows(windows) {}
 
 std::string TransportDouble::describe(int error) const {
-  switch (error) {
-  case kTooLarge:
-    return "more than the double's block or message size";
-  case kPeerMissing:
-    return "a peer did not come within " + std::to_string(kWaitSeconds) + " s";
-  case kSizeMismatch:
-    return "a message of another size than the receive";
-  case kNoGroups:
-    return "the transport double has no groups";
-  case kBadRoot:
-    return "no such root";
-  case kNoWindowRoom:
-    return "more windows or window bytes than the double has room for";
-  case kNotLocked:
-    return "an unlock without a lock";
-  }
-  return "unknown error " + std::to_string(error);
+  return describeError(error);
 }
 
 int TransportDouble::barrier() {
@@ -369,10 +378,7 @@ public:
 
   const char *name() const override { return "transport double"; }
   std::string describe(int error) const override {
-    return error == kPeerMissing ? "a lock was not released within " +
-                                       std::to_string(kWaitSeconds) + " s"
-           : error == kNotLocked ? "an unlock without a lock"
-                                 : "unknown error " + std::to_string(error);
+    return describeError(error);
   }
 
   int lock(int rank, bool exclusive) override {
@@ -385,7 +391,7 @@ public:
                                              std::memory_order_acquire))
         return 0;
       if (seconds() - start > kWaitSeconds)
-        return kPeerMissing;
+        return kLockNotReleased;
       sched_yield();
     }
   }

@@ -32,6 +32,7 @@ BASE_PYTHON = os.environ.get("GRADCOMM_SECOND_PYTHON", "/usr/bin/python3")
 # What a program outside the repository must not be handed.
 WITHOUT = ("PYTHONPATH", "GRADCOMM_RUNTIME_LIBRARY", "GRADCOMM_PLAN",
            "GRADCOMM_BIN")
+CLEAN = {name: None for name in WITHOUT}
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +60,22 @@ def test_wheel_holds_the_runtime(wheel):
         assert name in names
 
 
+def fresh_environment(ranks, outside, wheel, base, venv_flags=(),
+                      pip_flags=()):
+    """A virtual environment in `outside` made from `base`, with the wheel
+    installed (nothing downloaded) and hook_step.py beside it; returns its
+    python."""
+    venv = os.path.join(outside, "venv")
+    ranks.command(base, "-m", "venv", *venv_flags, venv)
+    python = os.path.join(venv, "bin", "python")
+    ranks.command(python, "-m", "pip", "install", "-q",
+                  "--disable-pip-version-check", "--no-input", "--no-index",
+                  *pip_flags, wheel)
+    shutil.copy(os.path.join(ROOT, "test", "Package", "hook_step.py"),
+                outside)
+    return python
+
+
 def test_step_from_a_fresh_environment(wheel, ranks):
     probe = subprocess.run([BASE_PYTHON, "-c", "import torch"],
                            capture_output=True)
@@ -67,22 +84,14 @@ def test_step_from_a_fresh_environment(wheel, ranks):
     # Everything in a folder outside the repository (the build tree is
     # inside it).
     with tempfile.TemporaryDirectory(prefix="gradcomm-wheel-") as outside:
-        venv = os.path.join(outside, "venv")
-        ranks.command(BASE_PYTHON, "-m", "venv", "--system-site-packages",
-                      venv)
-        python = os.path.join(venv, "bin", "python")
-        ranks.command(python, "-m", "pip", "install", "-q",
-                      "--disable-pip-version-check", "--no-input",
-                      "--no-index", wheel)
-        shutil.copy(os.path.join(ROOT, "test", "Package", "hook_step.py"),
-                    outside)
-        clean = {name: None for name in WITHOUT}
+        python = fresh_environment(ranks, outside, wheel, BASE_PYTHON,
+                                   venv_flags=("--system-site-packages",))
         output = ranks.command(ranks.mpiexec_path, "-n", 2, python,
-                               "hook_step.py", env=clean, cwd=outside)
+                               "hook_step.py", env=CLEAN, cwd=outside)
         assert "ok: cnn under DDP" in output
-        help_text = ranks.command(os.path.join(venv, "bin",
+        help_text = ranks.command(os.path.join(os.path.dirname(python),
                                                "gradcomm-export"),
-                                  "--help", env=clean, cwd=outside)
+                                  "--help", env=CLEAN, cwd=outside)
         assert "MODULE:FACTORY" in help_text
 
 
@@ -92,15 +101,12 @@ def torch_without_gradcomm(folder):
     what it needs, for a fresh environment to reach through a .pth line
     without downloading anything. None when this Python has no torch with
     FSDP2."""
-    site = sysconfig.get_paths()["purelib"]
-    if not os.path.isfile(os.path.join(site, "torch", "distributed", "fsdp",
-                                       "__init__.py")):
-        return None
     probe = subprocess.run(
         [sys.executable, "-c", "from torch.distributed.fsdp import "
          "fully_shard"], capture_output=True)
     if probe.returncode != 0:
         return None
+    site = sysconfig.get_paths()["purelib"]
     os.makedirs(folder)
     for name in os.listdir(site):
         if "gradcomm" in name.lower():
@@ -114,26 +120,19 @@ def test_resnet18_and_fsdp2_with_pypi_torch(wheel, ranks):
         torch_site = torch_without_gradcomm(os.path.join(outside, "torch"))
         if torch_site is None:
             pytest.skip("%s has no torch with fully_shard" % sys.executable)
-        venv = os.path.join(outside, "venv")
-        ranks.command(sys.executable, "-m", "venv", venv)
-        python = os.path.join(venv, "bin", "python")
+        # Without requirements: torch's own would be checked against
+        # this environment's older setuptools.
+        python = fresh_environment(ranks, outside, wheel, sys.executable,
+                                   pip_flags=("--no-deps",))
         own_site = ranks.command(
             python, "-c", "import sysconfig; "
             "print(sysconfig.get_paths()['purelib'])").strip().splitlines()[-1]
         with open(os.path.join(own_site, "pypi_torch.pth"), "w") as pth:
             pth.write(torch_site + "\n")
-        # torch and numpy are there; torch's own requirements would be
-        # checked against this environment's older setuptools.
-        ranks.command(python, "-m", "pip", "install", "-q",
-                      "--disable-pip-version-check", "--no-input",
-                      "--no-index", "--no-deps", wheel)
-        shutil.copy(os.path.join(ROOT, "test", "Package", "hook_step.py"),
-                    outside)
-        clean = {name: None for name in WITHOUT}
         for mode, expected in (((), "ok: resnet18 under DDP"),
                                (("--fsdp2",), "ok: resnet18 under FSDP2")):
             output = ranks.command(
                 python, "-m", "torch.distributed.run", "--standalone",
                 "--nproc-per-node=2", "hook_step.py", "--model", "resnet18",
-                *mode, env=dict(clean, OMP_NUM_THREADS="1"), cwd=outside)
+                *mode, env=dict(CLEAN, OMP_NUM_THREADS="1"), cwd=outside)
             assert expected in output

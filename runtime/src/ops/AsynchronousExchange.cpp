@@ -44,10 +44,8 @@ inline constexpr int kStalenessBins = 8;
 /// One asynchronous op's one-sided window and what this rank remembers of
 /// it.
 struct AsyncWindow {
+  /// The transport's window; this rank's part is window->local().
   std::unique_ptr<Window> window;
-  /// This rank's part of the window.
-  char *base = nullptr;
-  int64_t bytes = 0;
   /// Asynchronous EASGD: the windows hold the center, on rank 0 alone or
   /// one contiguous shard per rank (centerPart in AsynchronousExchange.cpp).
   bool center = false;
@@ -132,7 +130,7 @@ gradcomm_status pendingFailure(const Call &call, AsyncWindow &window) {
     // current; the text was complete before the status was set.
     GRADCOMM_RETURN_IF_ERROR(
         checked(call, window, window.window->syncLocal(), "window sync"));
-    std::memcpy(&record, window.base, sizeof(record));
+    std::memcpy(&record, window.window->local(), sizeof(record));
     return GRADCOMM_OK;
   }));
   if (record.status == GRADCOMM_OK)
@@ -254,7 +252,7 @@ gradcomm_status openWindow(const Call &call, const char *name, int64_t bytes,
     // the others through their windows.
     if (local != GRADCOMM_OK)
       return spreadFailure(call, it->second, local);
-    if (it->second.bytes != bytes || it->second.center != center ||
+    if (it->second.window->bytes() != bytes || it->second.center != center ||
         it->second.sharded != sharded)
       return call.fail(GRADCOMM_ERR_STATE,
                        "state '" + std::string(name) +
@@ -271,7 +269,6 @@ gradcomm_status openWindow(const Call &call, const char *name, int64_t bytes,
   }
   GRADCOMM_RETURN_IF_ERROR(agreeOnStatus(call, local));
   AsyncWindow fresh;
-  fresh.bytes = bytes;
   fresh.center = center;
   fresh.sharded = sharded;
   fresh.group = ctx.active;
@@ -279,10 +276,8 @@ gradcomm_status openWindow(const Call &call, const char *name, int64_t bytes,
   // A window that was made is kept even when its set-up failed: freeing
   // it is collective (releaseWindows).
   const int error = on.openWindow(bytes, &fresh.window);
-  if (fresh.window) {
-    fresh.base = fresh.window->local();
+  if (fresh.window)
     window = &windows().emplace(name, std::move(fresh)).first->second;
-  }
   GRADCOMM_RETURN_IF_ERROR(call.transport(on, error, "window open"));
   if (!window)
     return call.fail(GRADCOMM_ERR_INTERNAL, std::string("the transport '") +
@@ -476,7 +471,7 @@ gradcomm_status gradcomm_gossip_async_f32(const char *stateName, float *x,
         withLock(call, *window, ctx.rank, Lock::Exclusive, [&] {
           GRADCOMM_RETURN_IF_ERROR(checked(
               call, *window, window->window->syncLocal(), "window sync"));
-          std::memcpy(buffer.data(), window->base + kMailOffset,
+          std::memcpy(buffer.data(), window->window->local() + kMailOffset,
                       static_cast<size_t>(mailBytes));
           return GRADCOMM_OK;
         }));
