@@ -26,6 +26,7 @@
 #   its target over the first 2 epochs instead: DGC's warm-up),
 #   r100-ramp-beta01, r400-ramp-beta01 (a stronger filter, beta 0.1),
 #   r100-ramp4-beta01, r400-ramp4-beta01 (the same, ramped over 4 epochs),
+#   r100-ramp4-beta1 (ramped over 4 epochs without the filter),
 #   r100-ramp4-betaauto, r400-ramp4-betaauto (the same with beta "auto":
 #   1/N, at least 0.1),
 #   topk100 (local top-k at ratio 100, as local_topk_hook ships: no warm-up,
@@ -45,7 +46,7 @@ while [ $# -gt 0 ]; do
   --jobs) jobs=$2; shift 2 ;;
   --out) out=$2; shift 2 ;;
   --keep) keep=1; shift ;;
-  -h | --help) sed -n '2,32p' "$0"; exit 0 ;;
+  -h | --help) sed -n '2,33p' "$0"; exit 0 ;;
   -*) echo "study.sh: unknown option $1" >&2; exit 2 ;;
   *) break ;;
   esac
@@ -63,6 +64,7 @@ declare -A STRATEGIES=(
   [r400-ramp-beta01]="--comm scalecom --ratio 400 --momentum-correction 1 --warmup ramp --warmup-epochs 2 --beta 0.1"
   [r100-ramp4-beta01]="--comm scalecom --ratio 100 --momentum-correction 1 --warmup ramp --warmup-epochs 4 --beta 0.1"
   [r400-ramp4-beta01]="--comm scalecom --ratio 400 --momentum-correction 1 --warmup ramp --warmup-epochs 4 --beta 0.1"
+  [r100-ramp4-beta1]="--comm scalecom --ratio 100 --momentum-correction 1 --warmup ramp --warmup-epochs 4 --beta 1"
   [r100-ramp4-betaauto]="--comm scalecom --ratio 100 --momentum-correction 1 --warmup ramp --warmup-epochs 4 --beta auto"
   [r400-ramp4-betaauto]="--comm scalecom --ratio 400 --momentum-correction 1 --warmup ramp --warmup-epochs 4 --beta auto"
   [topk100]="--comm local-topk --ratio 100")

@@ -28,7 +28,7 @@ RUN_NAME = re.compile(r"(?P<model>resnet18-narrow|[^-]+)-(?P<strategy>.+)"
                       r"-s(?P<seed>\d+)\.json$")
 ORDER = ["dense", "r100-ramp", "r400-ramp", "r100-ramp-beta1",
          "r100-ramp-beta01", "r400-ramp-beta01", "r100-ramp4-beta01",
-         "r400-ramp4-beta01", "r100-ramp4-betaauto", "r400-ramp4-betaauto",
+         "r400-ramp4-beta01", "r100-ramp4-beta1", "r100-ramp4-betaauto", "r400-ramp4-betaauto",
          "r100",
          "r400", "r100-beta1", "r400-beta1", "topk100"]
 LABELS = {"dense": "dense", "r100": "ScaleCom r100, dense warm-up",
@@ -41,6 +41,7 @@ LABELS = {"dense": "dense", "r100": "ScaleCom r100, dense warm-up",
           "r400-ramp-beta01": "ScaleCom r400, beta = 0.1",
           "r100-ramp4-beta01": "ScaleCom r100, beta = 0.1, 4-epoch ramp",
           "r400-ramp4-beta01": "ScaleCom r400, beta = 0.1, 4-epoch ramp",
+          "r100-ramp4-beta1": "ScaleCom r100, beta = 1, 4-epoch ramp",
           "r100-ramp4-betaauto": "ScaleCom r100, beta auto, 4-epoch ramp",
           "r400-ramp4-betaauto": "ScaleCom r400, beta auto, 4-epoch ramp",
           "topk100": "local top-k r100"}
@@ -49,6 +50,7 @@ PLAN_STRATEGIES = {"dense": "dense", "r100-ramp": "scalecom-r100-exact",
                    "r400-ramp": "scalecom-r400-exact",
                    "r100-ramp4-beta01": "scalecom-r100-exact",
                    "r400-ramp4-beta01": "scalecom-r400-exact",
+                   "r100-ramp4-beta1": "scalecom-r100-exact",
                    "topk100": "local-topk-r100"}
 
 
@@ -161,14 +163,17 @@ def traffic_table(model, by_strategy):
                                          " | ".join(kilobytes)))
 
 
-def plan_table(model, step, plan_bin, by_strategy):
+def plan_table(model, step, plan_bin, by_strategy, compute=None):
     """gradcomm-plan --simulate at 10 Gbit/s for the study's learners, the
-    compute time per step one learner's measured share of the n = 2 runs'
-    step."""
+    compute time per step `compute` (ms), else one learner's measured share
+    of the n = 2 runs' step."""
     ns = sorted({n for runs in by_strategy.values() for n in runs})
     two = [r for runs in by_strategy.values() for r in runs.get(2, [])]
-    compute = (statistics.median(r["ms_per_step"] for r in two) / 2
-               if two else 50.0)
+    if compute is None:
+        if not two:
+            sys.exit("summarize.py: no n = 2 runs of %s to take the compute "
+                     "time from: give --compute-ms" % model)
+        compute = statistics.median(r["ms_per_step"] for r in two) / 2
     strategies = [s for s in strategies_of(by_strategy)
                   if s in PLAN_STRATEGIES]
     with tempfile.TemporaryDirectory() as work:
@@ -243,6 +248,9 @@ def main():
     parser.add_argument("--plan", action="append", default=[],
                         metavar="MODEL=STEP.mlir")
     parser.add_argument("--plan-bin", default="build/bin/gradcomm-plan")
+    parser.add_argument("--compute-ms", type=float,
+                        help="one learner's compute per step for the plan "
+                        "(default: from the n = 2 runs)")
     args = parser.parse_args()
     runs = load(args.runs)
     plans = dict(p.split("=", 1) for p in args.plan)
@@ -250,7 +258,8 @@ def main():
         accuracy_table(model, runs[model])
         traffic_table(model, runs[model])
         if model in plans:
-            plan_table(model, plans[model], args.plan_bin, runs[model])
+            plan_table(model, plans[model], args.plan_bin, runs[model],
+                       args.compute_ms)
         if args.plot:
             plot(model, runs[model], args.plot)
     return 0

@@ -69,9 +69,11 @@ gradcomm_status gradcomm::waitPolling(
   // share of the core it shares (the DDP hooks' waits took 290 ms of CPU
   // per ResNet-18 step from the ranks' backward, docs/performance.md); a
   // sleep gives it all back. The pause doubles up to kMaxPause, which
-  // bounds how late a finished transfer is seen (at 1 Gbit/s the socket
-  // buffers hold more than the link sends in that time, so the link never
-  // idles for it).
+  // bounds how late a finished transfer is seen and how long the transport
+  // goes without progress: UCX moves TCP data only inside a test, so a
+  // longer pause idles the link (1 ms made the dense hook's ResNet-18 step
+  // 1.6x slower at 1 Gbit/s, docs/performance.md); at 100 us the socket
+  // buffers hold more than the link sends meanwhile.
   constexpr int kSpinsBeforeYield = 64;
   constexpr double kContendedYieldSeconds = 20e-6;
   constexpr long kFirstPauseNanoseconds = 5 * 1000;
