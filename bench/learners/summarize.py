@@ -28,9 +28,9 @@ RUN_NAME = re.compile(r"(?P<model>resnet18-narrow|[^-]+)-(?P<strategy>.+)"
                       r"-s(?P<seed>\d+)\.json$")
 ORDER = ["dense", "r100-ramp", "r400-ramp", "r100-ramp-beta1",
          "r100-ramp-beta01", "r400-ramp-beta01", "r100-ramp4-beta01",
-         "r400-ramp4-beta01", "r100-ramp4-beta1", "r100-ramp4-betaauto", "r400-ramp4-betaauto",
-         "r100",
-         "r400", "r100-beta1", "r400-beta1", "topk100"]
+         "r400-ramp4-beta01", "r100-ramp4-beta1", "r100-ramp4-betaauto",
+         "r400-ramp4-betaauto", "r100", "r400", "r100-beta1", "r400-beta1",
+         "topk100"]
 LABELS = {"dense": "dense", "r100": "ScaleCom r100, dense warm-up",
           "r400": "ScaleCom r400, dense warm-up",
           "r100-beta1": "r100, dense warm-up, beta = 1",
